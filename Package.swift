@@ -1,0 +1,115 @@
+// swift-tools-version:6.2
+// The package of the `bff` server: see README.md and docs/ARCHITECTURE.md for the layers.
+import PackageDescription
+
+let package = Package(
+    name: "bff",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "bff", targets: ["bff"]),
+        .executable(name: "github-sim", targets: ["github-sim"]),
+        .executable(name: "bff-load", targets: ["bff-load"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.1.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.1.0"),
+    ],
+    targets: [
+        // MARK: C wrappers (system libraries)
+        .systemLibrary(
+            name: "CLibevent",
+            pkgConfig: "libevent",
+            providers: [.apt(["libevent-dev"]), .brew(["libevent"])]
+        ),
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
+
+        // MARK: Lowest layer: values
+        .target(name: "JSON"),
+        .target(name: "GitHubSearch"),
+
+        // MARK: HTTP over libevent (the only importer of CLibevent)
+        .target(
+            name: "EventHTTP",
+            dependencies: [
+                "CLibevent", "JSON",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]
+        ),
+
+        // MARK: View models (know nothing of HTTP or GitHub's wire format)
+        .target(name: "ViewModels", dependencies: ["JSON", "GitHubSearch"]),
+
+        // MARK: GitHub gateway, cache and simulator
+        .target(
+            name: "GitHubLive",
+            dependencies: ["GitHubSearch", "CSQLite", .product(name: "Logging", package: "swift-log")]
+        ),
+        .target(name: "GitHubSimulator", dependencies: ["EventHTTP", "JSON"]),
+
+        // MARK: The application (composition of the layers above)
+        .target(
+            name: "BFF",
+            dependencies: [
+                "EventHTTP", "JSON", "ViewModels", "GitHubSearch", "GitHubLive",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            resources: [.copy("Resources/openapi.yaml")]
+        ),
+
+        // MARK: Clients: test client and load tool
+        .target(name: "WireClient"),
+        .target(
+            name: "LoadKit",
+            dependencies: [
+                "WireClient", "JSON",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ]
+        ),
+
+        // MARK: Executables (short mains: parse flags, build, run)
+        .executableTarget(
+            name: "bff",
+            dependencies: [
+                "BFF", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "github-sim",
+            dependencies: [
+                "GitHubSimulator", "EventHTTP",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "bff-load",
+            dependencies: ["LoadKit", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+
+        // MARK: Tests
+        .testTarget(name: "JSONTests", dependencies: ["JSON"]),
+        .testTarget(name: "EventHTTPTests", dependencies: ["EventHTTP", "WireClient", "JSON"]),
+        .testTarget(name: "ViewModelsTests", dependencies: ["ViewModels", "GitHubSearch", "JSON"]),
+        .testTarget(
+            name: "GitHubLiveTests",
+            dependencies: ["GitHubLive", "GitHubSearch", "GitHubSimulator", "EventHTTP", "WireClient", "JSON"],
+            resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "BFFTests",
+            dependencies: ["BFF", "EventHTTP", "WireClient", "JSON", "GitHubSimulator", "GitHubSearch"]
+        ),
+        .testTarget(name: "LoadKitTests", dependencies: ["LoadKit", "BFF", "WireClient", "EventHTTP"]),
+    ]
+)

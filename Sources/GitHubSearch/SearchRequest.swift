@@ -1,0 +1,56 @@
+/// The order of search results (the contract's names; `bestMatch` sends no `sort` upstream).
+public enum SearchSort: String, Sendable, CaseIterable, Codable {
+    case bestMatch = "best-match"
+    case stars
+    case forks
+    case updated
+}
+
+/// Ascending or descending.
+public enum SortOrder: String, Sendable, CaseIterable, Codable {
+    case desc
+    case asc
+}
+
+/// One page of one search: the cache key and the upstream request.
+public struct SearchRequest: Sendable, Hashable, Codable {
+    /// GitHub's largest page size.
+    public static let maximumPageSize = 100
+    /// GitHub serves at most this many results of any search; pages past it are never requested.
+    public static let resultCap = 1000
+
+    /// The query text, trimmed (GitHub qualifiers such as `language:swift` included).
+    public var query: String
+    public var sort: SearchSort
+    public var order: SortOrder
+    /// 1-based page number.
+    public var page: Int
+    /// Results per page, 1...100.
+    public var perPage: Int
+
+    public init(query: String, sort: SearchSort = .bestMatch, order: SortOrder = .desc, page: Int = 1, perPage: Int = 30) {
+        self.query = query
+        self.sort = sort
+        self.order = order
+        self.page = page
+        self.perPage = perPage
+    }
+
+    /// True when the page lies entirely past GitHub's 1000-result cap (it must not be requested).
+    public var isPastResultCap: Bool { (page - 1) * perPage >= SearchRequest.resultCap }
+
+    /// The request for the following page.
+    public var nextPage: SearchRequest {
+        var r = self
+        r.page += 1
+        return r
+    }
+}
+
+/// How a caller wants the cache to treat a request.
+public enum CachePolicy: Sendable, Equatable {
+    /// Serve from cache when fresh (or stale within the maximum age when upstream fails).
+    case useCache
+    /// Revalidate with upstream now (the user pressed refresh); fall back to stale on failure.
+    case revalidate
+}

@@ -1,0 +1,232 @@
+/// A JSON text that could not be parsed: the byte offset and what was expected there.
+public struct JSONParseError: Error, Equatable, CustomStringConvertible, Sendable {
+    /// Byte offset into the input where parsing failed.
+    public let offset: Int
+    /// What was wrong at `offset`, e.g. "expected ',' or '}'".
+    public let reason: String
+    public var description: String { "\(reason) at byte \(offset)" }
+}
+
+extension JSONValue {
+    /// The deepest nesting `parse` accepts, so hostile input cannot exhaust the stack.
+    public static let maximumDepth = 64
+
+    /// Parses one JSON value (RFC 8259, strict: no trailing commas, comments, NaN, or leading
+    /// zeros; strings must be valid UTF-8; only whitespace may follow the value).
+    public static func parse<Bytes: Collection>(_ bytes: Bytes) throws(JSONParseError) -> JSONValue
+    where Bytes.Element == UInt8 {
+        let array = Array(bytes)
+        var parser = JSONParser(bytes: array)
+        return try parser.parseDocument()
+    }
+
+    /// Parses a JSON string.
+    public static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
+        try parse(Array(text.utf8))
+    }
+}
+
+struct JSONParser {
+    let bytes: [UInt8]
+    var i = 0
+    var depth = 0
+
+    init(bytes: [UInt8]) { self.bytes = bytes }
+
+    mutating func parseDocument() throws(JSONParseError) -> JSONValue {
+        skipWhitespace()
+        let v = try parseValue()
+        skipWhitespace()
+        if i != bytes.count { throw fail("unexpected data after the JSON value") }
+        return v
+    }
+
+    func fail(_ reason: String) -> JSONParseError { JSONParseError(offset: i, reason: reason) }
+
+    mutating func skipWhitespace() {
+        while i < bytes.count {
+            switch bytes[i] {
+            case 0x20, 0x09, 0x0A, 0x0D: i += 1
+            default: return
+            }
+        }
+    }
+
+    mutating func parseValue() throws(JSONParseError) -> JSONValue {
+        guard i < bytes.count else { throw fail("unexpected end of input, expected a value") }
+        switch bytes[i] {
+        case UInt8(ascii: "{"): return try parseObject()
+        case UInt8(ascii: "["): return try parseArray()
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "t"): try literal("true"); return .bool(true)
+        case UInt8(ascii: "f"): try literal("false"); return .bool(false)
+        case UInt8(ascii: "n"): try literal("null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
+        default: throw fail("unexpected character, expected a value")
+        }
+    }
+
+    mutating func literal(_ word: StaticString) throws(JSONParseError) {
+        let n = word.utf8CodeUnitCount
+        guard i + n <= bytes.count else { throw fail("invalid literal") }
+        let p = word.utf8Start
+        for k in 0..<n where bytes[i + k] != p[k] { throw fail("invalid literal") }
+        i += n
+    }
+
+    mutating func enter() throws(JSONParseError) {
+        depth += 1
+        if depth > JSONValue.maximumDepth { throw fail("nesting deeper than \(JSONValue.maximumDepth)") }
+    }
+
+    mutating func parseObject() throws(JSONParseError) -> JSONValue {
+        try enter()
+        i += 1
+        var obj = JSONObject()
+        skipWhitespace()
+        if i < bytes.count && bytes[i] == UInt8(ascii: "}") { i += 1; depth -= 1; return .object(obj) }
+        while true {
+            skipWhitespace()
+            guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
+            let key = try parseString()
+            skipWhitespace()
+            guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+            i += 1
+            skipWhitespace()
+            obj[key] = try parseValue()
+            skipWhitespace()
+            guard i < bytes.count else { throw fail("unexpected end of input, expected ',' or '}'") }
+            if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
+            if bytes[i] == UInt8(ascii: "}") { i += 1; break }
+            throw fail("expected ',' or '}'")
+        }
+        depth -= 1
+        return .object(obj)
+    }
+
+    mutating func parseArray() throws(JSONParseError) -> JSONValue {
+        try enter()
+        i += 1
+        var arr: [JSONValue] = []
+        skipWhitespace()
+        if i < bytes.count && bytes[i] == UInt8(ascii: "]") { i += 1; depth -= 1; return .array(arr) }
+        while true {
+            skipWhitespace()
+            arr.append(try parseValue())
+            skipWhitespace()
+            guard i < bytes.count else { throw fail("unexpected end of input, expected ',' or ']'") }
+            if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
+            if bytes[i] == UInt8(ascii: "]") { i += 1; break }
+            throw fail("expected ',' or ']'")
+        }
+        depth -= 1
+        return .array(arr)
+    }
+
+    mutating func parseNumber() throws(JSONParseError) -> JSONValue {
+        let start = i
+        if bytes[i] == UInt8(ascii: "-") { i += 1 }
+        guard i < bytes.count, isDigit(bytes[i]) else { throw fail("expected a digit") }
+        if bytes[i] == UInt8(ascii: "0") {
+            i += 1
+            if i < bytes.count && isDigit(bytes[i]) { throw fail("leading zeros are not allowed") }
+        } else {
+            while i < bytes.count && isDigit(bytes[i]) { i += 1 }
+        }
+        var isInteger = true
+        if i < bytes.count && bytes[i] == UInt8(ascii: ".") {
+            isInteger = false
+            i += 1
+            guard i < bytes.count, isDigit(bytes[i]) else { throw fail("expected a digit after '.'") }
+            while i < bytes.count && isDigit(bytes[i]) { i += 1 }
+        }
+        if i < bytes.count && (bytes[i] == UInt8(ascii: "e") || bytes[i] == UInt8(ascii: "E")) {
+            isInteger = false
+            i += 1
+            if i < bytes.count && (bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-")) { i += 1 }
+            guard i < bytes.count, isDigit(bytes[i]) else { throw fail("expected a digit in the exponent") }
+            while i < bytes.count && isDigit(bytes[i]) { i += 1 }
+        }
+        let text = String(decoding: bytes[start..<i], as: UTF8.self)
+        if isInteger, let v = Int(text) { return .int(v) }
+        guard let d = Double(text), d.isFinite else { i = start; throw fail("number out of range") }
+        return .double(d)
+    }
+
+    func isDigit(_ c: UInt8) -> Bool { c >= 0x30 && c <= 0x39 }
+
+    mutating func parseString() throws(JSONParseError) -> String {
+        i += 1  // opening quote
+        var out: [UInt8] = []
+        var runStart = i
+        while true {
+            guard i < bytes.count else { throw fail("unterminated string") }
+            let c = bytes[i]
+            if c == UInt8(ascii: "\"") {
+                out.append(contentsOf: bytes[runStart..<i])
+                i += 1
+                break
+            }
+            if c < 0x20 { throw fail("control character in string") }
+            if c == UInt8(ascii: "\\") {
+                out.append(contentsOf: bytes[runStart..<i])
+                i += 1
+                guard i < bytes.count else { throw fail("unterminated escape") }
+                let e = bytes[i]
+                i += 1
+                switch e {
+                case UInt8(ascii: "\""): out.append(0x22)
+                case UInt8(ascii: "\\"): out.append(0x5C)
+                case UInt8(ascii: "/"): out.append(0x2F)
+                case UInt8(ascii: "b"): out.append(0x08)
+                case UInt8(ascii: "f"): out.append(0x0C)
+                case UInt8(ascii: "n"): out.append(0x0A)
+                case UInt8(ascii: "r"): out.append(0x0D)
+                case UInt8(ascii: "t"): out.append(0x09)
+                case UInt8(ascii: "u"):
+                    var scalar = try hex4()
+                    if (0xD800...0xDBFF).contains(scalar) {
+                        guard i + 1 < bytes.count, bytes[i] == UInt8(ascii: "\\"), bytes[i + 1] == UInt8(ascii: "u")
+                        else { throw fail("unpaired surrogate") }
+                        i += 2
+                        let low = try hex4()
+                        guard (0xDC00...0xDFFF).contains(low) else { throw fail("unpaired surrogate") }
+                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    } else if (0xDC00...0xDFFF).contains(scalar) {
+                        throw fail("unpaired surrogate")
+                    }
+                    guard let u = Unicode.Scalar(scalar) else { throw fail("invalid unicode escape") }
+                    out.append(contentsOf: String(Character(u)).utf8)
+                default:
+                    i -= 1
+                    throw fail("invalid escape")
+                }
+                runStart = i
+                continue
+            }
+            i += 1
+        }
+        guard let s = String(validating: out, as: UTF8.self) else {
+            throw JSONParseError(offset: runStart, reason: "invalid UTF-8 in string")
+        }
+        return s
+    }
+
+    mutating func hex4() throws(JSONParseError) -> UInt32 {
+        guard i + 4 <= bytes.count else { throw fail("truncated unicode escape") }
+        var v: UInt32 = 0
+        for _ in 0..<4 {
+            let c = bytes[i]
+            let d: UInt32
+            switch c {
+            case 0x30...0x39: d = UInt32(c - 0x30)
+            case 0x41...0x46: d = UInt32(c - 0x41 + 10)
+            case 0x61...0x66: d = UInt32(c - 0x61 + 10)
+            default: throw fail("invalid hex digit in unicode escape")
+            }
+            v = v << 4 | d
+            i += 1
+        }
+        return v
+    }
+}

@@ -1,0 +1,2 @@
+import XCTest
+final class ViewModelsTestsPlaceholder: XCTestCase { func testNothingYet() {} }
