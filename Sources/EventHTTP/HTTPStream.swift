@@ -1,7 +1,7 @@
 /// A streaming (chunked) response, e.g. Server-Sent Events.
 ///
 /// Threading: bound to its responder's loop, like the responder.
-public final class HTTPStream {
+public final class HTTPStream: @unchecked Sendable {
     private let responder: HTTPResponder
     private unowned(unsafe) let owner: LoopHTTP
     /// Called once on the loop when the peer went away (not when `end()` was called).
