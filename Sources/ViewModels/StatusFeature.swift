@@ -24,7 +24,8 @@ public struct StatusFeature: ViewModelFeature {
         [
             .bool("reachable") { $0.reachable },
             .optionalString("message") { $0.message },
-            Output("rateLimit", { $0.rateLimit }, encode: StatusFeature.encode),
+            // Compared on what is shown, so a change of `resource` alone emits nothing.
+            Output("rateLimit", { $0.rateLimit.map(ShownRateLimit.init) }, encode: StatusFeature.encode),
         ]
     }
 
@@ -40,8 +41,21 @@ public struct StatusFeature: ViewModelFeature {
         return []
     }
 
+    /// The part of a `RateLimit` the `rateLimit` output shows.
+    struct ShownRateLimit: Equatable, Sendable {
+        var limit: Int
+        var remaining: Int
+        var resetAt: Int
+
+        init(_ r: RateLimit) {
+            limit = r.limit
+            remaining = r.remaining
+            resetAt = r.resetAt
+        }
+    }
+
     /// `null`, or `{"limit","remaining","resetAt"}` with `resetAt` as an ISO 8601 UTC time.
-    static func encode(_ rateLimit: RateLimit?) -> JSONValue {
+    static func encode(_ rateLimit: ShownRateLimit?) -> JSONValue {
         guard let r = rateLimit else { return .null }
         return [
             "limit": .int(r.limit), "remaining": .int(r.remaining),
