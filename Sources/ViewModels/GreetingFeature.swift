@@ -43,7 +43,9 @@ public struct GreetingFeature: ViewModelFeature {
         let v = InputValue(viewModel: name, input: input, value: value)
         switch input {
         case "name": return .nameChanged(try v.string())
-        case "greet": try v.none(); return .greetTapped
+        case "greet":
+            try v.none()
+            return .greetTapped
         default: throw unknownInput(input)
         }
     }

@@ -40,9 +40,15 @@ public struct SearchFeature<Searcher: RepositorySearching>: ViewModelFeature {
         switch input {
         case "query": return .queryChanged(try v.string())
         case "sort": return .sortChanged(try v.oneOf(SearchSort.self))
-        case "submit": try v.none(); return .submitTapped
-        case "loadMore": try v.none(); return .loadMoreTapped
-        case "refresh": try v.none(); return .refreshTapped
+        case "submit":
+            try v.none()
+            return .submitTapped
+        case "loadMore":
+            try v.none()
+            return .loadMoreTapped
+        case "refresh":
+            try v.none()
+            return .refreshTapped
         case "select": return .rowSelected(id: try v.integer("an integer repository id"))
         default: throw unknownInput(input)
         }
@@ -101,7 +107,9 @@ public struct SearchFeature<Searcher: RepositorySearching>: ViewModelFeature {
         ]
     }
 
-    private func receive(_ result: Result<SearchResponse, SearchError>, for request: SearchRequest, in state: inout State) {
+    private func receive(
+        _ result: Result<SearchResponse, SearchError>, for request: SearchRequest, in state: inout State
+    ) {
         state.isLoading = false
         switch result {
         case .success(let response):
