@@ -29,12 +29,17 @@ public struct SearchFeature<Searcher: RepositorySearching>: ViewModelFeature {
         self.perPage = min(max(perPage, 1), SearchRequest.maximumPageSize)
     }
 
+    /// The search state.
     public typealias State = SearchState
+    /// The search actions.
     public typealias Action = SearchAction
 
+    /// The contract name.
     public var name: String { "search" }
+    /// The input names, in the contract's order.
     public var inputNames: [String] { ["query", "sort", "submit", "loadMore", "refresh", "select"] }
 
+    /// Parses a named input into an action (see `ViewModelFeature`).
     public func action(forInput input: String, value: JSONValue) throws(InputError) -> Action {
         let v = InputValue(viewModel: name, input: input, value: value)
         switch input {
@@ -54,6 +59,7 @@ public struct SearchFeature<Searcher: RepositorySearching>: ViewModelFeature {
         }
     }
 
+    /// The transition (see `ViewModelFeature`).
     public func reduce(_ state: inout State, _ action: Action) -> [Effect<Action>] {
         switch action {
         case .queryChanged(let query):
