@@ -64,6 +64,8 @@ public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
     var entries: [String: Entry] = [:]
     var inFlight: [String: Task<Result<SearchPage, SearchError>, Never>] = [:]
     var useCounter = 0
+    /// Calls of `search` so far (tests use it to know every caller has arrived).
+    var lookups = 0
     /// Bytes of all entries' encoded pages.
     public internal(set) var totalBytes = 0
 
@@ -98,6 +100,7 @@ public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
 
     /// Answers from cache or upstream as described on the type.
     public func search(_ request: SearchRequest, policy: CachePolicy) async throws(SearchError) -> SearchResponse {
+        lookups += 1
         let key = SearchCache.key(request)
         let now = clock.now()
         if let entry = entries[key], now - entry.storedAt >= configuration.maxAge, inFlight[key] == nil {
