@@ -20,7 +20,7 @@ public final class WireConnection {
     /// How long `readResponse` and `request` wait for a response, in seconds.
     public var timeout: Double
 
-    private let socket: BlockingSocket
+    let socket: BlockingSocket
     private var parser = HTTPResponseParser()
     private var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
     private var current: WireResponse?

@@ -1,2 +1,0 @@
-import XCTest
-final class BFFTestsPlaceholder: XCTestCase { func testNothingYet() {} }

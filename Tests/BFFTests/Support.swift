@@ -1,0 +1,139 @@
+import BFF
+import EventHTTP
+import Foundation
+import GitHubSearch
+import JSON
+import Logging
+import WireClient
+import XCTest
+
+/// A search that fails the test when called: most session tests must not reach GitHub.
+struct UnexpectedSearch: RepositorySearching {
+    func search(_ request: SearchRequest, policy: CachePolicy) async throws(SearchError) -> SearchResponse {
+        XCTFail("unexpected search for \(request)")
+        throw .upstream(message: "unexpected")
+    }
+}
+
+/// Collects every log line (to prove secrets never reach the log).
+final class LogCollector: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [String] = []
+    func append(_ s: String) { lock.lock(); lines.append(s); lock.unlock() }
+    var all: String { lock.lock(); defer { lock.unlock() }; return lines.joined(separator: "\n") }
+
+    func logger(level: Logger.Level = .trace) -> Logger {
+        var l = Logger(label: "test") { _ in CollectingHandler(collector: self) }
+        l.logLevel = level
+        return l
+    }
+
+    struct CollectingHandler: LogHandler {
+        let collector: LogCollector
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) {
+            collector.append("\(event.level) \(event.message) \(metadata.merging(event.metadata ?? [:]) { $1 })")
+        }
+    }
+}
+
+/// A live application on 127.0.0.1:0.
+final class LiveApp: @unchecked Sendable {
+    let app: Application
+    var port: Int { app.port }
+
+    init(search: any RepositorySearching = UnexpectedSearch(), logger: Logger? = nil,
+         configure: (inout AppConfiguration) -> Void = { _ in }) throws {
+        var c = AppConfiguration()
+        c.http.port = 0
+        c.http.threads = 2
+        c.testHooks = true
+        configure(&c)
+        var quiet = Logger(label: "test")
+        quiet.logLevel = .warning
+        app = Application(configuration: c, search: search, logger: logger ?? quiet)
+        try app.start()
+    }
+
+    init(app: Application) throws {
+        self.app = app
+        try app.start()
+    }
+
+    deinit { app.shutdown() }
+
+    /// Creates a session; returns its id.
+    func createSession() throws -> String {
+        let r = try WireConnection.post(port: port, path: "/api/sessions", body: [])
+        XCTAssertEqual(r.status, 201)
+        return try XCTUnwrap(JSONValue.parse(r.body)["id"]?.stringValue)
+    }
+
+    func post(_ id: String, _ vm: String, _ input: String, _ json: String? = nil, headers: [(String, String)] = [],
+              on connection: WireConnection? = nil) throws -> WireResponse {
+        let c = try connection ?? WireConnection(port: port)
+        defer { if connection == nil { c.close() } }
+        return try c.request("POST", "/api/sessions/\(id)/\(vm)/\(input)",
+                             headers: (json == nil ? [] : [("Content-Type", "application/json")]) + headers,
+                             body: json.map { Array($0.utf8) })
+    }
+
+    func state(_ id: String) throws -> JSONValue {
+        let r = try WireConnection.get(port: port, path: "/api/sessions/\(id)/state")
+        XCTAssertEqual(r.status, 200)
+        return try JSONValue.parse(r.body)
+    }
+
+    func stream(_ id: String, lastEventID: String? = nil) throws -> (WireConnection, EventStreamReader) {
+        let c = try WireConnection(port: port, timeout: 10)
+        let (head, reader) = try c.openEventStream("/api/sessions/\(id)/events",
+                                                   headers: lastEventID.map { [("Last-Event-ID", $0)] } ?? [])
+        XCTAssertEqual(head.status, 200, "\(head)")
+        return (c, reader)
+    }
+}
+
+/// What a browser does with the stream: apply snapshots and merge changed outputs.
+struct ClientState {
+    var seq = -1
+    var viewModels = JSONObject()
+    var signals: [(String, JSONObject)] = []
+    var lastInputSeq: Int?
+
+    mutating func apply(_ e: SSEEvent) throws {
+        let data = try JSONValue.parse(e.data)
+        if let id = e.id.flatMap(Int.init) { seq = id }
+        switch e.event {
+        case "snapshot":
+            viewModels = data["viewModels"]?.objectValue ?? [:]
+            XCTAssertEqual(data["seq"]?.intValue, seq)
+        case "end": break
+        default:
+            var vm = viewModels[e.event]?.objectValue ?? [:]
+            if let outputs = data["outputs"]?.objectValue { vm.merge(outputs) }
+            viewModels[e.event] = .object(vm)
+            if let s = data["signals"]?.objectValue { signals.append((e.event, s)) }
+            lastInputSeq = data["inputSeq"]?.intValue ?? lastInputSeq
+        }
+    }
+
+    var snapshot: JSONValue { ["seq": .int(seq), "viewModels": .object(viewModels)] }
+}
+
+extension WireResponse {
+    var json: JSONValue? { try? JSONValue.parse(body) }
+    /// Checks an RFC 9457 problem response and returns its detail.
+    @discardableResult
+    func problem(_ status: Int, file: StaticString = #filePath, line: UInt = #line) -> String {
+        XCTAssertEqual(self.status, status, "\(self)", file: file, line: line)
+        XCTAssertEqual(header("Content-Type"), "application/problem+json", file: file, line: line)
+        XCTAssertEqual(json?["status"]?.intValue, status, file: file, line: line)
+        XCTAssertEqual(json?["type"], "about:blank", file: file, line: line)
+        return json?["detail"]?.stringValue ?? ""
+    }
+}

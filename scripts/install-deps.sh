@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the project needs, only if missing.
+#   scripts/install-deps.sh            build + run deps (libevent, sqlite, curl)
+#   scripts/install-deps.sh --test     also test deps (wrk, chromium + driver, Python tools)
+set -euo pipefail
+pkgs=(libevent-dev libsqlite3-dev pkg-config libcurl4-openssl-dev ca-certificates)
+if [[ "${1:-}" == "--test" ]]; then pkgs+=(wrk chromium chromium-driver python3-venv); fi
+missing=()
+for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}" >&2
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
