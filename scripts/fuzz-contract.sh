@@ -31,11 +31,14 @@ CHECKS="${FUZZ_CHECKS:-not_a_server_error,status_code_conformance,content_type_c
 PHASES="${FUZZ_PHASES:-examples,coverage,fuzzing,stateful}"
 REPORT_DIR="${FUZZ_REPORT_DIR:-$ROOT/artifacts/fuzz}"
 
-# The CLI changed incompatibly between 3.x and 4.x: this script speaks 4.x.
-if ! "$PYTHON" -c 'import schemathesis, sys; sys.exit(0 if int(schemathesis.__version__.split(".")[0]) == 4 else 1)' \
-    2>/dev/null; then
+# The CLI changed incompatibly between 3.x and 4.x: this script speaks 4.x, and needs 4.32 or later
+# for event streams (max-stream-events) and --max-time.
+SCHEMATHESIS_OK='import schemathesis, sys
+major, minor = (int(p) for p in schemathesis.__version__.split(".")[:2])
+sys.exit(0 if major == 4 and minor >= 32 else 1)'
+if ! "$PYTHON" -c "$SCHEMATHESIS_OK" 2> /dev/null; then
     echo "fuzz-contract: installing schemathesis 4.x (pip)"
-    "$PYTHON" -m pip install --quiet --disable-pip-version-check 'schemathesis>=4.1,<5'
+    "$PYTHON" -m pip install --quiet --disable-pip-version-check 'schemathesis>=4.32,<5'
 fi
 ST=("$PYTHON" -m schemathesis.cli)
 "$PYTHON" -c 'import schemathesis.cli.__main__' 2>/dev/null || ST=(schemathesis)
