@@ -6,7 +6,7 @@
 # Usage: scripts/fuzz-contract.sh URL        e.g. scripts/fuzz-contract.sh http://127.0.0.1:8080
 # Environment (all optional):
 #   FUZZ_MAX_EXAMPLES  test cases per operation and phase (default 25)
-#   FUZZ_MAX_TIME      seconds for the whole run, hard-stopped at +30 s (default 150; keep <= 180)
+#   FUZZ_MAX_TIME      seconds for the whole run, hard-stopped at +30 s (default 120; keep <= 150)
 #   FUZZ_CHECKS        schemathesis checks (default below)
 #   FUZZ_PHASES        schemathesis phases (default examples,coverage,fuzzing,stateful)
 #   FUZZ_SEED          a seed, to replay a run
@@ -26,7 +26,7 @@ esac
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PYTHON="${PYTHON:-python3}"
 MAX_EXAMPLES="${FUZZ_MAX_EXAMPLES:-25}"
-MAX_TIME="${FUZZ_MAX_TIME:-150}"
+MAX_TIME="${FUZZ_MAX_TIME:-120}"
 CHECKS="${FUZZ_CHECKS:-not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance}"
 PHASES="${FUZZ_PHASES:-examples,coverage,fuzzing,stateful}"
 REPORT_DIR="${FUZZ_REPORT_DIR:-$ROOT/artifacts/fuzz}"
@@ -54,6 +54,8 @@ mkdir -p "$REPORT_DIR"
 
 echo "fuzz-contract: $BASE (checks: $CHECKS; phases: $PHASES; <= $MAX_EXAMPLES examples; <= ${MAX_TIME}s)"
 set +e
+# Run inside the report folder: schemathesis and Hypothesis keep their state in the working directory.
+cd "$REPORT_DIR"
 # `timeout` is the hard bound; --max-time lets schemathesis stop on its own first and still report.
 timeout --kill-after=10 "$((MAX_TIME + 30))" \
     "${ST[@]}" --config-file "$ROOT/scripts/fuzz-contract.toml" run "$BASE/openapi.yaml" \
