@@ -18,8 +18,12 @@ export function buildRepoRow(template, repo) {
     row.dataset.repoId = String(repo.id);
 
     const avatar = row.querySelector(".avatar");
-    avatar.alt = repo.owner ? `${repo.owner}` : "";
+    avatar.alt = repo.owner ?? "";
+    // An avatar that cannot load (offline, refused by img-src) gives way to the owner's initial.
+    row.querySelector(".avatar-fallback").textContent = (repo.owner ?? "?").slice(0, 1).toUpperCase();
+    avatar.addEventListener("error", () => row.classList.add("no-avatar"), { once: true });
     if (isWebURL(repo.avatarUrl)) avatar.src = repo.avatarUrl;
+    else row.classList.add("no-avatar");
 
     const open = row.querySelector(".repo-open");
     open.textContent = repo.fullName ?? "";
@@ -29,14 +33,12 @@ export function buildRepoRow(template, repo) {
     setText(row.querySelector(".language"), repo.language);
 
     const stars = row.querySelector(".stars");
-    stars.textContent = `★ ${compact.format(repo.stars ?? 0)}`;
+    stars.textContent = `★ ${compact.format(repo.stars ?? 0)} stars`;
     stars.title = `${full.format(repo.stars ?? 0)} stars`;
-    stars.setAttribute("aria-label", stars.title);
 
     const forks = row.querySelector(".forks");
-    forks.textContent = `⑂ ${compact.format(repo.forks ?? 0)}`;
+    forks.textContent = `${compact.format(repo.forks ?? 0)} forks`;
     forks.title = `${full.format(repo.forks ?? 0)} forks`;
-    forks.setAttribute("aria-label", forks.title);
 
     const topics = row.querySelector(".topics");
     for (const topic of repo.topics ?? []) {
