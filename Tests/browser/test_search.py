@@ -51,6 +51,16 @@ def test_type_and_search_shows_results(bff, browser, screenshot):
     screenshot(browser, "search-results")
 
 
+def test_enter_right_after_typing_searches(bff, browser):
+    # Inputs go in order: the query reaches the server before the submit that Enter sends, even when
+    # the button has not been enabled yet.
+    open_page(browser, bff)
+    query = unique("fast")
+    by_id(browser, "query").send_keys(query + "\n")
+    wait_for_results(browser)
+    assert output(browser, "search", "query") == query
+
+
 def test_sort_selector_is_forwarded(bff, browser):
     open_page(browser, bff)
     by_id(browser, "sort").send_keys("Most stars")
@@ -87,7 +97,9 @@ def test_scrolling_to_the_end_loads_more(bff, github):
 
 def test_hostile_descriptions_render_as_text(bff, github, browser, screenshot):
     open_page(browser, bff)
-    browser.execute_script("window.__xss = false")
+    # An injected script would set the flag or call alert (the simulator's hostile texts do).
+    browser.execute_script("window.__xss = false; window.alert = window.confirm = window.prompt = "
+                           "() => { window.__xss = true; };")
     search(browser, unique(github.hostile_query))
     repositories = output(browser, "search", "repositories")
     hostile = [r for r in repositories if r["description"] and "<" in r["description"]]
