@@ -1,0 +1,116 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A connected blocking TCP socket with deadline-based reads (poll) and whole-buffer writes.
+///
+/// Owned by one `WireConnection`; not thread-safe.
+final class BlockingSocket {
+    private(set) var fd: Int32
+
+    /// Connects to `host:port` (numeric address or name resolved by `getaddrinfo`).
+    init(host: String, port: Int, timeout: Double) throws(WireError) {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        let rc = getaddrinfo(host == "localhost" ? "127.0.0.1" : host, String(port), &hints, &list)
+        guard rc == 0, let first = list else { throw .system("getaddrinfo(\(host))", rc) }
+        defer { freeaddrinfo(list) }
+        var lastError: Int32 = 0
+        var current: UnsafeMutablePointer<addrinfo>? = first
+        fd = -1
+        while let ai = current {
+            let s = socket(ai.pointee.ai_family, ai.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), 0)
+            if s >= 0 {
+                Self.setTimeouts(s, timeout)
+                if connect(s, ai.pointee.ai_addr, ai.pointee.ai_addrlen) == 0 {
+                    fd = s
+                    break
+                }
+                lastError = errno
+                Glibc.close(s)
+            } else {
+                lastError = errno
+            }
+            current = ai.pointee.ai_next
+        }
+        guard fd >= 0 else { throw .system("connect(\(host):\(port))", lastError) }
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    deinit { close() }
+
+    private static func setTimeouts(_ fd: Int32, _ seconds: Double) {
+        var tv = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - seconds.rounded(.down)) * 1_000_000))
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    func close() {
+        if fd >= 0 {
+            Glibc.close(fd)
+            fd = -1
+        }
+    }
+
+    /// Writes all of `bytes`; a peer that closed or reset gives `.closed`.
+    func sendAll(_ bytes: [UInt8]) throws(WireError) {
+        guard fd >= 0 else { throw .closed }
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { buffer in
+                Glibc.send(fd, buffer.baseAddress! + offset, buffer.count - offset, Int32(MSG_NOSIGNAL))
+            }
+            if n < 0 {
+                let e = errno
+                if e == EINTR { continue }
+                if e == EAGAIN || e == EWOULDBLOCK { throw .timeout }
+                if e == EPIPE || e == ECONNRESET { throw .closed }
+                throw .system("send", e)
+            }
+            offset += n
+        }
+    }
+
+    /// Reads what is available into `buffer` waiting until `deadline` (monotonic seconds);
+    /// returns 0 on end of file (or reset), throws `.timeout` when nothing arrived in time.
+    func receive(into buffer: inout [UInt8], deadline: Double) throws(WireError) -> Int {
+        guard fd >= 0 else { throw .closed }
+        while true {
+            let remaining = deadline - MonotonicClock.now()
+            guard remaining > 0 else { throw .timeout }
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&pfd, 1, Int32(min(remaining * 1000, 1_000_000_000).rounded(.up)))
+            if ready < 0 {
+                if errno == EINTR { continue }
+                throw .system("poll", errno)
+            }
+            if ready == 0 { continue }
+            let n = buffer.withUnsafeMutableBytes { Glibc.recv(fd, $0.baseAddress!, $0.count, Int32(MSG_DONTWAIT)) }
+            if n >= 0 { return n }
+            let e = errno
+            if e == EINTR || e == EAGAIN || e == EWOULDBLOCK { continue }
+            if e == ECONNRESET { return 0 }
+            throw .system("recv", e)
+        }
+    }
+}
+
+/// Monotonic time in seconds (CLOCK_MONOTONIC), for deadlines.
+public enum MonotonicClock {
+    /// Seconds since an arbitrary fixed point; never goes backwards.
+    public static func now() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    /// Nanoseconds since an arbitrary fixed point; never goes backwards.
+    public static func nanoseconds() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
+}

@@ -1,2 +1,0 @@
-import XCTest
-final class LoadKitTestsPlaceholder: XCTestCase { func testNothingYet() {} }
