@@ -38,7 +38,8 @@ ui.query.addEventListener("keydown", (event) => {
     event.preventDefault();
     client.send("search", "submit");
 });
-ui.loadMore.addEventListener("click", () => client.send("search", "loadMore"));
+// `coalesce`: a second "more" (button and scroll together) still waiting to be sent is not sent twice.
+ui.loadMore.addEventListener("click", () => client.send("search", "loadMore", undefined, { coalesce: true }));
 ui.results.addEventListener("click", (event) => {
     const row = event.target.closest(".repo");
     if (!row || event.target.closest("a")) return;
@@ -48,7 +49,7 @@ ui.results.addEventListener("click", (event) => {
 // Scrolling to the end asks for more, like the button. The observer fires when the button comes into
 // view; it is re-armed after each render so a page that does not fill the screen still asks again.
 const endObserver = new IntersectionObserver((entries) => {
-    if (entries.some((entry) => entry.isIntersecting)) client.send("search", "loadMore");
+    if (entries.some((entry) => entry.isIntersecting)) client.send("search", "loadMore", undefined, { coalesce: true });
 }, { rootMargin: "0px 0px 200px 0px" });
 
 // MARK: Outputs
