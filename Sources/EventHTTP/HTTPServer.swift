@@ -15,8 +15,8 @@ public final class HTTPServer: @unchecked Sendable {
     public let router = Router()
     public let logger: Logger
     let metrics: ServerMetrics
-    /// The loops, available after `start()`. Hand work to one with `execute`.
-    public private(set) var loops: [EventLoop] = []
+    /// The loops (one per thread; their threads run from `start()`). Hand work to one with `execute`.
+    public let loops: [EventLoop]
     private var loopHTTPs: [LoopHTTP] = []
     private var threads: [pthread_t] = []
     private let stateValue = Atomic<Int>(State.starting.rawValue)
@@ -30,6 +30,7 @@ public final class HTTPServer: @unchecked Sendable {
         self.configuration = configuration
         self.logger = logger
         self.metrics = ServerMetrics(factory: metricsFactory)
+        loops = (0..<max(1, configuration.threads)).map { EventLoop(index: $0) }
     }
 
     /// The lifecycle state (`starting` until `start()` returns, `draining` during shutdown).
@@ -39,11 +40,14 @@ public final class HTTPServer: @unchecked Sendable {
     public var openConnections: Int { metrics.connectionCount.load(ordering: .relaxed) }
 
     /// Binds the sockets and starts the loop threads. Throws `SystemError` when binding fails.
+    ///
+    /// Also ignores SIGPIPE process-wide: libevent writes to sockets the peer may have closed.
     public func start() throws(SystemError) {
+        signal(SIGPIPE, SIG_IGN)
         if router.fallback == nil, let dir = configuration.publicDirectory {
             router.fallback = StaticFiles(directory: dir, htmlHeaders: configuration.htmlHeaders).handler
         }
-        let n = max(1, configuration.threads)
+        let n = loops.count
         var fds: [Int32] = []
         var bindPort = configuration.port
         for i in 0..<n {
@@ -58,9 +62,7 @@ public final class HTTPServer: @unchecked Sendable {
         }
         port = bindPort
         for (i, fd) in fds.enumerated() {
-            let loop = EventLoop(index: i)
-            loops.append(loop)
-            loopHTTPs.append(LoopHTTP(server: self, loop: loop, listenFD: fd))
+            loopHTTPs.append(LoopHTTP(server: self, loop: loops[i], listenFD: fd))
         }
         threads = loops.map { $0.startThread(name: "http-loop-\($0.index)") }
         stateValue.store(State.running.rawValue, ordering: .releasing)

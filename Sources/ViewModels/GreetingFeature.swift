@@ -33,21 +33,28 @@ public struct GreetingFeature: ViewModelFeature {
     /// The feature (it has no dependencies).
     public init() {}
 
+    /// The contract name.
     public var name: String { "greeting" }
+    /// The input names, in the contract's order.
     public var inputNames: [String] { ["name", "greet"] }
+    /// The state outputs, in snapshot order.
     public var outputs: [Output<State>] {
         [.bool("buttonEnabled") { $0.buttonEnabled }, .optionalString("label") { $0.label }]
     }
 
+    /// Parses a named input into an action (see `ViewModelFeature`).
     public func action(forInput input: String, value: JSONValue) throws(InputError) -> Action {
         let v = InputValue(viewModel: name, input: input, value: value)
         switch input {
         case "name": return .nameChanged(try v.string())
-        case "greet": try v.none(); return .greetTapped
+        case "greet":
+            try v.none()
+            return .greetTapped
         default: throw unknownInput(input)
         }
     }
 
+    /// The transition (see `ViewModelFeature`).
     public func reduce(_ state: inout State, _ action: Action) -> [Effect<Action>] {
         switch action {
         case .nameChanged(let name):

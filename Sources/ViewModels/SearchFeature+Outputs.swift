@@ -19,9 +19,9 @@ extension SearchFeature {
 }
 
 /// The JSON shapes of the `search` outputs (pure functions).
-enum SearchJSON {
+public enum SearchJSON {
     /// `{"id","fullName","owner","avatarUrl","description","language","stars","forks","topics","url","updatedAt"}`.
-    static func repository(_ r: Repository) -> JSONValue {
+    public static func repository(_ r: Repository) -> JSONValue {
         .object(
             JSONObject([
                 ("id", .int(r.id)), ("fullName", .string(r.fullName)), ("owner", .string(r.owner)),
@@ -33,7 +33,7 @@ enum SearchJSON {
     }
 
     /// `null` or `{"kind","message","retryAfterSeconds"}`.
-    static func error(_ error: SearchError?) -> JSONValue {
+    public static func error(_ error: SearchError?) -> JSONValue {
         guard let error else { return .null }
         return [
             "kind": .string(error.kind), "message": .string(error.message),

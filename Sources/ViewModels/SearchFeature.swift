@@ -29,25 +29,37 @@ public struct SearchFeature<Searcher: RepositorySearching>: ViewModelFeature {
         self.perPage = min(max(perPage, 1), SearchRequest.maximumPageSize)
     }
 
+    /// The search state.
     public typealias State = SearchState
+    /// The search actions.
     public typealias Action = SearchAction
 
+    /// The contract name.
     public var name: String { "search" }
+    /// The input names, in the contract's order.
     public var inputNames: [String] { ["query", "sort", "submit", "loadMore", "refresh", "select"] }
 
+    /// Parses a named input into an action (see `ViewModelFeature`).
     public func action(forInput input: String, value: JSONValue) throws(InputError) -> Action {
         let v = InputValue(viewModel: name, input: input, value: value)
         switch input {
         case "query": return .queryChanged(try v.string())
         case "sort": return .sortChanged(try v.oneOf(SearchSort.self))
-        case "submit": try v.none(); return .submitTapped
-        case "loadMore": try v.none(); return .loadMoreTapped
-        case "refresh": try v.none(); return .refreshTapped
+        case "submit":
+            try v.none()
+            return .submitTapped
+        case "loadMore":
+            try v.none()
+            return .loadMoreTapped
+        case "refresh":
+            try v.none()
+            return .refreshTapped
         case "select": return .rowSelected(id: try v.integer("an integer repository id"))
         default: throw unknownInput(input)
         }
     }
 
+    /// The transition (see `ViewModelFeature`).
     public func reduce(_ state: inout State, _ action: Action) -> [Effect<Action>] {
         switch action {
         case .queryChanged(let query):
@@ -101,7 +113,9 @@ public struct SearchFeature<Searcher: RepositorySearching>: ViewModelFeature {
         ]
     }
 
-    private func receive(_ result: Result<SearchResponse, SearchError>, for request: SearchRequest, in state: inout State) {
+    private func receive(
+        _ result: Result<SearchResponse, SearchError>, for request: SearchRequest, in state: inout State
+    ) {
         state.isLoading = false
         switch result {
         case .success(let response):

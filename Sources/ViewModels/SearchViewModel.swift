@@ -10,6 +10,7 @@ extension Store {
     public convenience init<Searcher: RepositorySearching>(
         search: Searcher, perPage: Int = 30, executor: @escaping OwnerExecutor
     ) where Feature == SearchFeature<Searcher> {
-        self.init(feature: SearchFeature(searcher: search, perPage: perPage), initialState: SearchState(), executor: executor)
+        self.init(
+            feature: SearchFeature(searcher: search, perPage: perPage), initialState: SearchState(), executor: executor)
     }
 }

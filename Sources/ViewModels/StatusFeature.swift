@@ -18,8 +18,11 @@ public struct StatusFeature: ViewModelFeature {
     /// The feature (it has no dependencies).
     public init() {}
 
+    /// The contract name.
     public var name: String { "status" }
+    /// The input names, in the contract's order.
     public var inputNames: [String] { [] }
+    /// The state outputs, in snapshot order.
     public var outputs: [Output<State>] {
         [
             .bool("reachable") { $0.reachable },
@@ -34,6 +37,7 @@ public struct StatusFeature: ViewModelFeature {
         throw unknownInput(input)
     }
 
+    /// The transition (see `ViewModelFeature`).
     public func reduce(_ state: inout State, _ action: Action) -> [Effect<Action>] {
         switch action {
         case .statusUpdated(let status): state = status

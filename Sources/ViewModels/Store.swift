@@ -27,7 +27,9 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
     let executor: OwnerExecutor
     private let outputs: [Output<Feature.State>]
     private var isApplying = false
-    private var queued: [(action: Feature.Action, inputSeq: Int?)] = []
+    /// Actions applied re-entrantly, as closures (a non-generic type keeps the common path free of
+    /// runtime generic-metadata look-ups).
+    private var queued: [() -> Void] = []
     private var bound: OwnerBound<Store>?
 
     /// A store running `feature` from `initialState`; effect results are applied through `executor`.
@@ -59,37 +61,37 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
     /// of the session input that caused it (nil when no input did).
     public func apply(_ action: Feature.Action, inputSeq: Int?) {
         if isApplying {
-            queued.append((action, inputSeq))
+            queued.append { [unowned self] in step(action, inputSeq: inputSeq) }
             return
         }
         isApplying = true
         defer { isApplying = false }
         step(action, inputSeq: inputSeq)
-        while !queued.isEmpty {
-            let next = queued.removeFirst()
-            step(next.action, inputSeq: next.inputSeq)
-        }
+        while !queued.isEmpty { queued.removeFirst()() }
     }
 
     private func step(_ action: Feature.Action, inputSeq: Int?) {
         let old = state
         let effects = feature.reduce(&state, action)
-        var changed: [(String, JSONValue)] = []
+        var changed = JSONObject()
         for output in outputs where output.changed(old, state) {
-            changed.append((output.name, output.encode(state)))
+            changed[output.name] = output.encode(state)
         }
-        var signals: [(String, JSONValue)] = []
-        var work: [@Sendable () async -> Feature.Action] = []
+        var signals = JSONObject()
+        var hasWork = false
         for effect in effects {
             switch effect.operation {
-            case .signal(let name, let value): signals.append((name, value))
-            case .run(let run): work.append(run)
+            case .signal(let name, let value): signals[name] = value
+            case .run: hasWork = true
             }
         }
         if !changed.isEmpty || !signals.isEmpty {
-            onEvent?(ViewModelEvent(inputSeq: inputSeq, outputs: JSONObject(changed), signals: JSONObject(signals)))
+            onEvent?(ViewModelEvent(inputSeq: inputSeq, outputs: changed, signals: signals))
         }
-        for run in work { launch(run, inputSeq: inputSeq) }
+        guard hasWork else { return }
+        for effect in effects {
+            if case .run(let run) = effect.operation { launch(run, inputSeq: inputSeq) }
+        }
     }
 
     private func launch(_ run: @escaping @Sendable () async -> Feature.Action, inputSeq: Int?) {

@@ -24,7 +24,8 @@ enum UTCTimestamp {
     }
 
     private static func floorDivMod(_ a: Int, _ b: Int) -> (Int, Int) {
-        let q = a / b, r = a % b
+        let q = a / b
+        let r = a % b
         return r < 0 ? (q - 1, r + b) : (q, r)
     }
 

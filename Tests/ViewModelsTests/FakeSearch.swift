@@ -9,7 +9,9 @@ final class FakeSearch: RepositorySearching, @unchecked Sendable {
     struct Call: Equatable, CustomStringConvertible {
         var request: SearchRequest
         var policy: CachePolicy
-        var description: String { "\(request.query)/\(request.sort.rawValue)/p\(request.page)x\(request.perPage)/\(policy)" }
+        var description: String {
+            "\(request.query)/\(request.sort.rawValue)/p\(request.page)x\(request.perPage)/\(policy)"
+        }
     }
 
     private let lock = NSLock()
@@ -22,7 +24,8 @@ final class FakeSearch: RepositorySearching, @unchecked Sendable {
     var unusedStubs: [Call] { lock.withLock { stubs.map(\.call) } }
 
     /// Answers `request` with `result` as soon as it is asked.
-    func stub(_ request: SearchRequest, policy: CachePolicy = .useCache, _ result: Result<SearchResponse, SearchError>) {
+    func stub(_ request: SearchRequest, policy: CachePolicy = .useCache, _ result: Result<SearchResponse, SearchError>)
+    {
         let gate = Gate()
         gate.open(result)
         lock.withLock { stubs.append((Call(request: request, policy: policy), gate)) }

@@ -32,7 +32,9 @@ final class SearchHarness {
         _ query: String, _ ids: [Int], total: Int = 100, hasMore: Bool = true,
         file: StaticString = #filePath, line: UInt = #line
     ) async throws {
-        fake.stub(SearchFixtures.request(query, perPage: perPage), SearchFixtures.response(ids, total: total, hasMore: hasMore))
+        fake.stub(
+            SearchFixtures.request(query, perPage: perPage),
+            SearchFixtures.response(ids, total: total, hasMore: hasMore))
         try send("query", .string(query))
         let seq = try send("submit")
         await owner.runNext(file: file, line: line)

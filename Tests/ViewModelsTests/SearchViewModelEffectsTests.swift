@@ -13,7 +13,8 @@ final class SearchViewModelEffectsTests: XCTestCase {
         let gateB = h.fake.stubGated(F.request("swift", .stars))
         try h.send("query", "swift")
         let a = try h.send("submit")
-        XCTAssertEqual(h.events.take().last, ViewModelEvent(inputSeq: a, outputs: ["searchEnabled": false, "isLoading": true]))
+        XCTAssertEqual(
+            h.events.take().last, ViewModelEvent(inputSeq: a, outputs: ["searchEnabled": false, "isLoading": true]))
 
         // A second submit while A loads is a no-op (submit is disabled); a sort change supersedes A.
         try h.send("submit")
@@ -70,21 +71,31 @@ final class SearchViewModelEffectsTests: XCTestCase {
             [
                 ViewModelEvent(
                     inputSeq: b,
-                    outputs: ["searchEnabled": true, "isLoading": false, "repositories": F.reposJSON([1]), "totalCount": 1])
+                    outputs: [
+                        "searchEnabled": true, "isLoading": false, "repositories": F.reposJSON([1]), "totalCount": 1,
+                    ])
             ])
         h.verifyDone()
     }
 
     func testEachSearchErrorBecomesTheErrorOutputAndClearsResults() async throws {
         let cases: [(SearchError, JSONValue)] = [
-            (.invalidQuery(message: "The query is invalid."),
-             ["kind": "invalidQuery", "message": "The query is invalid.", "retryAfterSeconds": nil]),
-            (.rateLimited(retryAfterSeconds: 42, message: "Rate limit exceeded."),
-             ["kind": "rateLimited", "message": "Rate limit exceeded.", "retryAfterSeconds": 42]),
-            (.unavailable(message: "GitHub cannot be reached."),
-             ["kind": "unavailable", "message": "GitHub cannot be reached.", "retryAfterSeconds": nil]),
-            (.upstream(message: "GitHub answered 502."),
-             ["kind": "upstream", "message": "GitHub answered 502.", "retryAfterSeconds": nil]),
+            (
+                .invalidQuery(message: "The query is invalid."),
+                ["kind": "invalidQuery", "message": "The query is invalid.", "retryAfterSeconds": nil]
+            ),
+            (
+                .rateLimited(retryAfterSeconds: 42, message: "Rate limit exceeded."),
+                ["kind": "rateLimited", "message": "Rate limit exceeded.", "retryAfterSeconds": 42]
+            ),
+            (
+                .unavailable(message: "GitHub cannot be reached."),
+                ["kind": "unavailable", "message": "GitHub cannot be reached.", "retryAfterSeconds": nil]
+            ),
+            (
+                .upstream(message: "GitHub answered 502."),
+                ["kind": "upstream", "message": "GitHub answered 502.", "retryAfterSeconds": nil]
+            ),
         ]
         for (error, json) in cases {
             let h = SearchHarness()
@@ -232,14 +243,23 @@ final class SearchViewModelEffectsTests: XCTestCase {
             ("submit", "go", .invalidValue(viewModel: "search", input: "submit", detail: "\(noValue) a string")),
             ("loadMore", [1], .invalidValue(viewModel: "search", input: "loadMore", detail: "\(noValue) an array")),
             ("refresh", true, .invalidValue(viewModel: "search", input: "refresh", detail: "\(noValue) a boolean")),
-            ("select", "1", .invalidValue(
-                viewModel: "search", input: "select", detail: "expected an integer repository id, got a string")),
-            ("select", 1.5, .invalidValue(
-                viewModel: "search", input: "select",
-                detail: "expected an integer repository id, got a non-integer number")),
-            ("open", nil, .unknownInput(
-                viewModel: "search", input: "open",
-                known: ["query", "sort", "submit", "loadMore", "refresh", "select"])),
+            (
+                "select", "1",
+                .invalidValue(
+                    viewModel: "search", input: "select", detail: "expected an integer repository id, got a string")
+            ),
+            (
+                "select", 1.5,
+                .invalidValue(
+                    viewModel: "search", input: "select",
+                    detail: "expected an integer repository id, got a non-integer number")
+            ),
+            (
+                "open", nil,
+                .unknownInput(
+                    viewModel: "search", input: "open",
+                    known: ["query", "sort", "submit", "loadMore", "refresh", "select"])
+            ),
         ]
         for (input, value, expected) in cases {
             XCTAssertThrowsError(try h.vm.send(input: input, value: value, inputSeq: 100)) {

@@ -24,7 +24,8 @@ final class SearchViewModelTests: XCTestCase {
     func testQueryInputSetsQueryAndSearchEnabled() throws {
         let h = SearchHarness()
         try h.send("query", "swift")
-        XCTAssertEqual(h.events.take(), [ViewModelEvent(inputSeq: 1, outputs: ["query": "swift", "searchEnabled": true])])
+        XCTAssertEqual(
+            h.events.take(), [ViewModelEvent(inputSeq: 1, outputs: ["query": "swift", "searchEnabled": true])])
         XCTAssertEqual(
             h.vm.snapshot,
             F.snapshot(
@@ -32,7 +33,8 @@ final class SearchViewModelTests: XCTestCase {
                 totalCount: 0, hasMore: false, error: nil, stale: false))
 
         try h.send("query", " \t ")
-        XCTAssertEqual(h.events.take(), [ViewModelEvent(inputSeq: 2, outputs: ["query": " \t ", "searchEnabled": false])])
+        XCTAssertEqual(
+            h.events.take(), [ViewModelEvent(inputSeq: 2, outputs: ["query": " \t ", "searchEnabled": false])])
         XCTAssertEqual(
             h.vm.snapshot,
             F.snapshot(
@@ -52,10 +54,12 @@ final class SearchViewModelTests: XCTestCase {
         let h = SearchHarness()
         h.fake.stub(F.request("swift"), F.response([1, 2, 3], total: 1234, hasMore: true))
         try h.send("query", "  swift ")
-        XCTAssertEqual(h.events.take(), [ViewModelEvent(inputSeq: 1, outputs: ["query": "  swift ", "searchEnabled": true])])
+        XCTAssertEqual(
+            h.events.take(), [ViewModelEvent(inputSeq: 1, outputs: ["query": "  swift ", "searchEnabled": true])])
 
         try h.send("submit")
-        XCTAssertEqual(h.events.take(), [ViewModelEvent(inputSeq: 2, outputs: ["searchEnabled": false, "isLoading": true])])
+        XCTAssertEqual(
+            h.events.take(), [ViewModelEvent(inputSeq: 2, outputs: ["searchEnabled": false, "isLoading": true])])
         XCTAssertEqual(
             h.vm.snapshot,
             F.snapshot(
@@ -95,7 +99,8 @@ final class SearchViewModelTests: XCTestCase {
         h.fake.stub(F.request("swift", page: 2), F.response([3, 4, 5], page: 2, total: 100, hasMore: false))
 
         let seq = try h.send("loadMore")
-        XCTAssertEqual(h.events.take(), [ViewModelEvent(inputSeq: seq, outputs: ["searchEnabled": false, "isLoading": true])])
+        XCTAssertEqual(
+            h.events.take(), [ViewModelEvent(inputSeq: seq, outputs: ["searchEnabled": false, "isLoading": true])])
         XCTAssertEqual(
             h.vm.snapshot,
             F.snapshot(
@@ -134,13 +139,15 @@ final class SearchViewModelTests: XCTestCase {
         try await h.show("swift", [1, 2], hasMore: true)
         let gate = h.fake.stubGated(F.request("swift"), policy: .revalidate)
         let seq = try h.send("refresh")
-        XCTAssertEqual(h.events.take(), [ViewModelEvent(inputSeq: seq, outputs: ["searchEnabled": false, "isLoading": true])])
+        XCTAssertEqual(
+            h.events.take(), [ViewModelEvent(inputSeq: seq, outputs: ["searchEnabled": false, "isLoading": true])])
         try h.send("loadMore")  // loading: no-op
         XCTAssertEqual(h.events.take(), [])
 
         gate.open(F.response([1, 2], hasMore: true))
         await h.owner.runNext()
-        XCTAssertEqual(h.events.take(), [ViewModelEvent(inputSeq: seq, outputs: ["searchEnabled": true, "isLoading": false])])
+        XCTAssertEqual(
+            h.events.take(), [ViewModelEvent(inputSeq: seq, outputs: ["searchEnabled": true, "isLoading": false])])
         XCTAssertEqual(
             h.vm.snapshot,
             F.snapshot(
@@ -148,7 +155,10 @@ final class SearchViewModelTests: XCTestCase {
                 totalCount: 100, hasMore: true, error: nil, stale: false))
         XCTAssertEqual(
             h.fake.calls,
-            [.init(request: F.request("swift"), policy: .useCache), .init(request: F.request("swift"), policy: .revalidate)])
+            [
+                .init(request: F.request("swift"), policy: .useCache),
+                .init(request: F.request("swift"), policy: .revalidate),
+            ])
         h.verifyDone()
     }
 
@@ -169,7 +179,8 @@ final class SearchViewModelTests: XCTestCase {
 
         h.fake.stub(F.request("swift"), policy: .revalidate, F.response([1, 2, 9], total: 101, hasMore: true))
         let seq = try h.send("refresh")
-        XCTAssertEqual(h.events.take(), [ViewModelEvent(inputSeq: seq, outputs: ["searchEnabled": false, "isLoading": true])])
+        XCTAssertEqual(
+            h.events.take(), [ViewModelEvent(inputSeq: seq, outputs: ["searchEnabled": false, "isLoading": true])])
         await h.owner.runNext()
         XCTAssertEqual(
             h.events.take(),
@@ -263,7 +274,9 @@ final class SearchViewModelTests: XCTestCase {
         await h.owner.runNext()
         for page in 2...10 {
             // GitHub's page says "more", but page 11 would lie past the 1000-result cap.
-            h.fake.stub(F.request("swift", page: page, perPage: 100), F.response([page], page: page, total: 50_000, hasMore: true))
+            h.fake.stub(
+                F.request("swift", page: page, perPage: 100),
+                F.response([page], page: page, total: 50_000, hasMore: true))
             try h.send("loadMore")
             await h.owner.runNext()
         }

@@ -1,7 +1,8 @@
 import GitHubSearch
 import JSON
-@testable import ViewModels
 import XCTest
+
+@testable import ViewModels
 
 /// Every output after every update of the shared `status` view model.
 final class StatusViewModelTests: XCTestCase {
@@ -50,7 +51,8 @@ final class StatusViewModelTests: XCTestCase {
         let events = EventRecorder(vm)
         XCTAssertThrowsError(try vm.send(input: "reachable", value: false, inputSeq: 1)) {
             XCTAssertEqual($0 as? InputError, .unknownInput(viewModel: "status", input: "reachable", known: []))
-            XCTAssertEqual(($0 as? InputError)?.detail, "view model 'status' has no input 'reachable'; it has no inputs")
+            XCTAssertEqual(
+                ($0 as? InputError)?.detail, "view model 'status' has no input 'reachable'; it has no inputs")
         }
         XCTAssertEqual(events.take(), [])
         XCTAssertEqual(vm.snapshot, ["reachable": true, "message": nil, "rateLimit": nil])
