@@ -44,7 +44,8 @@ class ServerProcess:
         env = dict(os.environ, GITHUB_API_URL=self.github_url)
         env.pop("GITHUB_TOKEN", None)
         self.process = subprocess.Popen(
-            [str(self.binary), "--port", str(self.port), "--public-dir", str(ROOT / "Public")],
+            [str(self.binary), "--port", str(self.port), "--public-dir", str(ROOT / "Public"),
+             "--cache-file", "none", "--test-hooks"],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         wait_for_http(self.url + "/readyz", process=self.process)
 
@@ -80,7 +81,7 @@ def github():
         return
     if sim_bin is None:
         pytest.fail("BROWSER_TEST_GITHUB=sim but github-sim is not built (set SIM_BIN)")
-    control = SimulatorControl.start(sim_bin, free_port(), LOGS)
+    control = SimulatorControl.start(sim_bin, LOGS)
     yield control
     control.stop()
 
@@ -121,7 +122,13 @@ def make_driver(width=1100, height=900, dark=False):
     options = webdriver.ChromeOptions()
     options.binary_location = os.environ.get("CHROMIUM_BIN", "/usr/bin/chromium")
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     f"--window-size={width},{height}", "--lang=en-US", "--disable-extensions"):
+                     f"--window-size={width},{height}", "--lang=en-US", "--disable-extensions",
+                     # Loopback only: other host names fail without a DNS query (avatars show initials),
+                     # and the browser's own background traffic is off.
+                     "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+                     "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                     "--disable-default-apps", "--disable-domain-reliability", "--no-first-run",
+                     "--no-default-browser-check", "--metrics-recording-only"):
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     service = Service(os.environ.get("CHROMEDRIVER_BIN", "/usr/bin/chromedriver"))

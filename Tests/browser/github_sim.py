@@ -5,50 +5,60 @@ SimulatorControl hides the difference: `url`, `rate_limit(seconds)`, `reset()` a
 """
 
 import json
+import re
 import subprocess
 import urllib.request
 
-from support import wait_for_port
-
 
 class SimulatorControl:
-    def __init__(self, url, rate_limit_path, reset_path, hostile_query, process=None, stub=None):
+    def __init__(self, url, rate_limit, reset, hostile_query, process=None, stub=None):
         self.url = url
-        self._rate_limit_path = rate_limit_path
-        self._reset_path = reset_path
+        self._rate_limit = rate_limit  # seconds -> (path, JSON body)
+        self._reset = reset
         self.hostile_query = hostile_query
         self._process = process
         self._stub = stub
 
     @classmethod
     def for_stub(cls, stub):
-        return cls(f"http://127.0.0.1:{stub.port}", "/_control/rate-limit?seconds={seconds}",
-                   "/_control/reset", "hostile", stub=stub)
+        return cls(f"http://127.0.0.1:{stub.port}",
+                   lambda seconds: (f"/_control/rate-limit?seconds={seconds}", {}),
+                   ("/_control/reset", {}), "hostile", stub=stub)
 
     @classmethod
-    def start(cls, binary, port, logs):
+    def start(cls, binary, logs):
+        """Starts `github-sim --port 0` and reads the port from its banner line
+        (`github-sim: N repositories on http://127.0.0.1:PORT`). Its real per-minute budget is raised
+        so that only the tests that ask for a rate limit get one."""
         logs.mkdir(parents=True, exist_ok=True)
-        log = open(logs / f"github-sim-{port}.log", "wb")
-        process = subprocess.Popen([str(binary), "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
-        wait_for_port(port, process)
-        return cls(f"http://127.0.0.1:{port}", "/_control/rate-limit?seconds={seconds}", "/_control/reset",
-                   "hostile", process=process)
+        process = subprocess.Popen([str(binary), "--port", "0", "--rate-limit", "100000"],
+                                   stdout=subprocess.PIPE, stderr=open(logs / "github-sim.log", "wb"), text=True)
+        for line in process.stdout:
+            match = re.search(r"repositories on (http://\S+)", line)
+            if match:
+                break
+        else:
+            raise RuntimeError(f"github-sim exited ({process.wait()}) without saying its address")
+        # Secondary rate limit: 429 + Retry-After, which the server turns into error.kind "rateLimited".
+        return cls(match.group(1),
+                   lambda seconds: ("/_sim/faults", {"secondaryRateLimit": True, "retryAfterSeconds": seconds}),
+                   ("/_sim/reset", {}), "alert", process=process)
 
     def rate_limit(self, seconds):
-        """Makes every search answer GitHub's "rate limit exceeded" for `seconds`."""
-        self._post(self._rate_limit_path.format(seconds=seconds))
+        """Makes every search answer GitHub's "rate limit exceeded" with Retry-After `seconds`."""
+        self._post(*self._rate_limit(seconds))
 
     def reset(self):
         """Clears every fault."""
-        self._post(self._reset_path)
+        self._post(*self._reset)
 
     def stop(self):
         if self._process and self._process.poll() is None:
             self._process.terminate()
             self._process.wait(timeout=10)
 
-    def _post(self, path):
-        request = urllib.request.Request(self.url + path, data=json.dumps({}).encode(), method="POST",
+    def _post(self, path, body):
+        request = urllib.request.Request(self.url + path, data=json.dumps(body).encode(), method="POST",
                                          headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=5) as response:
             assert response.status < 300, f"simulator control {path} answered {response.status}"

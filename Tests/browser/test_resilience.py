@@ -1,18 +1,14 @@
 """Sessions, the event stream and upstream faults: the page recovers and says what happened."""
 
+import json
 import urllib.request
-import uuid
 
 from pages import by_id, open_page, output, search, session_id, wait, wait_until_live
 
 
-def unique(word):
-    return f"{word} {uuid.uuid4().hex[:8]}"
-
-
 def test_reload_resumes_the_session(bff, browser):
     open_page(browser, bff)
-    query = unique("swift")
+    query = "swift"
     by_id(browser, "query").send_keys(query)
     wait(browser, lambda d: output(d, "search", "query") == query)
     before = session_id(browser)
@@ -34,12 +30,12 @@ def test_deleted_session_is_replaced_and_said_so(bff, browser, screenshot):
     notice = by_id(browser, "session-notice")
     assert notice.is_displayed() and "new one was started" in notice.text
     screenshot(browser, "session-replaced")
-    search(browser, unique("swift"))  # the new session works
+    search(browser, "swift")  # the new session works
 
 
 def test_server_restart_recovers(own_bff, browser, screenshot):
     open_page(browser, own_bff)
-    search(browser, unique("swift"))
+    search(browser, "swift")
     old = session_id(browser)
     own_bff.stop()
     wait(browser, lambda d: by_id(d, "connection-banner").is_displayed(),
@@ -51,7 +47,7 @@ def test_server_restart_recovers(own_bff, browser, screenshot):
     wait_until_live(browser, timeout=40)
     assert not by_id(browser, "connection-banner").is_displayed()
     assert "new one was started" in by_id(browser, "session-notice").text
-    search(browser, unique("swift"))
+    search(browser, "swift")
 
 
 def test_hidden_tab_closes_the_stream_and_resumes(bff, browser):
@@ -76,7 +72,7 @@ def test_rate_limit_shows_banner_and_countdown(github, own_bff, browser, screens
     github.rate_limit(30)
     try:
         field = by_id(browser, "query")
-        field.send_keys(unique("limited"))
+        field.send_keys("rate limited")
         wait(browser, lambda d: by_id(d, "search-button").is_enabled())
         field.send_keys("\n")
         wait(browser, lambda d: by_id(d, "error").is_displayed(), message="no error shown")
@@ -96,3 +92,18 @@ def test_rate_limit_shows_banner_and_countdown(github, own_bff, browser, screens
         screenshot(browser, "rate-limited")
     finally:
         github.reset()
+
+
+def test_unreachable_github_shows_the_status_banner(own_bff, browser, screenshot):
+    open_page(browser, own_bff)
+    banner = by_id(browser, "status-banner")
+    assert not banner.is_displayed()
+    message = "GitHub cannot be reached; results may be out of date."
+    body = json.dumps({"reachable": False, "message": message}).encode()
+    request = urllib.request.Request(f"{own_bff.url}/api/_test/status", data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=5):
+        pass
+    wait(browser, lambda d: banner.is_displayed() and banner.text == message, message="no unreachable banner")
+    assert "banner-error" in banner.get_attribute("class")
+    screenshot(browser, "unreachable")

@@ -1,17 +1,10 @@
 """The search screen against the real server and the GitHub simulator."""
 
-import uuid
-
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
 from conftest import make_driver
 from pages import by_id, open_page, output, row_ids, search, wait, wait_for_results
-
-
-def unique(word):
-    """A query no other test used, so the server's cache cannot answer it from an earlier test."""
-    return f"{word} {uuid.uuid4().hex[:8]}"
 
 
 def test_search_button_is_disabled_while_query_is_blank(bff, browser, screenshot):
@@ -33,7 +26,7 @@ def test_search_button_is_disabled_while_query_is_blank(bff, browser, screenshot
 
 def test_type_and_search_shows_results(bff, browser, screenshot):
     open_page(browser, bff)
-    search(browser, unique("swift"))
+    search(browser, "swift")
     repositories = output(browser, "search", "repositories")
     rows = browser.find_elements(By.CSS_SELECTOR, "#results > li.repo")
     assert len(rows) == len(repositories) > 0
@@ -55,7 +48,7 @@ def test_enter_right_after_typing_searches(bff, browser):
     # Inputs go in order: the query reaches the server before the submit that Enter sends, even when
     # the button has not been enabled yet.
     open_page(browser, bff)
-    query = unique("fast")
+    query = "parser"
     by_id(browser, "query").send_keys(query + "\n")
     wait_for_results(browser)
     assert output(browser, "search", "query") == query
@@ -69,7 +62,7 @@ def test_sort_selector_is_forwarded(bff, browser):
 
 def test_load_more_appends_without_duplicates(bff, browser):
     open_page(browser, bff)
-    search(browser, unique("swift"))
+    search(browser, "swift")
     wait(browser, lambda d: output(d, "search", "hasMore") is True, message="the first page has no next page")
     first_page = row_ids(browser)
     button = by_id(browser, "load-more")
@@ -86,7 +79,7 @@ def test_scrolling_to_the_end_loads_more(bff, github):
     driver = make_driver(width=1000, height=600)
     try:
         open_page(driver, bff)
-        search(driver, unique("server"))
+        search(driver, "server")
         before = len(row_ids(driver))
         driver.execute_script("window.scrollTo(0, document.body.scrollHeight)")
         ids = wait_for_results(driver, more_than=before)
@@ -100,7 +93,7 @@ def test_hostile_descriptions_render_as_text(bff, github, browser, screenshot):
     # An injected script would set the flag or call alert (the simulator's hostile texts do).
     browser.execute_script("window.__xss = false; window.alert = window.confirm = window.prompt = "
                            "() => { window.__xss = true; };")
-    search(browser, unique(github.hostile_query))
+    search(browser, github.hostile_query)
     repositories = output(browser, "search", "repositories")
     hostile = [r for r in repositories if r["description"] and "<" in r["description"]]
     assert hostile, "the simulator returned no hostile descriptions for this query"
@@ -120,7 +113,7 @@ def test_selecting_a_row_opens_the_repository_url(bff, browser, screenshot):
     open_page(browser, bff)
     browser.execute_script(
         "window.__opened = []; window.open = (...args) => { window.__opened.push(args); return null; };")
-    search(browser, unique("swift"))
+    search(browser, "swift")
     repositories = output(browser, "search", "repositories")
 
     browser.find_elements(By.CSS_SELECTOR, "#results .repo-open")[0].click()
@@ -143,7 +136,7 @@ def test_phone_width_has_no_horizontal_scroll(bff, screenshot):
     driver = make_driver(width=360, height=740)
     try:
         open_page(driver, bff)
-        search(driver, unique("swift"))
+        search(driver, "swift")
         width = driver.execute_script("return document.documentElement.scrollWidth")
         assert width <= 360, f"the page is {width}px wide at a 360px viewport"
         screenshot(driver, "search-phone")
@@ -155,7 +148,7 @@ def test_dark_scheme(bff, screenshot):
     driver = make_driver(dark=True)
     try:
         open_page(driver, bff)
-        search(driver, unique("swift"))
+        search(driver, "swift")
         background = driver.execute_script("return getComputedStyle(document.body).backgroundColor")
         assert background == "rgb(13, 17, 23)", background
         screenshot(driver, "search-dark")
@@ -165,7 +158,7 @@ def test_dark_scheme(bff, screenshot):
 
 def test_pages_break_no_content_security_rule(bff, browser):
     open_page(browser, bff)
-    search(browser, unique("swift"))
+    search(browser, "swift")
     violations = browser.execute_script("return window.__cspViolations")
     # Avatars from a local simulator are plain http and may be refused by img-src; nothing else may be.
     assert [v for v in violations if not v.startswith("img-src")] == []
