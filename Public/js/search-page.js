@@ -1,0 +1,164 @@
+// search-page.js — binds index.html to the `search` and `status` view models. It forwards every
+// input as a POST and renders what arrives on the stream; what to show is the view models' decision.
+// Main thread only.
+import { BffClient } from "./bff-client.js";
+import { bindPageChrome, setBanner } from "./page-chrome.js";
+import { buildRepoRow, isWebURL } from "./repo-row.js";
+
+const client = new BffClient();
+const $ = (id) => document.getElementById(id);
+const ui = {
+    form: $("search-form"), query: $("query"), sort: $("sort"), searchButton: $("search-button"),
+    count: $("result-count"), stale: $("stale-badge"), loading: $("loading"),
+    error: $("error"), errorMessage: $("error-message"), countdown: $("error-countdown"),
+    results: $("results"), loadMore: $("load-more"), opened: $("opened"), openedLink: $("opened-link"),
+    statusBanner: $("status-banner"), rateLimit: $("rate-limit"), rowTemplate: $("repo-row"),
+};
+const count = new Intl.NumberFormat();
+const clock = new Intl.DateTimeFormat(undefined, { timeStyle: "short" });
+
+bindPageChrome(client, {
+    connectionBanner: $("connection-banner"),
+    sessionNotice: $("session-notice"),
+    inputError: $("input-error"),
+});
+
+// MARK: Inputs (forwarded as they happen)
+
+ui.query.addEventListener("input", () => client.send("search", "query", ui.query.value, { coalesce: true }));
+ui.sort.addEventListener("change", () => client.send("search", "sort", ui.sort.value));
+ui.form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    client.send("search", "submit");
+});
+// Enter always forwards `submit`; the view model ignores it while searching is not enabled. (A disabled
+// default button would swallow Enter before a fast typist's query reached the server.)
+ui.query.addEventListener("keydown", (event) => {
+    if (event.key !== "Enter" || event.isComposing) return;
+    event.preventDefault();
+    client.send("search", "submit");
+});
+// `coalesce`: a second "more" (button and scroll together) still waiting to be sent is not sent twice.
+ui.loadMore.addEventListener("click", () => client.send("search", "loadMore", undefined, { coalesce: true }));
+ui.results.addEventListener("click", (event) => {
+    const row = event.target.closest(".repo");
+    if (!row || event.target.closest("a")) return;
+    row.classList.add("selected");
+    client.send("search", "select", Number(row.dataset.repoId));
+});
+// Scrolling to the end asks for more, like the button. The observer fires when the button comes into
+// view; it is re-armed after each render so a page that does not fill the screen still asks again.
+const endObserver = new IntersectionObserver((entries) => {
+    if (entries.some((entry) => entry.isIntersecting)) client.send("search", "loadMore", undefined, { coalesce: true });
+}, { rootMargin: "0px 0px 200px 0px" });
+
+// MARK: Outputs
+
+client.on("search", "query", (query) => {
+    // Rendered only while the user is not typing in the field: an echo of an older keystroke must not
+    // overwrite newer text (the newer keystroke is already on its way to the server).
+    if (document.activeElement !== ui.query && ui.query.value !== query) ui.query.value = query ?? "";
+});
+client.on("search", "sort", (sort) => { ui.sort.value = sort; });
+client.on("search", "searchEnabled", (enabled) => { ui.searchButton.disabled = !enabled; });
+client.on("search", "isLoading", (loading) => {
+    ui.loading.hidden = !loading;
+    ui.results.setAttribute("aria-busy", String(Boolean(loading)));
+    ui.loadMore.disabled = Boolean(loading);
+});
+client.on("search", "totalCount", (total) => {
+    ui.count.textContent = total == null ? "" : `${count.format(total)} ${total === 1 ? "repository" : "repositories"}`;
+});
+client.on("search", "stale", (stale) => { ui.stale.hidden = !stale; });
+client.on("search", "hasMore", (hasMore) => {
+    ui.loadMore.hidden = !hasMore;
+    rearmEndObserver();
+});
+client.on("search", "repositories", (repositories) => {
+    renderRepositories(repositories ?? []);
+    rearmEndObserver();
+});
+client.on("search", "error", renderError);
+client.onSignal("search", "openURL", (url) => {
+    if (!isWebURL(url)) return;
+    window.open(url, "_blank", "noopener");
+    // Popup blockers may refuse a tab opened from a stream event: the link is the fallback.
+    ui.openedLink.href = url;
+    ui.openedLink.textContent = url;
+    ui.opened.hidden = false;
+});
+client.onSignal("search", "deselect", (id) => {
+    for (const row of ui.results.querySelectorAll(".repo.selected")) {
+        if (row.dataset.repoId === String(id)) row.classList.remove("selected");
+    }
+});
+
+client.on("status", "message", (message) => { setBanner(ui.statusBanner, message ?? ""); });
+client.on("status", "reachable", (reachable) => { ui.statusBanner.classList.toggle("banner-error", reachable === false); });
+client.on("status", "rateLimit", (limit) => {
+    ui.rateLimit.textContent = limit == null ? "" :
+        `GitHub search quota: ${limit.remaining} of ${limit.limit} left, resets at ${formatResetAt(limit.resetAt)}.`;
+});
+
+// MARK: Rendering helpers
+
+/** Row nodes by key, reused while a repository's data is unchanged, so appending keeps focus and scroll. */
+let renderedRows = new Map();
+
+function renderRepositories(repositories) {
+    const next = new Map();
+    const ordered = [];
+    repositories.forEach((repo, index) => {
+        const json = JSON.stringify(repo);
+        // A repeated id gets its own node (keyed by position), so a duplicate in the data shows on screen.
+        const rowKey = next.has(String(repo.id)) ? `${repo.id}@${index}` : String(repo.id);
+        const previous = renderedRows.get(rowKey);
+        const entry = previous && previous.json === json ? previous : { json, node: buildRepoRow(ui.rowTemplate, repo) };
+        next.set(rowKey, entry);
+        ordered.push(entry.node);
+    });
+    let cursor = ui.results.firstElementChild;
+    for (const node of ordered) {
+        if (node === cursor) cursor = cursor.nextElementSibling;
+        else ui.results.insertBefore(node, cursor);
+    }
+    while (cursor) {
+        const stale = cursor;
+        cursor = cursor.nextElementSibling;
+        stale.remove();
+    }
+    renderedRows = next;
+}
+
+function rearmEndObserver() {
+    endObserver.unobserve(ui.loadMore);
+    endObserver.observe(ui.loadMore); // a fresh observation reports the current intersection once
+}
+
+let countdownTimer = null;
+
+function renderError(error) {
+    clearInterval(countdownTimer);
+    ui.error.hidden = error == null;
+    ui.errorMessage.textContent = error?.message ?? "";
+    const seconds = error?.retryAfterSeconds;
+    ui.countdown.hidden = typeof seconds !== "number";
+    if (typeof seconds !== "number") return;
+    const deadline = performance.now() + seconds * 1000;
+    const tick = () => {
+        const left = Math.max(0, Math.ceil((deadline - performance.now()) / 1000));
+        ui.countdown.textContent = left > 0 ? `You can search again in ${left} s.` : "You can search again now.";
+        ui.countdown.dataset.secondsLeft = String(left);
+        if (left === 0) clearInterval(countdownTimer);
+    };
+    tick();
+    countdownTimer = setInterval(tick, 250);
+}
+
+function formatResetAt(resetAt) {
+    const date = typeof resetAt === "number" ? new Date(resetAt * 1000) : new Date(resetAt);
+    return Number.isNaN(date.getTime()) ? String(resetAt) : clock.format(date);
+}
+
+client.start();
+window.bffClient = client; // for the browser tests and the console
