@@ -74,6 +74,7 @@ public struct LatencyScenario {
         let interval = 1e9 / options.rate
         let total = Int(options.rate * options.duration)
         let start = LoadLoop.now() + 1_000_000
+        let cpuBefore = SystemProbe.ownCPUSeconds()
         let bodies = [Array("{\"value\":\"load\"}".utf8), Array("{\"value\":\"\"}".utf8)]
         var completed = 0
         func scheduled(_ k: Int) -> UInt64 { start + UInt64(Double(k) * interval) }
@@ -118,6 +119,7 @@ public struct LatencyScenario {
         loop.run(timeout: options.duration + 60) { sent == total && completed == total }
         loop.run(timeout: options.grace) { received == accepted }
         running = false
+        let cpu = SystemProbe.ownCPUSeconds() - cpuBefore
         let lost = sessions.reduce(0) { $0 + $1.pending.count }
         unmatched = sessions.reduce(0) { $0 + $1.early.count }
         loop.stopRequested = false
@@ -135,6 +137,8 @@ public struct LatencyScenario {
         report.add("unmatchedEvents", .int(unmatched))
         report.add("latency", .latency(latency.summary))
         report.add("scheduleLag", .latency(lag.summary))
+        report.add("clientCPU", .number(cpu, unit: "s"))
+        report.add("clientCPUPerInput", .number(sent > 0 ? cpu * 1e6 / Double(sent) : 0, unit: "µs (POST + its event)"))
         report.add("statusCounts", .text(statusCounts.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }
             .joined(separator: " ")))
         for session in sessions { session.stream?.close() }

@@ -35,6 +35,7 @@ public struct RestScenario {
         var done = 0, sent = 0, non2xx = 0, errors = 0, searchCount = 0, stateCount = 0
         var statusCounts: [Int: Int] = [:]
         let start = LoadLoop.now()
+        let cpuBefore = SystemProbe.ownCPUSeconds()
         let end = start + UInt64(options.duration * 1e9)
         func nextPath() -> String {
             if mix.nextUniform() < options.searchShare {
@@ -79,6 +80,7 @@ public struct RestScenario {
         }
         loop.run(timeout: options.duration + 30) { LoadLoop.now() >= end && done == sent }
         let elapsed = Double(LoadLoop.now() - start) / 1e9
+        let cpu = SystemProbe.ownCPUSeconds() - cpuBefore
         var report = LoadReport(scenario: "rest")
         report.add("connections", .int(options.connections))
         report.add("mode", .text(options.rate > 0 ? "open loop at \(options.rate) req/s" : "closed loop"))
@@ -89,6 +91,8 @@ public struct RestScenario {
         report.add("non2xx", .int(non2xx))
         report.add("errors", .int(errors))
         report.add("latency", .latency(latency.summary))
+        report.add("clientCPU", .number(cpu, unit: "s"))
+        report.add("clientCPUPerRequest", .number(done > 0 ? cpu * 1e6 / Double(done) : 0, unit: "µs"))
         report.add("statusCounts", .text(statusCounts.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }
             .joined(separator: " ")))
         if options.cleanup { LoadSession.delete(ids, loop: loop, pool: pool) }
