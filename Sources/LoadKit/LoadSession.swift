@@ -65,23 +65,26 @@ public enum LoadSession {
 
     /// The integer after `key` (e.g. `"inputSeq":`) in `text`, if any.
     public static func integer(after key: String, in text: String) -> Int? {
-        let bytes = Array(text.utf8), pattern = Array(key.utf8)
-        guard bytes.count >= pattern.count else { return nil }
-        var i = 0
-        while i + pattern.count <= bytes.count {
-            if bytes[i] == pattern[0] && bytes[i..<(i + pattern.count)].elementsEqual(pattern) {
-                var j = i + pattern.count
-                while j < bytes.count && bytes[j] == 0x20 { j += 1 }
-                var value = 0, digits = 0
-                while j < bytes.count && bytes[j] >= 0x30 && bytes[j] <= 0x39 {
-                    value = value * 10 + Int(bytes[j] - 0x30)
-                    j += 1
-                    digits += 1
+        var text = text
+        return text.withUTF8 { bytes -> Int? in
+            let pattern = Array(key.utf8)
+            guard bytes.count >= pattern.count, let first = pattern.first else { return nil }
+            var i = 0
+            while i + pattern.count <= bytes.count {
+                if bytes[i] == first && (1..<pattern.count).allSatisfy({ bytes[i + $0] == pattern[$0] }) {
+                    var j = i + pattern.count
+                    while j < bytes.count && bytes[j] == 0x20 { j += 1 }
+                    var value = 0, digits = 0
+                    while j < bytes.count && bytes[j] >= 0x30 && bytes[j] <= 0x39 {
+                        value = value * 10 + Int(bytes[j] - 0x30)
+                        j += 1
+                        digits += 1
+                    }
+                    return digits > 0 ? value : nil
                 }
-                return digits > 0 ? value : nil
+                i += 1
             }
-            i += 1
+            return nil
         }
-        return nil
     }
 }

@@ -25,6 +25,7 @@ public final class RequestPool {
     private var slots: [Slot]
     private var queue: [Pending] = []
     private var queueHead = 0
+    private let hostLine: [UInt8]
     /// Connections opened so far (reconnects included).
     public private(set) var connectionsOpened = 0
 
@@ -33,6 +34,7 @@ public final class RequestPool {
         self.loop = loop
         self.target = target
         slots = (0..<max(1, size)).map { _ in Slot() }
+        hostLine = Array(" HTTP/1.1\r\nHost: \(target.host):\(target.port)\r\n".utf8)
     }
 
     /// Requests waiting for a free connection.
@@ -43,11 +45,25 @@ public final class RequestPool {
         _ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8]? = nil,
         completion: @escaping Completion
     ) {
-        var text = "\(method) \(target.basePath)\(path) HTTP/1.1\r\nHost: \(target.host):\(target.port)\r\n"
-        for (name, value) in headers { text += "\(name): \(value)\r\n" }
-        if body != nil || method == "POST" { text += "Content-Length: \(body?.count ?? 0)\r\n" }
-        text += "\r\n"
-        var bytes = Array(text.utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256 + (body?.count ?? 0))
+        bytes += method.utf8
+        bytes.append(0x20)
+        bytes += target.basePath.utf8
+        bytes += path.utf8
+        bytes += hostLine
+        for (name, value) in headers {
+            bytes += name.utf8
+            bytes += [0x3A, 0x20]
+            bytes += value.utf8
+            bytes += [0x0D, 0x0A]
+        }
+        if body != nil || method == "POST" {
+            bytes += "Content-Length: ".utf8
+            bytes += String(body?.count ?? 0).utf8
+            bytes += [0x0D, 0x0A]
+        }
+        bytes += [0x0D, 0x0A]
         if let body { bytes += body }
         queue.append(Pending(bytes: bytes, completion: completion))
         dispatch()
