@@ -62,8 +62,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-            ],
-            resources: [.copy("Resources/openapi.yaml")]
+            ]
         ),
 
         // MARK: Clients: test client and load tool

@@ -5,17 +5,16 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/http.h>
-#include <event2/http_struct.h>
 #include <event2/keyvalq_struct.h>
-#include <event2/listener.h>
 #include <event2/util.h>
 #include <sys/eventfd.h>
-#include <sys/socket.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <arpa/inet.h>
+
+/// A non-blocking, close-on-exec eventfd used to wake a loop from another thread.
+static inline int clibevent_wakefd_new(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
+static inline void clibevent_wakefd_signal(int fd) { eventfd_write(fd, 1); }
+static inline void clibevent_wakefd_drain(int fd) { eventfd_t v; (void)eventfd_read(fd, &v); }
 
 /// Iterates the headers of an evhttp key/value queue without exposing the TAILQ macros to Swift.
-static inline struct evkeyval *clibevent_headers_first(struct evkeyvalq *q) { return TAILQ_FIRST(q); }
-static inline struct evkeyval *clibevent_headers_next(struct evkeyval *kv) { return TAILQ_NEXT(kv, next); }
+static inline struct evkeyval *clibevent_headers_first(struct evkeyvalq *q) { return q->tqh_first; }
+static inline struct evkeyval *clibevent_headers_next(struct evkeyval *kv) { return kv->next.tqe_next; }
 #endif

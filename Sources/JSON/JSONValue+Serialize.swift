@@ -40,7 +40,8 @@ extension JSONValue {
         }
     }
 
-    static func writeInt(_ value: Int, into out: inout [UInt8]) {
+    /// Appends the decimal digits of `value`.
+    public static func writeInt(_ value: Int, into out: inout [UInt8]) {
         if value == 0 { out.append(UInt8(ascii: "0")); return }
         var v = value.magnitude
         var buf: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of scratch, enough for 20 digits

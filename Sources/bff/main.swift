@@ -1,1 +1,1 @@
-print("not yet")
+BFFCommand.main()

@@ -1,1 +1,2 @@
-print("not yet")
+// github-sim: parse flags, build the simulator, serve until SIGINT/SIGTERM (see GitHubSimCommand).
+GitHubSimCommand.main()

@@ -1,0 +1,45 @@
+import EventHTTP
+import Logging
+
+/// Everything the application can be told (flags and environment map onto it in `bff`'s main).
+public struct AppConfiguration: Sendable {
+    /// The HTTP layer's configuration (address, threads, limits, public folder).
+    public var http = HTTPServer.Configuration()
+    /// A session with no request and no open stream for this long expires.
+    public var sessionIdleTimeout: Double = 30 * 60
+    /// Most live sessions; past it `POST /api/sessions` answers 503 + Retry-After.
+    public var maxSessions = 20_000
+    /// Most open event streams per session; past it 429.
+    public var maxStreamsPerSession = 4
+    /// Sustained inputs per second per session, and the burst allowed on top.
+    public var inputRate: Double = 50
+    public var inputBurst: Double = 100
+    /// Events kept per session for Last-Event-ID replay (count and bytes).
+    public var historyEvents = 256
+    public var historyBytes = 256 * 1024
+    /// Queued bytes past which a stream's pending state changes are coalesced.
+    public var streamHighWaterBytes = 64 * 1024
+    /// Comment interval on idle streams, seconds.
+    public var keepAliveInterval: Double = 15
+    /// The `retry:` the stream announces, milliseconds.
+    public var retryMilliseconds = 2000
+    /// How long an Idempotency-Key is remembered, seconds.
+    public var idempotencyWindow: Double = 300
+    /// Seconds in-flight requests get at shutdown.
+    public var shutdownGracePeriod: Double = 10
+    /// Enables `POST /api/_test/status` (load tests and browser tests drive the shared status with it).
+    public var testHooks = false
+    /// Enables `GET /bench/json` (the benchmark's small JSON route).
+    public var benchRoutes = false
+    /// Results per search page.
+    public var searchPageSize = 30
+
+    public init() {
+        http.htmlHeaders = [
+            ("Content-Security-Policy",
+             "default-src 'self'; img-src 'self' https: data:; style-src 'self'; script-src 'self'; connect-src 'self'; "
+                + "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"),
+            ("Referrer-Policy", "no-referrer"),
+        ]
+    }
+}

@@ -1,0 +1,56 @@
+import EventHTTP
+import GitHubSearch
+import JSON
+import ViewModels
+
+extension Application {
+    func registerRoutes() {
+        registerSessionRoutes()
+        registerOperationRoutes()
+        registerSearchRoutes()
+        if configuration.testHooks { registerTestHooks() }
+        if configuration.benchRoutes {
+            let body = JSONValue.object(["ok": true, "service": "bff"]).bytes
+            server.router.add(.GET, "/bench/json") { _, res in
+                res.send(HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body))
+            }
+        }
+    }
+
+    private func registerOperationRoutes() {
+        let router = server.router
+        router.get("/healthz") { _ in .json(200, ["status": "ok"], headers: [("Cache-Control", "no-store")]) }
+        router.get("/readyz") { [unowned self] _ in
+            switch self.server.state {
+            case .running: return .json(200, ["status": "ready"], headers: [("Cache-Control", "no-store")])
+            case .starting: return .problem(status: 503, detail: "the server is starting", headers: [("Retry-After", "1")])
+            case .draining, .stopped: return .problem(status: 503, detail: "the server is shutting down", headers: [("Retry-After", "5")])
+            }
+        }
+        router.get("/metrics") { [unowned self] _ in
+            HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8"), ("Cache-Control", "no-store")],
+                         body: self.metrics.render())
+        }
+    }
+
+    /// `POST /api/_test/status` (only with `--test-hooks`): sets the shared status, e.g.
+    /// `{"reachable": false, "message": "…", "rateLimit": {"limit": 30, "remaining": 0, "resetAt": 1790000000}}`.
+    private func registerTestHooks() {
+        server.router.add(.POST, "/api/_test/status") { [unowned self] req, res in
+            res.send(self.applyTestStatus(req.body))
+        }
+    }
+
+    private func applyTestStatus(_ body: [UInt8]) -> HTTPResponse {
+        guard let v = try? JSONValue.parse(body), case .object(let o) = v else {
+            return .problem(status: 400, detail: "expected a JSON object {\"reachable\", \"message\", \"rateLimit\"}")
+        }
+        var s = UpstreamStatus(reachable: o["reachable"]?.boolValue ?? true, message: o["message"]?.stringValue)
+        if let r = o["rateLimit"]?.objectValue, let limit = r["limit"]?.intValue, let remaining = r["remaining"]?.intValue,
+           let reset = r["resetAt"]?.intValue {
+            s.rateLimit = RateLimit(limit: limit, remaining: remaining, resetAt: reset, resource: "search")
+        }
+        statusUpdater(s)
+        return .json(202, ["accepted": true])
+    }
+}

@@ -1,0 +1,82 @@
+import EventHTTP
+import GitHubSearch
+import JSON
+import ViewModels
+
+extension Application {
+    /// `GET /api/search/repositories`: the cached search model for curl users and load tests.
+    func registerSearchRoutes() {
+        server.router.add(.GET, "/api/search/repositories") { [unowned self] req, res in
+            let request: SearchRequest
+            switch Application.searchRequest(from: req.query, maxPerPage: SearchRequest.maximumPageSize) {
+            case .failure(let e): return res.send(e)
+            case .success(let r): request = r
+            }
+            let search = self.search
+            let loop = req.loop
+            Task {
+                let result: Result<SearchResponse, SearchError>
+                do { result = .success(try await search.search(request, policy: .useCache)) } catch { result = .failure(error as? SearchError ?? .upstream(message: "\(error)")) }
+                let response = Application.searchResponse(result, request: request)
+                loop.execute { res.send(response) }
+            }
+        }
+    }
+
+    static func searchRequest(from q: [String: String], maxPerPage: Int) -> Result<SearchRequest, HTTPError> {
+        guard let text = q["q"]?.trimmingCharacters(in: " \t\n\r"), !text.isEmpty else {
+            return .failure(HTTPError(400, "query parameter 'q' is required and must not be blank"))
+        }
+        guard text.utf8.count <= 256 else { return .failure(HTTPError(400, "query parameter 'q' is longer than 256 bytes")) }
+        var r = SearchRequest(query: text)
+        if let s = q["sort"] {
+            guard let sort = SearchSort(rawValue: s) else {
+                return .failure(HTTPError(400, "query parameter 'sort' must be one of best-match, stars, forks, updated; got '\(s.prefix(40))'"))
+            }
+            r.sort = sort
+        }
+        if let o = q["order"] {
+            guard let order = SortOrder(rawValue: o) else {
+                return .failure(HTTPError(400, "query parameter 'order' must be asc or desc; got '\(o.prefix(40))'"))
+            }
+            r.order = order
+        }
+        if let p = q["page"] {
+            guard let page = Int(p), page >= 1, page <= 1000 else {
+                return .failure(HTTPError(400, "query parameter 'page' must be an integer from 1 to 1000; got '\(p.prefix(40))'"))
+            }
+            r.page = page
+        }
+        if let pp = q["per_page"] {
+            guard let perPage = Int(pp), perPage >= 1, perPage <= maxPerPage else {
+                return .failure(HTTPError(400, "query parameter 'per_page' must be an integer from 1 to \(maxPerPage); got '\(pp.prefix(40))'"))
+            }
+            r.perPage = perPage
+        }
+        return .success(r)
+    }
+
+    static func searchResponse(_ result: Result<SearchResponse, SearchError>, request: SearchRequest) -> HTTPResponse {
+        switch result {
+        case .success(let r):
+            let body: JSONValue = [
+                "totalCount": .int(r.page.totalCount), "incompleteResults": .bool(r.page.incompleteResults),
+                "items": .array(r.page.repositories.map(SearchJSON.repository)), "page": .int(r.page.page),
+                "hasMore": .bool(r.page.hasMore),
+            ]
+            return .json(200, body, headers: [("X-Cache", r.cache.rawValue), ("Cache-Control", "no-store")])
+        case .failure(let e):
+            switch e {
+            case .invalidQuery(let m): return .problem(status: 422, detail: "GitHub rejected the query: \(m)")
+            case .rateLimited(let s, let m):
+                return .problem(status: 503, detail: "GitHub's rate limit is exhausted: \(m)", headers: [("Retry-After", String(max(1, s)))],
+                                extra: ["kind": "rateLimited", "retryAfterSeconds": .int(s)])
+            case .unavailable(let m):
+                return .problem(status: 503, detail: "GitHub cannot be reached and nothing is cached: \(m)", headers: [("Retry-After", "30")],
+                                extra: ["kind": "unavailable"])
+            case .upstream(let m):
+                return .problem(status: 502, detail: "GitHub answered unexpectedly: \(m)", extra: ["kind": "upstream"])
+            }
+        }
+    }
+}

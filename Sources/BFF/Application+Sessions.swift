@@ -1,0 +1,145 @@
+import EventHTTP
+import JSON
+import ViewModels
+
+extension Application {
+    func registerSessionRoutes() {
+        let router = server.router
+        router.add(.POST, "/api/sessions") { [unowned self] req, res in res.send(self.createSession(req)) }
+        router.add(.DELETE, "/api/sessions/:id") { [unowned self] req, res in
+            let id = req.parameters["id"] ?? ""
+            self.onOwner(of: id, req, res) { home in
+                guard home.sessions[id] != nil else { return Application.noSession(id) }
+                home.remove(id, reason: "deleted")
+                return HTTPResponse(status: 204)
+            }
+        }
+        router.add(.GET, "/api/sessions/:id/state") { [unowned self] req, res in
+            let id = req.parameters["id"] ?? ""
+            self.onOwner(of: id, req, res) { [unowned self] home in
+                guard let s = home.sessions[id] else { return Application.noSession(id) }
+                s.lastActivity = self.now()
+                return .json(200, s.snapshot, headers: [("Cache-Control", "no-store")])
+            }
+        }
+        router.add(.GET, "/api/sessions/:id/events") { [unowned self] req, res in self.openStream(req, res) }
+        router.add(.POST, "/api/sessions/:id/:viewModel/:input") { [unowned self] req, res in self.postInput(req, res) }
+    }
+
+    private func createSession(_ req: HTTPRequest) -> HTTPResponse {
+        guard reserveSession() else {
+            return .problem(
+                status: 503, detail: "the server holds its maximum of \(configuration.maxSessions) sessions; retry later",
+                headers: [("Retry-After", "30")])
+        }
+        let home = sessionLoops[req.loop.index]
+        let id = SessionID.make(loop: req.loop.index)
+        let loop = home.loop
+        let session = Session(id: id, home: home, viewModels: makeViewModels({ work in loop.execute(work) }), now: now())
+        home.sessions[id] = session
+        let location = "/api/sessions/\(id)"
+        return .json(201, [
+            "id": .string(id), "events": .string(location + "/events"), "state": .string(location + "/state"),
+            "expiresInSeconds": .int(Int(configuration.sessionIdleTimeout)),
+        ], headers: [("Location", location), ("Cache-Control", "no-store")])
+    }
+
+    private func openStream(_ req: HTTPRequest, _ res: HTTPResponder) {
+        let id = req.parameters["id"] ?? ""
+        guard let home = home(of: id) else { return res.send(Application.noSession(id)) }
+        let host = sessionLoops[req.loop.index]
+        let lastEventID = req.header("Last-Event-ID").flatMap { Int($0.trimmingCharacters(in: " \t")) }
+        let isHead = req.method == .HEAD
+        let (config, clock) = (configuration, now)
+        let work: @Sendable () -> Void = {
+            guard let s = home.sessions[id] else {
+                return host.loop.execute { res.send(Application.noSession(id)) }
+            }
+            if isHead {
+                return host.loop.execute { res.send(HTTPResponse(status: 200, headers: [("Content-Type", "text/event-stream")])) }
+            }
+            guard s.streams.count < config.maxStreamsPerSession else {
+                let p = HTTPResponse.problem(
+                    status: 429, detail: "session '\(id)' already has \(config.maxStreamsPerSession) open event streams (the limit)",
+                    headers: [("Retry-After", "5")])
+                return host.loop.execute { res.send(p) }
+            }
+            let stream = SessionStream(sessionID: id, sessionHome: home, host: host)
+            s.streams.append(stream)
+            s.lastActivity = clock()
+            var initial = SSEFrame.retry(milliseconds: config.retryMilliseconds)
+            if let last = lastEventID, let frames = s.history.frames(after: last, currentSeq: s.seq) {
+                for f in frames { initial += f.frame }
+            } else {
+                initial += s.snapshotFrame
+            }
+            let frames = initial
+            if host === home {
+                stream.start(responder: res, initial: frames)
+            } else {
+                host.loop.execute { stream.start(responder: res, initial: frames) }
+            }
+        }
+        if home === host { work() } else { home.loop.execute(work) }
+    }
+
+    private func postInput(_ req: HTTPRequest, _ res: HTTPResponder) {
+        let id = req.parameters["id"] ?? ""
+        let vmName = req.parameters["viewModel"] ?? ""
+        let input = req.parameters["input"] ?? ""
+        let value: JSONValue
+        switch InputBody.parse(req) {
+        case .failure(let error): return res.send(error)
+        case .success(let v): value = v
+        }
+        let key = req.header("Idempotency-Key")
+        if let key, key.isEmpty || key.utf8.count > 200 {
+            return res.send(HTTPError(400, "Idempotency-Key must be 1 to 200 characters"))
+        }
+        let clock = now
+        onOwner(of: id, req, res) { home in
+            guard let s = home.sessions[id] else { return Application.noSession(id) }
+            switch s.offer(viewModel: vmName, input: input, value: value, idempotencyKey: key, now: clock()) {
+            case .accepted(let seq): return .json(202, ["inputSeq": .int(seq)])
+            case .rejected(let error): return error.response
+            }
+        }
+    }
+}
+
+extension String {
+    func trimmingCharacters(in set: String) -> String {
+        var s = Substring(self)
+        while let f = s.first, set.contains(f) { s.removeFirst() }
+        while let l = s.last, set.contains(l) { s.removeLast() }
+        return String(s)
+    }
+}
+
+/// The body of an input POST: `{"value": …}`, `{}` or empty, as `application/json`.
+enum InputBody {
+    static func parse(_ req: HTTPRequest) -> Result<JSONValue, HTTPError> {
+        let body = req.body
+        let blank = body.allSatisfy { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
+        if blank { return .success(.null) }
+        let type = req.header("Content-Type") ?? ""
+        let media = type.split(separator: ";").first.map { String($0).trimmingCharacters(in: " \t").lowercased() } ?? ""
+        guard media == "application/json" || (media.hasPrefix("application/") && media.hasSuffix("+json")) else {
+            let got = type.isEmpty ? "no Content-Type" : "'\(type.prefix(100))'"
+            return .failure(HTTPError(415, "inputs must be sent as application/json; got \(got)"))
+        }
+        let parsed: JSONValue
+        do {
+            parsed = try JSONValue.parse(body)
+        } catch {
+            return .failure(HTTPError(400, "malformed JSON body: \(error)"))
+        }
+        guard case .object(let object) = parsed else {
+            return .failure(HTTPError(400, "the body must be a JSON object {\"value\": …}; got \(parsed.typeDescription)"))
+        }
+        if let extra = object.keys.first(where: { $0 != "value" }) {
+            return .failure(HTTPError(400, "unknown member '\(extra.prefix(64))' in the body; it holds only \"value\""))
+        }
+        return .success(object["value"] ?? .null)
+    }
+}

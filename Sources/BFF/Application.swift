@@ -1,0 +1,128 @@
+/// BFF: the application — sessions, their event streams, and the composition of the layers.
+///
+/// This module is the composition root's library half: `Application` builds the HTTP server, the
+/// session layer (one `SessionLoop` per event loop), the shared `status` view model and the
+/// routes, from an `AppConfiguration` and an injected `RepositorySearching`. `bff`'s main only
+/// reads flags, builds the GitHub model, and calls this; tests build the application the same way.
+import EventHTTP
+import GitHubSearch
+import Glibc
+import JSON
+import Logging
+import Synchronization
+import ViewModels
+
+/// The running application. Create, `start()`, later `shutdown()`.
+///
+/// Threading: `start`/`shutdown` from one controlling thread; the session layer lives on the loops.
+public final class Application: @unchecked Sendable {
+    public let configuration: AppConfiguration
+    public let server: HTTPServer
+    let logger: Logger
+    let metrics = AppMetrics()
+    let search: any RepositorySearching
+    private(set) var sessionLoops: [SessionLoop] = []
+    /// The one shared `status` view model, owned by loop 0.
+    let status: StatusViewModel
+    private let sessionCount = Atomic<Int>(0)
+    /// Builds one session's own view models (everything but `status`), given the owner's executor.
+    let makeViewModels: (@escaping OwnerExecutor) -> [ViewModel]
+
+    /// Builds the application (nothing listens until `start()`). `makeViewModels` defaults to the
+    /// product's `search` and `greeting`; adding a view model touches only that list.
+    public init(
+        configuration: AppConfiguration, search: any RepositorySearching, logger: Logger,
+        makeViewModels: ((@escaping OwnerExecutor) -> [ViewModel])? = nil
+    ) {
+        self.configuration = configuration
+        self.logger = logger
+        self.search = search
+        server = HTTPServer(configuration: configuration.http, logger: logger, metricsFactory: metrics.factory)
+        let loop0 = server.loops[0]
+        status = StatusViewModel(executor: { work in loop0.execute(work) })
+        let pageSize = configuration.searchPageSize
+        self.makeViewModels = makeViewModels ?? { executor in
+            [Application.searchViewModel(search, perPage: pageSize, executor: executor), GreetingViewModel()]
+        }
+        sessionLoops = server.loops.map { SessionLoop(app: self, loop: $0, status: status.snapshot) }
+        status.onEvent = { [unowned self] event in
+            for sl in self.sessionLoops {
+                if sl.loop === loop0 { sl.statusChanged(event) } else { sl.loop.execute { sl.statusChanged(event) } }
+            }
+        }
+        registerRoutes()
+        server.onDrain = { [unowned self] in
+            for sl in self.sessionLoops { sl.loop.execute { sl.endAllStreams() } }
+        }
+    }
+
+    private static func searchViewModel<S: RepositorySearching>(_ s: S, perPage: Int, executor: @escaping OwnerExecutor) -> ViewModel {
+        SearchViewModel(search: s, perPage: perPage, executor: executor)
+    }
+
+    /// Starts listening and the session timers.
+    public func start() throws(SystemError) {
+        try server.start()
+        for sl in sessionLoops { sl.loop.execute { sl.startTimers() } }
+    }
+
+    /// The bound port.
+    public var port: Int { server.port }
+
+    /// Graceful shutdown: readiness fails, streams get `event: end` (`shutdown`), then the server stops.
+    public func shutdown() {
+        server.shutdown(gracePeriod: configuration.shutdownGracePeriod)
+    }
+
+    /// A function any thread may call to report GitHub's status to the shared `status` view model.
+    public var statusUpdater: @Sendable (UpstreamStatus) -> Void { status.makeUpdater() }
+
+    /// Live sessions across loops.
+    public var sessions: Int { sessionCount.load(ordering: .relaxed) }
+
+    // MARK: internals shared by the routes
+
+    /// Monotonic seconds.
+    func now() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    /// Reserves a session slot; false at the limit.
+    func reserveSession() -> Bool {
+        let n = sessionCount.add(1, ordering: .relaxed).newValue
+        if n > configuration.maxSessions {
+            sessionCount.subtract(1, ordering: .relaxed)
+            return false
+        }
+        metrics.sessions.increment()
+        return true
+    }
+
+    func sessionEnded(reason: String) {
+        sessionCount.subtract(1, ordering: .relaxed)
+        metrics.sessions.decrement()
+        metrics.sessionEnded(reason: reason)
+    }
+
+    /// The loop that owns session `id`, or nil when `id` cannot be one of ours.
+    func home(of id: String) -> SessionLoop? {
+        SessionID.loopIndex(of: id, loops: sessionLoops.count).map { sessionLoops[$0] }
+    }
+
+    /// Runs `work` on the owner of session `id` and sends its response from the request's loop.
+    func onOwner(of id: String, _ request: HTTPRequest, _ responder: HTTPResponder,
+                 _ work: @escaping @Sendable (SessionLoop) -> HTTPResponse) {
+        guard let home = home(of: id) else { return responder.send(Application.noSession(id)) }
+        if home.loop === request.loop { return responder.send(work(home)) }
+        home.loop.execute {
+            let response = work(home)
+            responder.loop.execute { responder.send(response) }
+        }
+    }
+
+    static func noSession(_ id: String) -> HTTPResponse {
+        .problem(status: 404, detail: "no session '\(id.prefix(64))'")
+    }
+}

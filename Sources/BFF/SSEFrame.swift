@@ -1,0 +1,51 @@
+import JSON
+
+/// Server-Sent Events framing (WHATWG HTML §9.2): `id:`, `event:` and one `data:` line per line
+/// of payload, then a blank line. Payload line breaks of any kind (CRLF, CR, LF) become separate
+/// `data:` lines, so no stray CR ever reaches the wire; names and ids are single-line by construction.
+enum SSEFrame {
+    /// The stream preamble: the client's reconnection delay.
+    static func retry(milliseconds: Int) -> [UInt8] { Array("retry: \(milliseconds)\n\n".utf8) }
+
+    /// A keep-alive comment.
+    static let keepAlive: [UInt8] = Array(": keep-alive\n\n".utf8)
+
+    /// One event whose data is a JSON text (compact JSON never contains a raw line break).
+    static func event(id: Int?, name: String, json: JSONValue) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(96)
+        if let id {
+            out.append(contentsOf: "id: ".utf8)
+            JSONValue.writeInt(id, into: &out)
+            out.append(0x0A)
+        }
+        out.append(contentsOf: "event: ".utf8)
+        out.append(contentsOf: name.utf8.filter { $0 != 0x0A && $0 != 0x0D })
+        out.append(contentsOf: "\ndata: ".utf8)
+        json.write(into: &out)
+        out.append(contentsOf: [0x0A, 0x0A])
+        return out
+    }
+
+    /// One event with arbitrary text data, split into `data:` lines at any line break.
+    static func event(id: Int?, name: String, text: String) -> [UInt8] {
+        var out = Array((id.map { "id: \($0)\n" } ?? "").utf8)
+        out.append(contentsOf: "event: \(name)\n".utf8)
+        var line: [UInt8] = []
+        var previousCR = false
+        func flush() {
+            out.append(contentsOf: "data: ".utf8)
+            out.append(contentsOf: line)
+            out.append(0x0A)
+            line.removeAll()
+        }
+        for b in text.utf8 {
+            if b == 0x0A && previousCR { previousCR = false; continue }
+            previousCR = b == 0x0D
+            if b == 0x0A || b == 0x0D { flush() } else { line.append(b) }
+        }
+        flush()
+        out.append(0x0A)
+        return out
+    }
+}

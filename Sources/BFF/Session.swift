@@ -1,0 +1,124 @@
+import EventHTTP
+import JSON
+import ViewModels
+
+/// One browser session: its view models, its event sequence, its recent history and the streams
+/// that watch it.
+///
+/// Threading: owned by one event loop (`loop`, encoded in its id); every member is used there only.
+/// Streams may live on other loops: frames reach them through their own loop's `execute`.
+final class Session: @unchecked Sendable {
+    let id: String
+    unowned let home: SessionLoop
+    /// This session's own view models, by contract name, in snapshot order (the shared `status`
+    /// view model is added by `SessionLoop`).
+    let viewModels: [ViewModel]
+    private(set) var seq = 0
+    private(set) var inputSeq = 0
+    var history: SessionHistory
+    var streams: [SessionStream] = []
+    var lastActivity: Double
+    var bucket: TokenBucket
+    private var idempotency: [String: (inputSeq: Int, at: Double)] = [:]
+    var isEnded = false
+
+    init(id: String, home: SessionLoop, viewModels: [ViewModel], now: Double) {
+        self.id = id
+        self.home = home
+        self.viewModels = viewModels
+        let c = home.app.configuration
+        history = SessionHistory(maxEvents: c.historyEvents, maxBytes: c.historyBytes)
+        bucket = TokenBucket(rate: c.inputRate, burst: c.inputBurst, now: now)
+        lastActivity = now
+        for vm in viewModels {
+            let name = vm.name
+            vm.onEvent = { [unowned self] event in self.emit(viewModel: name, event) }
+        }
+    }
+
+    /// The snapshot: `{"seq", "viewModels": {name: state outputs}}`.
+    var snapshot: JSONValue {
+        var vms = JSONObject()
+        for vm in viewModels { vms[vm.name] = .object(vm.snapshot) }
+        vms["status"] = .object(home.statusSnapshot)
+        return ["seq": .int(seq), "viewModels": .object(vms)]
+    }
+
+    /// The snapshot as an SSE frame.
+    var snapshotFrame: [UInt8] { SSEFrame.event(id: seq, name: "snapshot", json: snapshot) }
+
+    /// Publishes one view-model change: numbers it, frames it once, keeps it for replay, and hands
+    /// it to every stream.
+    func emit(viewModel: String, _ event: ViewModelEvent) {
+        guard !isEnded else { return }
+        seq += 1
+        var data: JSONObject = ["inputSeq": .optional(event.inputSeq)]
+        if !event.outputs.isEmpty { data["outputs"] = .object(event.outputs) }
+        if !event.signals.isEmpty { data["signals"] = .object(event.signals) }
+        let frame = SSEFrame.event(id: seq, name: viewModel, json: .object(data))
+        let isSignal = !event.signals.isEmpty
+        history.append(.init(seq: seq, frame: frame, isSignal: isSignal))
+        home.app.metrics.events.increment()
+        for stream in streams { stream.deliverFromSession(frame, seq: seq, isSignal: isSignal) }
+    }
+
+    /// The outcome of offering one input.
+    enum InputOutcome {
+        case accepted(inputSeq: Int)
+        case rejected(HTTPError)
+    }
+
+    /// Applies one input if the rate allows and it is valid; a rejected input uses no `inputSeq`.
+    func offer(viewModel name: String, input: String, value: JSONValue, idempotencyKey: String?, now: Double) -> InputOutcome {
+        lastActivity = now
+        if let key = idempotencyKey {
+            if let seen = idempotency[key], now - seen.at < home.app.configuration.idempotencyWindow {
+                return .accepted(inputSeq: seen.inputSeq)
+            }
+        }
+        if let wait = bucket.take(now: now) {
+            let seconds = max(1, Int(wait.rounded(.up)))
+            return .rejected(HTTPError(
+                429, "session '\(id)' sent more than \(Int(home.app.configuration.inputRate)) inputs per second; retry in \(seconds) s",
+                headers: [("Retry-After", String(seconds))]))
+        }
+        guard let vm = viewModels.first(where: { $0.name == name }) else {
+            if name == "status" {
+                return .rejected(HTTPError(404, InputError.unknownInput(viewModel: "status", input: input, known: []).detail))
+            }
+            let known = (viewModels.map(\.name) + ["status"]).joined(separator: ", ")
+            return .rejected(HTTPError(404, "no view model '\(name)'; known view models: \(known)"))
+        }
+        do {
+            try vm.send(input: input, value: value, inputSeq: inputSeq + 1)
+        } catch {
+            switch error {
+            case .unknownInput: return .rejected(HTTPError(404, error.detail))
+            case .invalidValue: return .rejected(HTTPError(400, error.detail))
+            }
+        }
+        inputSeq += 1
+        home.app.metrics.inputs.increment()
+        if let key = idempotencyKey { remember(key: key, inputSeq: inputSeq, now: now) }
+        return .accepted(inputSeq: inputSeq)
+    }
+
+    private func remember(key: String, inputSeq: Int, now: Double) {
+        let window = home.app.configuration.idempotencyWindow
+        if idempotency.count >= 1024 { idempotency = idempotency.filter { now - $0.value.at < window } }
+        if idempotency.count >= 1024, let oldest = idempotency.min(by: { $0.value.at < $1.value.at }) {
+            idempotency[oldest.key] = nil
+        }
+        idempotency[key] = (inputSeq, now)
+    }
+
+    /// Ends the session: every stream gets `event: end` with `reason` and closes.
+    func end(reason: String) {
+        guard !isEnded else { return }
+        isEnded = true
+        let frame = SSEFrame.event(id: nil, name: "end", json: ["reason": .string(reason)])
+        for stream in streams { stream.endFromSession(frame) }
+        streams.removeAll()
+        for vm in viewModels { vm.onEvent = nil }
+    }
+}

@@ -1,0 +1,106 @@
+import EventHTTP
+import JSON
+import ViewModels
+
+/// The session layer's state on one event loop: the sessions it owns, the streams whose
+/// connections it hosts, a copy of the shared `status` outputs, and the loop's timers
+/// (keep-alive comments, idle expiry, catch-up of streams that fell behind).
+///
+/// Threading: everything here is used on `loop` only; other loops reach it with `loop.execute`.
+final class SessionLoop: @unchecked Sendable {
+    unowned let app: Application
+    let loop: EventLoop
+    var sessions: [String: Session] = [:]
+    private var hosted: [ObjectIdentifier: SessionStream] = [:]
+    private var behind: [ObjectIdentifier: SessionStream] = [:]
+    private var behindTimer: LoopTimer?
+    private var timers: [LoopTimer] = []
+    /// The shared status view model's outputs, as this loop last heard them.
+    var statusSnapshot: JSONObject
+
+    init(app: Application, loop: EventLoop, status: JSONObject) {
+        self.app = app
+        self.loop = loop
+        self.statusSnapshot = status
+    }
+
+    /// Starts the loop's timers (on the loop).
+    func startTimers() {
+        let c = app.configuration
+        timers.append(loop.scheduleRepeating(every: c.keepAliveInterval) { [unowned self] in
+            for s in self.hosted.values { s.keepAlive() }
+        })
+        timers.append(loop.scheduleRepeating(every: max(0.05, min(5, c.sessionIdleTimeout / 4))) { [unowned self] in
+            self.expireIdleSessions()
+        })
+    }
+
+    func stopTimers() {
+        timers.forEach { $0.cancel() }
+        timers = []
+        behindTimer?.cancel()
+        behindTimer = nil
+    }
+
+    // MARK: sessions
+
+    func expireIdleSessions() {
+        let now = app.now()
+        let idle = app.configuration.sessionIdleTimeout
+        for (id, s) in sessions where s.streams.isEmpty && now - s.lastActivity >= idle {
+            remove(id, reason: "expired")
+        }
+    }
+
+    /// Ends and forgets a session.
+    func remove(_ id: String, reason: String) {
+        guard let s = sessions.removeValue(forKey: id) else { return }
+        s.end(reason: reason)
+        app.sessionEnded(reason: reason)
+    }
+
+    /// A stream of session `id` closed on its host loop.
+    func streamClosed(_ stream: SessionStream, sessionID id: String) {
+        guard let s = sessions[id] else { return }
+        s.streams.removeAll { $0 === stream }
+        s.lastActivity = app.now()  // the idle clock starts when the last stream goes
+    }
+
+    /// The shared status changed: update the copy and tell every session here.
+    func statusChanged(_ event: ViewModelEvent) {
+        statusSnapshot.merge(event.outputs)
+        for s in sessions.values { s.emit(viewModel: "status", event) }
+    }
+
+    // MARK: hosted streams
+
+    func register(_ s: SessionStream) {
+        hosted[ObjectIdentifier(s)] = s
+        app.metrics.streams.increment()
+    }
+
+    func unregister(_ s: SessionStream) {
+        guard hosted.removeValue(forKey: ObjectIdentifier(s)) != nil else { return }
+        behind[ObjectIdentifier(s)] = nil
+        app.metrics.streams.decrement()
+    }
+
+    func watchBehind(_ s: SessionStream) {
+        behind[ObjectIdentifier(s)] = s
+        guard behindTimer == nil else { return }
+        behindTimer = loop.scheduleRepeating(every: 0.02) { [unowned self] in
+            for (key, s) in self.behind where s.checkDrained() { self.behind[key] = nil }
+            if self.behind.isEmpty {
+                self.behindTimer?.cancel()
+                self.behindTimer = nil
+            }
+        }
+    }
+
+    /// Shutdown: every hosted stream gets `event: end` with reason `shutdown`.
+    func endAllStreams() {
+        let frame = SSEFrame.event(id: nil, name: "end", json: ["reason": "shutdown"])
+        for s in Array(hosted.values) { s.finish(with: frame) }
+        stopTimers()
+    }
+}

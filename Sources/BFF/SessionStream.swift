@@ -1,0 +1,140 @@
+import EventHTTP
+import JSON
+
+/// One open event stream of one session, living on the loop that owns its HTTP connection (which
+/// may differ from the session's loop).
+///
+/// Back-pressure: while the peer keeps up, every frame is written as it comes. Once more than the
+/// high-water mark is queued, state frames are dropped (coalesced) and signals are kept; when the
+/// queue has drained to a quarter of the mark, the stream asks the session for a fresh `snapshot`
+/// and writes the kept signals and then that snapshot, so the latest state always arrives and
+/// memory per stream stays bounded.
+///
+/// Threading: `deliverFromSession`/`endFromSession` are called on the session's loop and hop here;
+/// everything else runs on `host.loop`.
+final class SessionStream: @unchecked Sendable {
+    enum Mode { case live, behind, catchingUp }
+
+    let sessionID: String
+    /// The loop the session lives on.
+    unowned let sessionHome: SessionLoop
+    /// The loop the HTTP connection lives on.
+    unowned let host: SessionLoop
+    private var http: HTTPStream?
+    private(set) var mode = Mode.live
+    private var pendingSignals: [[UInt8]] = []
+    static let maxPendingSignals = 1000
+
+    init(sessionID: String, sessionHome: SessionLoop, host: SessionLoop) {
+        self.sessionID = sessionID
+        self.sessionHome = sessionHome
+        self.host = host
+    }
+
+    // MARK: called on the session's loop
+
+    func deliverFromSession(_ frame: [UInt8], seq: Int, isSignal: Bool) {
+        if host === sessionHome {
+            deliver(frame, isSignal: isSignal)
+        } else {
+            host.loop.execute { self.deliver(frame, isSignal: isSignal) }
+        }
+    }
+
+    func endFromSession(_ frame: [UInt8]) {
+        if host === sessionHome {
+            finish(with: frame)
+        } else {
+            host.loop.execute { self.finish(with: frame) }
+        }
+    }
+
+    // MARK: on the host loop
+
+    /// Starts the HTTP stream with the preamble and the first frames (snapshot or replay).
+    func start(responder: HTTPResponder, initial: [UInt8]) {
+        guard let stream = responder.startStream(headers: [
+            ("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no"),
+        ]) else {
+            closed()
+            return
+        }
+        http = stream
+        stream.onClose = { [unowned self] in self.closed() }
+        host.register(self)
+        stream.write(initial)
+    }
+
+    private func deliver(_ frame: [UInt8], isSignal: Bool) {
+        guard let http, !http.isClosed else { return }
+        switch mode {
+        case .live:
+            if http.queuedBytes < host.app.configuration.streamHighWaterBytes {
+                http.write(frame)
+                return
+            }
+            mode = .behind
+            host.watchBehind(self)
+            fallthrough
+        case .behind, .catchingUp:
+            if isSignal {
+                pendingSignals.append(frame)
+                if pendingSignals.count > SessionStream.maxPendingSignals { return close() }
+            } else {
+                host.app.metrics.coalesced.increment()
+            }
+        }
+    }
+
+    /// Called by the host's drain timer while behind: true when it no longer needs watching.
+    func checkDrained() -> Bool {
+        guard let http, !http.isClosed else { return true }
+        guard mode == .behind else { return mode == .live }
+        guard http.queuedBytes <= host.app.configuration.streamHighWaterBytes / 4 else { return false }
+        mode = .catchingUp
+        let (home, id, me) = (sessionHome, sessionID, self)
+        home.loop.execute {
+            guard let frame = home.sessions[id].map({ $0.snapshotFrame }) else { return }
+            me.host.loop.execute { me.catchUp(snapshotFrame: frame) }
+        }
+        return true
+    }
+
+    private func catchUp(snapshotFrame: [UInt8]) {
+        guard let http, !http.isClosed, mode == .catchingUp else { return }
+        for s in pendingSignals { http.write(s) }
+        pendingSignals = []
+        http.write(snapshotFrame)
+        mode = .live
+    }
+
+    func keepAlive() {
+        if mode == .live { http?.write(SSEFrame.keepAlive) }
+    }
+
+    /// Writes `event: end` (after any kept signals) and finishes the response.
+    func finish(with endFrame: [UInt8]) {
+        guard let http, !http.isClosed else { return }
+        for s in pendingSignals { http.write(s) }
+        pendingSignals = []
+        http.write(endFrame)
+        http.end()
+        self.http = nil
+        host.unregister(self)
+    }
+
+    /// Drops the connection (too far behind on signals).
+    private func close() {
+        guard let http else { return }
+        http.end()
+        closed()
+    }
+
+    /// The peer went away (or the stream never started): forget it here and in the session.
+    private func closed() {
+        http = nil
+        host.unregister(self)
+        let (home, id, me) = (sessionHome, sessionID, self)
+        home.loop.execute { home.streamClosed(me, sessionID: id) }
+    }
+}

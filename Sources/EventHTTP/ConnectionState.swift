@@ -1,0 +1,140 @@
+import CLibevent
+import Glibc
+
+/// What the server tracks about one accepted connection: its evhttp connection, the request being
+/// handled, the request-read deadline and the early-close watch of a streaming response.
+///
+/// Threading: owned by the loop that accepted the connection (`LoopHTTP`).
+final class ConnectionState {
+    unowned let owner: LoopHTTP
+    let bev: OpaquePointer
+    var evcon: OpaquePointer?
+    /// Request-read deadline; armed when bytes arrive while no request is being handled.
+    private var readTimer: OpaquePointer?
+    private var readTimerArmed = false
+    /// A request is with a handler (or streaming): no read deadline, no keep-alive reads.
+    var handling = false
+    /// The responder of the request being handled, if any.
+    var current: HTTPResponder?
+    /// Past the connection limit: its first request gets 503 and the connection closes.
+    var overLimit = false
+    /// Set while the server itself frees the evhttp connection (libevent then frees the request).
+    var freeingOurselves = false
+    private var closeWatch: OpaquePointer?
+    private var inputCallback: OpaquePointer?
+    var isClosed = false
+
+    init(owner: LoopHTTP, bev: OpaquePointer) {
+        self.owner = owner
+        self.bev = bev
+    }
+
+    /// Called once evhttp has built the connection (same loop iteration as the accept).
+    func attach(evcon: OpaquePointer) {
+        self.evcon = evcon
+        let arg = Unmanaged.passUnretained(self).toOpaque()
+        evhttp_connection_set_closecb(evcon, { _, arg in
+            Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().connectionClosed()
+        }, arg)
+        inputCallback = evbuffer_add_cb(bufferevent_get_input(bev), { _, info, arg in
+            guard let info, info.pointee.n_added > 0 else { return }
+            Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().bytesArrived()
+        }, arg)
+        readTimer = event_new(owner.loop.base, -1, 0, { _, _, arg in
+            Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().readTimedOut()
+        }, arg)
+    }
+
+    private func bytesArrived() {
+        if !handling && !readTimerArmed { armReadTimer() }
+    }
+
+    private func armReadTimer() {
+        guard let readTimer else { return }
+        var tv = owner.readTimeout
+        event_add(readTimer, &tv)
+        readTimerArmed = true
+    }
+
+    /// A complete request was handed to the server.
+    func requestStarted() {
+        handling = true
+        owner.server.metrics.inFlight.add(1, ordering: .relaxed)
+        if readTimerArmed, let readTimer {
+            event_del(readTimer)
+            readTimerArmed = false
+        }
+    }
+
+    /// The response went out; the connection may read the next request.
+    func requestFinished() {
+        if handling { owner.server.metrics.inFlight.subtract(1, ordering: .relaxed) }
+        handling = false
+        current = nil
+        stopCloseWatch()
+    }
+
+    private func readTimedOut() {
+        readTimerArmed = false
+        guard !handling, let evcon else { return }
+        owner.server.metrics.readTimeouts.increment()
+        let body = HTTPResponse.problem(
+            status: 408, detail: "the request was not received completely within \(owner.server.configuration.requestReadTimeout) s")
+        var head = "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/problem+json\r\nConnection: close\r\n"
+        head += "Content-Length: \(body.body.count)\r\n\r\n"
+        let fd = bufferevent_getfd(bev)
+        let bytes = Array(head.utf8) + body.body
+        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+        freeingOurselves = true
+        evhttp_connection_free(evcon)
+    }
+
+    /// Watches for the peer closing while a response streams (evhttp stops reading meanwhile).
+    func startCloseWatch() {
+        guard closeWatch == nil else { return }
+        let fd = bufferevent_getfd(bev)
+        let arg = Unmanaged.passUnretained(self).toOpaque()
+        closeWatch = event_new(owner.loop.base, fd, Int16(EV_CLOSED), { _, _, arg in
+            Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().peerClosed()
+        }, arg)
+        event_add(closeWatch, nil)
+    }
+
+    private func stopCloseWatch() {
+        if let w = closeWatch {
+            event_free(w)
+            closeWatch = nil
+        }
+    }
+
+    private func peerClosed() {
+        guard let evcon, !isClosed else { return }
+        freeingOurselves = true
+        evhttp_connection_free(evcon)  // calls connectionClosed() through the close callback
+    }
+
+    /// evhttp is freeing the connection (peer gone, time-out, our own free, or server stop).
+    private func connectionClosed() {
+        guard !isClosed else { return }
+        isClosed = true
+        stopCloseWatch()
+        if let t = readTimer {
+            event_free(t)
+            readTimer = nil
+        }
+        if let cb = inputCallback {
+            evbuffer_remove_cb_entry(bufferevent_get_input(bev), cb)
+            inputCallback = nil
+        }
+        // When libevent fails a connection under a request the handler still holds, it detaches the
+        // request and leaves it to us; when we (or evhttp_free) free the connection, libevent frees it.
+        let libeventFreesRequest = freeingOurselves || owner.freeingAll
+        current?.connectionClosed(freeRequest: !libeventFreesRequest)
+        current = nil
+        if handling {
+            handling = false
+            owner.server.metrics.inFlight.subtract(1, ordering: .relaxed)
+        }
+        owner.connectionClosed(self)
+    }
+}

@@ -1,0 +1,125 @@
+/// EventHTTP: HTTP/1.1 over libevent's evhttp, with one event loop per thread.
+///
+/// This module is the only one that imports `CLibevent`; no C pointer leaves it. It knows nothing
+/// of sessions, view models or GitHub. It offers: `EventLoop` (a libevent base run by one thread,
+/// with a thread-safe `execute` to hand it work), `HTTPServer` (one evhttp per loop on
+/// `SO_REUSEPORT` sockets, limits, graceful shutdown), a `Router` with path parameters and
+/// automatic 404/405, streaming responses (`HTTPStream`), RFC 9457 problem responses, and
+/// static files.
+import CLibevent
+import Glibc
+import Synchronization
+
+/// One libevent `event_base` driven by one dedicated thread.
+///
+/// Threading: everything on a loop (its timers, the connections it accepted, the state handed to it)
+/// is touched only by its thread. Other threads hand it work with `execute(_:)`, the one thread-safe
+/// entry point, which queues a closure and wakes the loop through an `eventfd`.
+public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
+    /// The loop's index within its server (0-based), used in logs and metrics.
+    public let index: Int
+    let base: OpaquePointer
+    private let wakeFD: Int32
+    private var wakeEvent: OpaquePointer?
+    private let queue = Mutex<[@Sendable () -> Void]>([])
+    private let threadID = Atomic<UInt>(0)
+    /// Common-timeout handles by duration in milliseconds (O(1) timer adds; loop thread only).
+    private var commonTimeouts: [Int: timeval] = [:]
+
+    /// Creates a loop; call `run()` on the thread that will own it (or use `startThread()`).
+    public init(index: Int = 0) {
+        self.index = index
+        let cfg = event_config_new()
+        event_config_set_flag(cfg, Int32(EVENT_BASE_FLAG_NOLOCK.rawValue))
+        guard let b = event_base_new_with_config(cfg) else { fatalError("event_base_new_with_config failed") }
+        event_config_free(cfg)
+        base = b
+        wakeFD = clibevent_wakefd_new()
+        precondition(wakeFD >= 0, "eventfd failed: errno \(errno)")
+        let arg = Unmanaged.passUnretained(self).toOpaque()
+        wakeEvent = event_new(base, wakeFD, Int16(EV_READ | EV_PERSIST), { _, _, arg in
+            Unmanaged<EventLoop>.fromOpaque(arg!).takeUnretainedValue().drainQueue()
+        }, arg)
+        event_add(wakeEvent, nil)
+    }
+
+    deinit {
+        if let wakeEvent { event_free(wakeEvent) }
+        close(wakeFD)
+        event_base_free(base)
+    }
+
+    public var description: String { "EventLoop(\(index))" }
+
+    /// True when called on this loop's thread.
+    public var inEventLoop: Bool { threadID.load(ordering: .relaxed) == UInt(pthread_self()) }
+
+    /// Runs `work` on this loop's thread, in submission order. Safe from any thread.
+    public func execute(_ work: @escaping @Sendable () -> Void) {
+        let wasEmpty = queue.withLock { q in
+            q.append(work)
+            return q.count == 1
+        }
+        if wasEmpty { clibevent_wakefd_signal(wakeFD) }
+    }
+
+    private func drainQueue() {
+        clibevent_wakefd_drain(wakeFD)
+        while true {
+            let jobs = queue.withLock { q -> [@Sendable () -> Void] in
+                let j = q
+                q.removeAll(keepingCapacity: true)
+                return j
+            }
+            if jobs.isEmpty { return }
+            for job in jobs { job() }
+        }
+    }
+
+    /// Runs the loop on the calling thread until `stop()`.
+    public func run() {
+        threadID.store(UInt(pthread_self()), ordering: .relaxed)
+        event_base_loop(base, 0)
+    }
+
+    /// Asks the loop to return from `run()` after the current iteration. Safe from any thread.
+    public func stop() {
+        execute { event_base_loopbreak(self.base) }
+    }
+
+    /// Starts a dedicated thread that runs this loop; returns the thread for `join`.
+    func startThread(name: String) -> pthread_t {
+        final class Box { let loop: EventLoop; let name: String; init(_ l: EventLoop, _ n: String) { loop = l; name = n } }
+        let box = Unmanaged.passRetained(Box(self, name)).toOpaque()
+        var tid = pthread_t()
+        let rc = pthread_create(&tid, nil, { arg in
+            let box = Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue()
+            box.loop.run()
+            return nil
+        }, box)
+        precondition(rc == 0, "pthread_create failed: \(rc)")
+        return tid
+    }
+
+    /// A `timeval` for `seconds`, using libevent's common-timeout queue for repeated durations.
+    func timeout(_ seconds: Double) -> timeval {
+        let ms = Int((seconds * 1000).rounded())
+        if let tv = commonTimeouts[ms] { return tv }
+        var tv = timeval(tv_sec: ms / 1000, tv_usec: (ms % 1000) * 1000)
+        if let common = event_base_init_common_timeout(base, &tv) { tv = common.pointee }
+        commonTimeouts[ms] = tv
+        return tv
+    }
+
+    /// Runs `work` once after `seconds` on this loop. Loop thread only.
+    @discardableResult
+    public func schedule(after seconds: Double, _ work: @escaping () -> Void) -> LoopTimer {
+        LoopTimer(loop: self, interval: seconds, repeats: false, work: work)
+    }
+
+    /// Runs `work` every `seconds` on this loop until cancelled. Loop thread only.
+    @discardableResult
+    public func scheduleRepeating(every seconds: Double, _ work: @escaping () -> Void) -> LoopTimer {
+        LoopTimer(loop: self, interval: seconds, repeats: true, work: work)
+    }
+}

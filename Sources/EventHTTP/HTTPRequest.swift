@@ -1,0 +1,94 @@
+import CLibevent
+
+/// A request as handlers see it: a value copied out of evhttp, safe to keep and to send to other
+/// threads. Headers are copied lazily-free: all of them are read once, up front (they are few).
+public struct HTTPRequest: Sendable {
+    public var method: HTTPMethod
+    /// The percent-decoded path ("/api/sessions/x"). Decoded segments containing "/" stay encoded
+    /// in `rawPath` and make `pathSegments` nil for static files.
+    public var path: String
+    /// The path exactly as sent (before `?`).
+    public var rawPath: String
+    /// The raw query string (after `?`), if any.
+    public var rawQuery: String?
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+    /// Route parameters (`:name` segments), percent-decoded.
+    public var parameters: [String: String] = [:]
+    /// The loop that owns the connection; replies must be sent there.
+    public let loop: EventLoop
+    /// The peer's address ("127.0.0.1:5555").
+    public var remoteAddress: String
+
+    /// The first value of header `name` (case-insensitive).
+    public func header(_ name: String) -> String? {
+        for (n, v) in headers where n.caseInsensitiveEquals(name) { return v }
+        return nil
+    }
+
+    /// Decoded query items in order.
+    public var queryItems: [(String, String)] {
+        guard let rawQuery, !rawQuery.isEmpty else { return [] }
+        return rawQuery.split(separator: "&", omittingEmptySubsequences: true).map { pair in
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = PercentDecoding.decode(parts[0], plusIsSpace: true) ?? String(parts[0])
+            let value = parts.count > 1 ? (PercentDecoding.decode(parts[1], plusIsSpace: true) ?? String(parts[1])) : ""
+            return (name, value)
+        }
+    }
+
+    /// Decoded query parameters; the first occurrence of a name wins.
+    public var query: [String: String] {
+        var q: [String: String] = [:]
+        for (k, v) in queryItems where q[k] == nil { q[k] = v }
+        return q
+    }
+
+    public init(
+        method: HTTPMethod, rawPath: String, rawQuery: String?, headers: [(String, String)], body: [UInt8],
+        loop: EventLoop, remoteAddress: String = ""
+    ) {
+        self.method = method
+        self.rawPath = rawPath
+        self.path = PercentDecoding.decode(Substring(rawPath), plusIsSpace: false) ?? rawPath
+        self.rawQuery = rawQuery
+        self.headers = headers
+        self.body = body
+        self.loop = loop
+        self.remoteAddress = remoteAddress
+    }
+}
+
+/// Percent-decoding of URL components.
+public enum PercentDecoding {
+    /// Decodes `%XX` escapes (and `+` as space when asked); nil for malformed escapes or invalid UTF-8.
+    public static func decode(_ s: Substring, plusIsSpace: Bool) -> String? {
+        let utf8 = s.utf8
+        if !utf8.contains(UInt8(ascii: "%")) && !(plusIsSpace && utf8.contains(UInt8(ascii: "+"))) {
+            return String(s)
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(utf8.count)
+        var it = utf8.makeIterator()
+        while let c = it.next() {
+            if c == UInt8(ascii: "%") {
+                guard let h = it.next(), let l = it.next(), let hv = hexValue(h), let lv = hexValue(l) else { return nil }
+                out.append(hv << 4 | lv)
+            } else if plusIsSpace && c == UInt8(ascii: "+") {
+                out.append(0x20)
+            } else {
+                out.append(c)
+            }
+        }
+        return String(validating: out, as: UTF8.self)
+    }
+
+    private static func hexValue(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 0x30...0x39: return c - 0x30
+        case 0x41...0x46: return c - 0x41 + 10
+        case 0x61...0x66: return c - 0x61 + 10
+        default: return nil
+        }
+    }
+}

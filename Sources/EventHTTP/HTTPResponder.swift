@@ -1,0 +1,116 @@
+import CLibevent
+
+/// The handle a handler answers through: exactly one `send` or one `startStream`.
+///
+/// Threading: bound to the loop that owns the connection. Use it only on `loop` (hop there with
+/// `loop.execute` when the answer is computed elsewhere). Sending after the peer left is a no-op.
+public final class HTTPResponder: @unchecked Sendable {
+    /// The loop that owns the connection.
+    public let loop: EventLoop
+    private var request: OpaquePointer?
+    private unowned(unsafe) let owner: LoopHTTP
+    private let connection: ConnectionState?
+    let startNanos: UInt64
+    let isHead: Bool
+    var route: String = "unmatched"
+    var method: HTTPMethod
+    private(set) var stream: HTTPStream?
+    /// Called on `loop` if the connection closes before the response is complete.
+    public var onClose: (() -> Void)?
+
+    init(request: OpaquePointer, owner: LoopHTTP, connection: ConnectionState?, method: HTTPMethod, startNanos: UInt64) {
+        self.request = request
+        self.owner = owner
+        self.loop = owner.loop
+        self.connection = connection
+        self.method = method
+        self.isHead = method == .HEAD
+        self.startNanos = startNanos
+    }
+
+    /// True once the response was sent, or the peer is gone.
+    public var isClosed: Bool { request == nil }
+
+    /// Sends a complete response. Later calls are ignored.
+    public func send(_ response: HTTPResponse) {
+        precondition(loop.inEventLoop, "HTTPResponder used off its loop")
+        guard let req = request, stream == nil else { return }
+        request = nil
+        let out = evhttp_request_get_output_headers(req)
+        addHeaders(out, response.headers)
+        if isHead {
+            if response.header("Content-Length") == nil && response.status != 304 && response.status != 204 {
+                evhttp_add_header(out, "Content-Length", String(response.body.count))
+            }
+        } else if !response.body.isEmpty {
+            response.body.withUnsafeBytes { _ = evbuffer_add(evhttp_request_get_output_buffer(req), $0.baseAddress, $0.count) }
+        }
+        evhttp_send_reply(req, Int32(response.status), HTTPStatus.reason(response.status), nil)
+        finished(status: response.status)
+    }
+
+    /// Sends a problem response.
+    public func send(_ error: HTTPError) { send(error.response) }
+
+    /// Starts a chunked streaming response; write to the returned stream, then `end()` it.
+    /// Returns nil when the peer is already gone.
+    public func startStream(status: Int = 200, headers: [(String, String)]) -> HTTPStream? {
+        precondition(loop.inEventLoop, "HTTPResponder used off its loop")
+        guard let req = request, stream == nil else { return nil }
+        addHeaders(evhttp_request_get_output_headers(req), headers)
+        evhttp_send_reply_start(req, Int32(status), HTTPStatus.reason(status))
+        let s = HTTPStream(responder: self, owner: owner)
+        stream = s
+        connection?.startCloseWatch()
+        owner.server.metrics.openStreams.increment()
+        owner.record(route: route, method: method, status: status, startNanos: startNanos)
+        return s
+    }
+
+    private func addHeaders(_ out: UnsafeMutablePointer<evkeyvalq>?, _ headers: [(String, String)]) {
+        for (n, v) in owner.server.configuration.commonHeaders { evhttp_add_header(out, n, v) }
+        for (n, v) in headers { evhttp_add_header(out, n, v) }
+        if owner.server.state == .draining { evhttp_add_header(out, "Connection", "close") }
+    }
+
+    private func finished(status: Int) {
+        connection?.requestFinished()
+        owner.record(route: route, method: method, status: status, startNanos: startNanos)
+    }
+
+    // MARK: streaming internals (used by HTTPStream)
+
+    func writeChunk(_ bytes: UnsafeRawBufferPointer) {
+        guard let req = request else { return }
+        evbuffer_add(owner.scratch, bytes.baseAddress, bytes.count)
+        evhttp_send_reply_chunk(req, owner.scratch)
+    }
+
+    var queuedBytes: Int {
+        guard request != nil, let evcon = connection?.evcon else { return 0 }
+        return evbuffer_get_length(bufferevent_get_output(evhttp_connection_get_bufferevent(evcon)))
+    }
+
+    func endStream() {
+        guard let req = request else { return }
+        request = nil
+        evhttp_send_reply_end(req)
+        owner.server.metrics.openStreams.decrement()
+        stream?.markClosed(notify: false)
+        connection?.requestFinished()
+    }
+
+    /// The connection is going away under this response.
+    func connectionClosed(freeRequest: Bool) {
+        guard let req = request else { return }
+        request = nil
+        if freeRequest { evhttp_request_free(req) }
+        if let s = stream {
+            owner.server.metrics.openStreams.decrement()
+            s.markClosed(notify: true)
+        }
+        let cb = onClose
+        onClose = nil
+        cb?()
+    }
+}

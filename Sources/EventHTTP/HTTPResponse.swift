@@ -1,0 +1,99 @@
+import JSON
+
+/// A complete response: status, headers and body bytes.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+
+    public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A JSON response (`application/json`).
+    public static func json(_ status: Int, _ value: JSONValue, headers: [(String, String)] = []) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: value.bytes)
+    }
+
+    /// An RFC 9457 problem document: `application/problem+json` with type, title, status, detail.
+    /// `detail` says precisely what was wrong (the field, the limit, the id).
+    public static func problem(
+        status: Int, detail: String, headers: [(String, String)] = [], extra: JSONObject = JSONObject()
+    ) -> HTTPResponse {
+        var body: JSONObject = [
+            "type": "about:blank", "title": .string(HTTPStatus.reason(status)), "status": .int(status),
+            "detail": .string(detail),
+        ]
+        body.merge(extra)
+        return HTTPResponse(
+            status: status, headers: [("Content-Type", "application/problem+json")] + headers,
+            body: JSONValue.object(body).bytes)
+    }
+
+    /// The first value of a header (case-insensitive).
+    public func header(_ name: String) -> String? {
+        headers.first { $0.0.caseInsensitiveEquals(name) }?.1
+    }
+}
+
+/// An error that knows its HTTP status and becomes a problem response.
+public struct HTTPError: Error, Sendable {
+    public var status: Int
+    public var detail: String
+    public var headers: [(String, String)]
+
+    public init(_ status: Int, _ detail: String, headers: [(String, String)] = []) {
+        self.status = status
+        self.detail = detail
+        self.headers = headers
+    }
+
+    /// The problem response for this error.
+    public var response: HTTPResponse { .problem(status: status, detail: detail, headers: headers) }
+}
+
+/// Reason phrases.
+public enum HTTPStatus {
+    /// The standard reason phrase for `status`.
+    public static func reason(_ status: Int) -> String {
+        switch status {
+        case 200: return "OK"
+        case 201: return "Created"
+        case 202: return "Accepted"
+        case 204: return "No Content"
+        case 304: return "Not Modified"
+        case 400: return "Bad Request"
+        case 403: return "Forbidden"
+        case 404: return "Not Found"
+        case 405: return "Method Not Allowed"
+        case 408: return "Request Timeout"
+        case 409: return "Conflict"
+        case 413: return "Content Too Large"
+        case 415: return "Unsupported Media Type"
+        case 422: return "Unprocessable Content"
+        case 429: return "Too Many Requests"
+        case 431: return "Request Header Fields Too Large"
+        case 500: return "Internal Server Error"
+        case 502: return "Bad Gateway"
+        case 503: return "Service Unavailable"
+        case 504: return "Gateway Timeout"
+        default: return status < 400 ? "OK" : "Error"
+        }
+    }
+}
+
+extension String {
+    /// ASCII case-insensitive equality (header names).
+    public func caseInsensitiveEquals(_ other: String) -> Bool {
+        let a = utf8, b = other.utf8
+        guard a.count == b.count else { return false }
+        for (x, y) in zip(a, b) where x != y {
+            let lx = x >= 65 && x <= 90 ? x + 32 : x
+            let ly = y >= 65 && y <= 90 ? y + 32 : y
+            if lx != ly { return false }
+        }
+        return true
+    }
+}

@@ -1,0 +1,45 @@
+import Glibc
+
+extension HTTPServer {
+    /// Everything the server can be told. Every limit has a default and is enforced with the right
+    /// status and a problem body.
+    public struct Configuration: Sendable {
+        /// Address to bind ("127.0.0.1", "0.0.0.0", "::").
+        public var host = "127.0.0.1"
+        /// Port to bind; 0 picks an ephemeral port (read `HTTPServer.port` after `start()`).
+        public var port = 8080
+        /// Event-loop threads, each with its own listening socket (`SO_REUSEPORT`).
+        public var threads = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        /// `listen()` backlog.
+        public var backlog: Int32 = 1024
+        /// Largest request body accepted; larger gets `413` (problem JSON).
+        public var maxBodyBytes = 64 * 1024
+        /// Largest total size of request headers; larger gets `431` (problem JSON).
+        public var maxHeaderBytes = 16 * 1024
+        /// A keep-alive connection with no traffic for this long is closed (also a write stall).
+        public var idleTimeout: Double = 60
+        /// Time allowed to receive a whole request once its first byte arrived; then `408`.
+        public var requestReadTimeout: Double = 10
+        /// Most open connections (all loops); past it a request gets `503` and the connection closes.
+        public var maxConnections = 10_000
+        /// Folder of static files served for paths no route matches; nil serves none.
+        public var publicDirectory: String?
+        /// Extra headers on static HTML files (e.g. Content-Security-Policy).
+        public var htmlHeaders: [(String, String)] = []
+        /// Headers added to every response.
+        public var commonHeaders: [(String, String)] = [("X-Content-Type-Options", "nosniff")]
+
+        public init() {}
+
+        /// Hard limit handed to evhttp's own parser: requests past it are cut off by libevent itself
+        /// (plain 413/400, connection closed). Between the soft and the hard limit the server
+        /// answers with a problem document, which is what clients see in practice.
+        var hardBodyLimit: Int { max(maxBodyBytes * 2, maxBodyBytes + 64 * 1024) }
+        var hardHeaderLimit: Int { maxHeaderBytes * 2 + 1024 }
+    }
+
+    /// Lifecycle state, as `/readyz` reports it.
+    public enum State: Int, Sendable {
+        case starting = 0, running = 1, draining = 2, stopped = 3
+    }
+}

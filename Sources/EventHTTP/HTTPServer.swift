@@ -1,0 +1,96 @@
+import CLibevent
+import CoreMetrics
+import Glibc
+import Logging
+import Synchronization
+
+/// An HTTP/1.1 server: `threads` event loops, each with its own evhttp and its own listening
+/// socket bound with `SO_REUSEPORT` to the same port (the kernel spreads connections over them).
+/// A connection lives on the loop that accepted it for its whole life.
+///
+/// Threading: configure (`router`, `onDrain`) before `start()`; `start()`/`shutdown()` are called
+/// from one controlling thread (never from a loop); `state`, `port` and `loops` may be read anywhere.
+public final class HTTPServer: @unchecked Sendable {
+    public let configuration: Configuration
+    public let router = Router()
+    public let logger: Logger
+    let metrics: ServerMetrics
+    /// The loops (one per thread; their threads run from `start()`). Hand work to one with `execute`.
+    public let loops: [EventLoop]
+    private var loopHTTPs: [LoopHTTP] = []
+    private var threads: [pthread_t] = []
+    private let stateValue = Atomic<Int>(State.starting.rawValue)
+    /// The bound port (valid after `start()`).
+    public private(set) var port = 0
+    /// Called once, on the controlling thread, when draining starts: end long-lived responses here.
+    public var onDrain: (() -> Void)?
+
+    /// Creates a server; nothing is bound until `start()`.
+    public init(configuration: Configuration, logger: Logger, metricsFactory: any MetricsFactory = MetricsSystem.factory) {
+        self.configuration = configuration
+        self.logger = logger
+        self.metrics = ServerMetrics(factory: metricsFactory)
+        loops = (0..<max(1, configuration.threads)).map { EventLoop(index: $0) }
+    }
+
+    /// The lifecycle state (`starting` until `start()` returns, `draining` during shutdown).
+    public var state: State { State(rawValue: stateValue.load(ordering: .acquiring)) ?? .stopped }
+
+    /// Open connections across all loops.
+    public var openConnections: Int { metrics.connectionCount.load(ordering: .relaxed) }
+
+    /// Binds the sockets and starts the loop threads. Throws `SystemError` when binding fails.
+    ///
+    /// Also ignores SIGPIPE process-wide: libevent writes to sockets the peer may have closed.
+    public func start() throws(SystemError) {
+        signal(SIGPIPE, SIG_IGN)
+        if router.fallback == nil, let dir = configuration.publicDirectory {
+            router.fallback = StaticFiles(directory: dir, htmlHeaders: configuration.htmlHeaders).handler
+        }
+        let n = loops.count
+        var fds: [Int32] = []
+        var bindPort = configuration.port
+        for i in 0..<n {
+            do {
+                let fd = try Socket.listen(host: configuration.host, port: bindPort, backlog: configuration.backlog)
+                if i == 0 { bindPort = try Socket.localPort(fd) }
+                fds.append(fd)
+            } catch {
+                fds.forEach { close($0) }
+                throw error
+            }
+        }
+        port = bindPort
+        for (i, fd) in fds.enumerated() {
+            loopHTTPs.append(LoopHTTP(server: self, loop: loops[i], listenFD: fd))
+        }
+        threads = loops.map { $0.startThread(name: "http-loop-\($0.index)") }
+        stateValue.store(State.running.rawValue, ordering: .releasing)
+        logger.info("listening", metadata: ["host": "\(configuration.host)", "port": "\(port)", "threads": "\(n)"])
+    }
+
+    /// Graceful shutdown: `readyz` turns 503 (state `draining`), accepting stops, `onDrain` ends
+    /// long-lived responses, in-flight requests get up to `gracePeriod` seconds, then every
+    /// connection is closed and the loop threads exit. Blocks until they have. Idempotent.
+    public func shutdown(gracePeriod: Double = 10) {
+        guard stateValue.compareExchange(expected: State.running.rawValue, desired: State.draining.rawValue,
+                                         ordering: .acquiringAndReleasing).exchanged else { return }
+        logger.info("draining", metadata: ["openConnections": "\(openConnections)"])
+        for lh in loopHTTPs { lh.loop.execute { lh.stopAccepting() } }
+        onDrain?()
+        let deadline = monotonicNanos() + UInt64(gracePeriod * 1e9)
+        while metrics.inFlight.load(ordering: .relaxed) > 0 && monotonicNanos() < deadline {
+            usleep(5_000)  // a shutdown wait, not test synchronisation: polls an atomic for at most gracePeriod
+        }
+        for lh in loopHTTPs {
+            lh.loop.execute {
+                lh.freeAll()
+                event_base_loopbreak(lh.loop.base)
+            }
+        }
+        for t in threads { pthread_join(t, nil) }
+        threads = []
+        stateValue.store(State.stopped.rawValue, ordering: .releasing)
+        logger.info("stopped")
+    }
+}

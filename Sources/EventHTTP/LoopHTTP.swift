@@ -1,0 +1,210 @@
+import CLibevent
+import Glibc
+import Logging
+
+/// One evhttp instance on one loop: accepts connections on that loop's listening socket, tracks
+/// them, reads requests, applies the soft limits and dispatches to the router.
+///
+/// Threading: everything here runs on `loop`'s thread (set up before the thread starts).
+final class LoopHTTP: @unchecked Sendable {
+    unowned let server: HTTPServer
+    let loop: EventLoop
+    private(set) var http: OpaquePointer?
+    private var boundSocket: OpaquePointer?
+    private var connections: [OpaquePointer: ConnectionState] = [:]
+    /// Reused buffer for streaming chunks (evhttp moves its contents out).
+    let scratch: OpaquePointer
+    let readTimeout: timeval
+    /// Set while evhttp_free tears every connection down at shutdown.
+    var freeingAll = false
+    private var routeMetrics = RouteMetricsCache()
+
+    init(server: HTTPServer, loop: EventLoop, listenFD: Int32) {
+        self.server = server
+        self.loop = loop
+        scratch = evbuffer_new()
+        readTimeout = loop.timeout(server.configuration.requestReadTimeout)
+        let cfg = server.configuration
+        let http = evhttp_new(loop.base)!
+        self.http = http
+        let arg = Unmanaged.passUnretained(self).toOpaque()
+        evhttp_set_allowed_methods(http, HTTPMethod.evhttpMask)
+        evhttp_set_max_body_size(http, cfg.hardBodyLimit)
+        evhttp_set_max_headers_size(http, cfg.hardHeaderLimit)
+        var idle = timeval(tv_sec: Int(cfg.idleTimeout), tv_usec: Int((cfg.idleTimeout.truncatingRemainder(dividingBy: 1)) * 1e6))
+        evhttp_set_timeout_tv(http, &idle)
+        evhttp_set_default_content_type(http, "application/octet-stream")
+        evhttp_set_bevcb(http, { _, arg in
+            Unmanaged<LoopHTTP>.fromOpaque(arg!).takeUnretainedValue().newConnection()
+        }, arg)
+        evhttp_set_gencb(http, { req, arg in
+            Unmanaged<LoopHTTP>.fromOpaque(arg!).takeUnretainedValue().handle(req!)
+        }, arg)
+        boundSocket = evhttp_accept_socket_with_handle(http, listenFD)
+    }
+
+    // MARK: connections
+
+    private func newConnection() -> OpaquePointer? {
+        guard let bev = bufferevent_socket_new(loop.base, -1, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) else { return nil }
+        let state = Unmanaged.passRetained(ConnectionState(owner: self, bev: bev)).toOpaque()
+        // evhttp builds the connection around `bev` right after this callback returns; attach then.
+        event_base_once(loop.base, -1, Int16(EV_TIMEOUT), { _, _, arg in
+            let state = Unmanaged<ConnectionState>.fromOpaque(arg!).takeRetainedValue()
+            state.owner.attach(state)
+        }, state, nil)
+        return bev
+    }
+
+    private func attach(_ state: ConnectionState) {
+        var cbarg: UnsafeMutableRawPointer?
+        bufferevent_getcb(state.bev, nil, nil, nil, &cbarg)
+        guard let cbarg else { return }
+        let evcon = OpaquePointer(cbarg)
+        state.attach(evcon: evcon)
+        connections[evcon] = state
+        let open = server.metrics.connectionCount.add(1, ordering: .relaxed).newValue
+        server.metrics.openConnections.increment()
+        if open > server.configuration.maxConnections {
+            state.overLimit = true
+            server.metrics.rejectedConnections.increment()
+        }
+    }
+
+    func connectionClosed(_ state: ConnectionState) {
+        guard let evcon = state.evcon, connections.removeValue(forKey: evcon) != nil else { return }
+        server.metrics.connectionCount.subtract(1, ordering: .relaxed)
+        server.metrics.openConnections.decrement()
+    }
+
+    /// Stops accepting new connections on this loop (existing ones go on).
+    func stopAccepting() {
+        if let http, let b = boundSocket {
+            evhttp_del_accept_socket(http, b)
+            boundSocket = nil
+        }
+    }
+
+    /// Closes every connection and the evhttp instance (shutdown).
+    func freeAll() {
+        stopAccepting()
+        freeingAll = true
+        if let http { evhttp_free(http) }
+        http = nil
+        evbuffer_free(scratch)
+    }
+
+    // MARK: requests
+
+    private func handle(_ req: OpaquePointer) {
+        let start = monotonicNanos()
+        let evcon = evhttp_request_get_connection(req)
+        let conn = evcon.flatMap { connections[$0] }
+        conn?.requestStarted()
+        let method = HTTPMethod(command: evhttp_request_get_command(req)) ?? .GET
+        let responder = HTTPResponder(request: req, owner: self, connection: conn, method: method, startNanos: start)
+        conn?.current = responder
+        let cfg = server.configuration
+        if conn?.overLimit == true {
+            return responder.send(HTTPResponse.problem(
+                status: 503, detail: "the server has reached its limit of \(cfg.maxConnections) open connections",
+                headers: [("Retry-After", "1"), ("Connection", "close")]))
+        }
+        guard let uriC = evhttp_request_get_uri(req) else {
+            return responder.send(HTTPResponse.problem(status: 400, detail: "missing request target"))
+        }
+        let uri = String(cString: uriC)
+        let rawPath: String, rawQuery: String?
+        if let q = uri.utf8.firstIndex(of: UInt8(ascii: "?")) {
+            rawPath = String(uri[..<q])
+            rawQuery = String(uri[uri.index(after: q)...])
+        } else {
+            rawPath = uri
+            rawQuery = nil
+        }
+        guard rawPath.utf8.first == UInt8(ascii: "/") else {
+            return responder.send(HTTPResponse.problem(status: 400, detail: "the request target must be an absolute path"))
+        }
+        var headers: [(String, String)] = []
+        var headerBytes = 0
+        if let q = evhttp_request_get_input_headers(req) {
+            var kv = clibevent_headers_first(q)
+            while let h = kv {
+                let name = String(cString: h.pointee.key), value = String(cString: h.pointee.value)
+                headerBytes += name.utf8.count + value.utf8.count + 4
+                headers.append((name, value))
+                kv = clibevent_headers_next(h)
+            }
+        }
+        if headerBytes > cfg.maxHeaderBytes {
+            return responder.send(HTTPResponse.problem(
+                status: 431, detail: "request headers are \(headerBytes) bytes; the limit is \(cfg.maxHeaderBytes) bytes",
+                headers: [("Connection", "close")]))
+        }
+        var body: [UInt8] = []
+        if let inbuf = evhttp_request_get_input_buffer(req) {
+            let n = evbuffer_get_length(inbuf)
+            if n > cfg.maxBodyBytes {
+                return responder.send(HTTPResponse.problem(
+                    status: 413, detail: "request body is \(n) bytes; the limit is \(cfg.maxBodyBytes) bytes",
+                    headers: [("Connection", "close")]))
+            }
+            if n > 0 {
+                body = [UInt8](unsafeUninitializedCapacity: n) { buf, count in
+                    count = Int(evbuffer_copyout(inbuf, buf.baseAddress, n))
+                }
+            }
+        }
+        var request = HTTPRequest(
+            method: method, rawPath: rawPath, rawQuery: rawQuery, headers: headers, body: body, loop: loop,
+            remoteAddress: evcon.map(peerAddress) ?? "")
+        switch server.router.match(method: method, rawPath: rawPath) {
+        case .handler(let handler, let route, let parameters):
+            responder.route = route
+            request.parameters = parameters
+            handler(request, responder)
+        case .methodNotAllowed(let allow, let route):
+            responder.route = route
+            let list = allow.map(\.rawValue).joined(separator: ", ")
+            responder.send(HTTPResponse.problem(
+                status: 405, detail: "method \(method.rawValue) is not allowed on \(request.path); allowed: \(list)",
+                headers: [("Allow", list)]))
+        case .notFound:
+            if let fallback = server.router.fallback {
+                responder.route = "static"
+                fallback(request, responder)
+            } else {
+                responder.send(HTTPResponse.problem(status: 404, detail: "no resource at \(request.path)"))
+            }
+        }
+    }
+
+    private func peerAddress(_ evcon: OpaquePointer) -> String {
+        var address: UnsafeMutablePointer<CChar>?
+        var port: UInt16 = 0
+        evhttp_connection_get_peer(evcon, &address, &port)
+        guard let address else { return "" }
+        return "\(String(cString: address)):\(port)"
+    }
+
+    /// Records the request metrics and the debug log line for one answered request.
+    func record(route: String, method: HTTPMethod, status: Int, startNanos: UInt64) {
+        let nanos = Int64(monotonicNanos() &- startNanos)
+        routeMetrics.record(factory: server.metrics.factory, route: route, method: method, status: status, nanos: nanos)
+        if server.logger.logLevel <= .debug {
+            server.logger.debug(
+                "request", metadata: ["method": "\(method.rawValue)", "route": "\(route)", "status": "\(status)",
+                                      "us": "\(nanos / 1000)", "loop": "\(loop.index)"])
+        }
+        if status >= 500 && status != 503 {
+            server.logger.warning("server error", metadata: ["route": "\(route)", "status": "\(status)"])
+        }
+    }
+}
+
+/// Monotonic time in nanoseconds.
+func monotonicNanos() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+}

@@ -1,0 +1,58 @@
+import CoreMetrics
+import Synchronization
+
+/// The server's own metrics, recorded through swift-metrics with an injected factory (so each
+/// server instance can report to its own registry, and tests can run several servers).
+///
+/// Threading: the shared meters are thread-safe; the per-route caches live in `LoopHTTP` (one per loop).
+final class ServerMetrics: Sendable {
+    let factory: any MetricsFactory
+    let openConnections: Meter
+    let openStreams: Meter
+    let readTimeouts: CoreMetrics.Counter
+    let rejectedConnections: CoreMetrics.Counter
+    /// Exact count of open connections across loops (the limit is checked against it).
+    let connectionCount = Atomic<Int>(0)
+    /// Requests handed to handlers and not yet answered (including open streams), across loops.
+    let inFlight = Atomic<Int>(0)
+
+    init(factory: any MetricsFactory) {
+        self.factory = factory
+        openConnections = Meter(label: "http_open_connections", factory: factory)
+        openStreams = Meter(label: "http_open_streams", factory: factory)
+        readTimeouts = CoreMetrics.Counter(label: "http_request_read_timeouts_total", factory: factory)
+        rejectedConnections = CoreMetrics.Counter(label: "http_rejected_connections_total", factory: factory)
+    }
+}
+
+/// Per-loop cache of the request metrics by route, method and status (no factory lookups per request).
+struct RouteMetricsCache {
+    struct Key: Hashable {
+        let route: String
+        let method: HTTPMethod
+        let status: Int
+    }
+
+    private var counters: [Key: CoreMetrics.Counter] = [:]
+    private var timers: [String: CoreMetrics.Timer] = [:]
+
+    mutating func record(factory: any MetricsFactory, route: String, method: HTTPMethod, status: Int, nanos: Int64) {
+        let key = Key(route: route, method: method, status: status)
+        if let c = counters[key] {
+            c.increment()
+        } else {
+            let c = CoreMetrics.Counter(
+                label: "http_requests_total",
+                dimensions: [("route", route), ("method", method.rawValue), ("status", String(status))], factory: factory)
+            counters[key] = c
+            c.increment()
+        }
+        if let t = timers[route] {
+            t.recordNanoseconds(nanos)
+        } else {
+            let t = CoreMetrics.Timer(label: "http_request_duration_seconds", dimensions: [("route", route)], factory: factory)
+            timers[route] = t
+            t.recordNanoseconds(nanos)
+        }
+    }
+}

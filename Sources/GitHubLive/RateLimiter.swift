@@ -1,0 +1,170 @@
+import GitHubSearch
+
+/// Keeps the gateway within GitHub's rate limits and publishes what it knows about GitHub's state.
+///
+/// - Reads `X-RateLimit-Limit/Remaining/Reset/Resource` and `Retry-After` from every response.
+/// - After a primary limit (403/429 with `X-RateLimit-Remaining: 0`, or any response reporting
+///   zero remaining) no call is made until `X-RateLimit-Reset`; after a secondary limit (403/429
+///   with `Retry-After`, or without any hint) none until `Retry-After` or `secondaryBackoff`
+///   seconds. Calls in that time are answered `rateLimited` at once, without touching GitHub.
+/// - Never causes a secondary limit itself: at most `maxConcurrentRequests` calls in flight
+///   (FIFO queue behind them) and at least `minimumSpacing` between the starts of two calls.
+/// - Publishes `UpstreamStatus` changes (deduplicated) through the injected callback.
+///
+/// An actor: its state is touched only on its own executor; the status callback is invoked from
+/// it and must be cheap and thread-safe (hand the value to its owner).
+public actor RateLimiter {
+    /// How polite to be.
+    public struct Configuration: Sendable, Equatable {
+        /// Upstream calls allowed in flight at once (GitHub asks for serial requests).
+        public var maxConcurrentRequests: Int
+        /// Minimum time between the starts of two upstream calls (real time).
+        public var minimumSpacing: Duration
+        /// Back-off after a secondary limit that gave no `Retry-After` (GitHub says at least a minute).
+        public var secondaryBackoffSeconds: Double
+
+        /// Defaults: 1 in flight, 100 ms spacing, 60 s secondary back-off.
+        public init(
+            maxConcurrentRequests: Int = 1, minimumSpacing: Duration = .milliseconds(100),
+            secondaryBackoffSeconds: Double = 60
+        ) {
+            self.maxConcurrentRequests = max(1, maxConcurrentRequests)
+            self.minimumSpacing = minimumSpacing
+            self.secondaryBackoffSeconds = secondaryBackoffSeconds
+        }
+    }
+
+    let configuration: Configuration
+    let clock: any WallClock
+    let onStatus: @Sendable (UpstreamStatus) -> Void
+
+    /// No upstream call before this wall-clock time (seconds since 1970).
+    private(set) var blockedUntil: Double?
+    private var inFlight = 0
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+    private var lastStart: ContinuousClock.Instant?
+    private var rateLimit: RateLimit?
+    private var published: UpstreamStatus?
+
+    /// Creates a limiter.
+    /// - Parameters:
+    ///   - clock: wall time, for reset and retry times.
+    ///   - onStatus: receives every change of `UpstreamStatus`.
+    public init(
+        configuration: Configuration = Configuration(), clock: any WallClock,
+        onStatus: @escaping @Sendable (UpstreamStatus) -> Void = { _ in }
+    ) {
+        self.configuration = configuration
+        self.clock = clock
+        self.onStatus = onStatus
+    }
+
+    /// The last status published (nil before the first response).
+    public var status: UpstreamStatus? { published }
+
+    /// The `rateLimited` error to answer now without calling upstream, or nil when calls are allowed.
+    public func blockedError() -> SearchError? {
+        guard let until = blockedUntil else { return nil }
+        let now = clock.now()
+        if until <= now {
+            blockedUntil = nil
+            return nil
+        }
+        return RateLimiter.limitedError(seconds: until - now)
+    }
+
+    /// Waits for a slot to call upstream; throws `rateLimited` (without waiting) while blocked.
+    /// Every successful `acquire` must be paired with one `release`.
+    public func acquire() async throws(SearchError) {
+        if let error = blockedError() { throw error }
+        if inFlight >= configuration.maxConcurrentRequests {
+            await withCheckedContinuation { waiters.append($0) }  // `release` hands its slot over
+        } else {
+            inFlight += 1
+        }
+        let now = ContinuousClock.now
+        if let last = lastStart, last + configuration.minimumSpacing > now {
+            let start = last + configuration.minimumSpacing
+            lastStart = start
+            try? await Task.sleep(until: start, clock: .continuous)
+        } else {
+            lastStart = now
+        }
+        if let error = blockedError() {
+            release()
+            throw error
+        }
+    }
+
+    /// Gives back the slot taken by `acquire`.
+    public func release() {
+        if waiters.isEmpty {
+            inFlight -= 1
+        } else {
+            waiters.removeFirst().resume()
+        }
+    }
+
+    /// Records a response's status and headers (names lower-cased). Returns the `rateLimited`
+    /// error when the response is a primary or secondary limit, else nil.
+    public func observe(status: Int, headers: [String: String], bodyMentionsRateLimit: Bool = false) -> SearchError? {
+        let now = clock.now()
+        if let limit = headers["x-ratelimit-limit"].flatMap(Int.init),
+            let remaining = headers["x-ratelimit-remaining"].flatMap(Int.init),
+            let reset = headers["x-ratelimit-reset"].flatMap(Int.init)
+        {
+            rateLimit = RateLimit(limit: limit, remaining: remaining, resetAt: reset, resource: headers["x-ratelimit-resource"])
+        }
+        let remaining = headers["x-ratelimit-remaining"].flatMap(Int.init)
+        let reset = headers["x-ratelimit-reset"].flatMap(Double.init)
+        let retryAfter = headers["retry-after"].flatMap(Double.init)
+        let isLimit = status == 429 || (status == 403 && (remaining == 0 || retryAfter != nil || bodyMentionsRateLimit))
+        if isLimit {
+            let until: Double
+            if let retryAfter {
+                until = now + max(1, retryAfter)
+            } else if remaining == 0, let reset {
+                until = max(reset, now + 1)
+            } else {
+                until = now + configuration.secondaryBackoffSeconds
+            }
+            block(until: until)
+            let error = RateLimiter.limitedError(seconds: until - now)
+            publish(UpstreamStatus(reachable: true, message: error.message, rateLimit: rateLimit))
+            return error
+        }
+        if remaining == 0, let reset, reset > now {
+            block(until: reset)  // the budget is spent: do not spend a call to learn it again
+            let message = RateLimiter.limitedError(seconds: reset - now).message
+            publish(UpstreamStatus(reachable: true, message: message, rateLimit: rateLimit))
+        } else if status >= 500 {
+            publish(UpstreamStatus(reachable: false, message: "GitHub is having problems (HTTP \(status)).", rateLimit: rateLimit))
+        } else {
+            publish(UpstreamStatus(reachable: true, message: nil, rateLimit: rateLimit))
+        }
+        return nil
+    }
+
+    /// Records that GitHub could not be reached (connection failure, time-out) or answered garbage.
+    public func observeUnreachable(message: String) {
+        publish(UpstreamStatus(reachable: false, message: message, rateLimit: rateLimit))
+    }
+
+    private func block(until: Double) {
+        blockedUntil = max(blockedUntil ?? 0, until)
+    }
+
+    private func publish(_ status: UpstreamStatus) {
+        guard status != published else { return }
+        published = status
+        onStatus(status)
+    }
+
+    static func limitedError(seconds: Double) -> SearchError {
+        let s = max(1, Int(seconds.rounded(.up)))
+        return .rateLimited(
+            retryAfterSeconds: s,
+            message: "GitHub's search rate limit is exhausted; try again in \(s) second\(s == 1 ? "" : "s")."
+        )
+    }
+}

@@ -1,0 +1,185 @@
+import Foundation
+import GitHubSearch
+import Logging
+
+/// A caching decorator over any `RepositorySearching` (normally the `GitHubGateway`).
+///
+/// Per request (query, sort, order, page, page size):
+/// - younger than `ttl`: served from memory, `.hit`, no upstream call;
+/// - between `ttl` and `maxAge`: served at once as `.stale` while one background call revalidates
+///   it. `isStale` is false unless the last revalidation of this entry **failed** (then true: the
+///   data is past freshness because upstream could not give better);
+/// - older than `maxAge` or absent: fetched (`.miss`), errors are thrown;
+/// - `.revalidate` policy: fetched now (`.revalidated`); if that fails and an entry younger than
+///   `maxAge` exists it is served as `.stale` with `isStale: true` (never for `invalidQuery`).
+///
+/// Concurrent identical requests share one upstream call (single flight). When the upstream is a
+/// `ConditionalRepositorySearching`, revalidation sends the entry's `ETag` and a 304 refreshes it.
+/// Bounded LRU by `maxEntries` and `maxBytes` (an entry weighs its encoded page's bytes).
+/// Persistence (when `path` is set): loaded at start, written through on a private serial queue,
+/// so the actor never waits on disk; LRU order is persisted as of each write, not each hit.
+///
+/// An actor: all cache state lives on its executor (the cooperative pool, never an event loop).
+public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
+    /// TTL, maximum age, bounds and the file.
+    public struct Configuration: Sendable {
+        /// Seconds an entry is fresh (`.hit`).
+        public var ttl: Double
+        /// Seconds after which an entry is never served.
+        public var maxAge: Double
+        /// At most this many entries.
+        public var maxEntries: Int
+        /// At most this many bytes of encoded pages.
+        public var maxBytes: Int
+        /// The SQLite file; nil keeps the cache in memory only.
+        public var path: String?
+
+        /// Defaults: 60 s fresh, 24 h max age, 2000 entries, 64 MiB, memory only.
+        public init(ttl: Double = 60, maxAge: Double = 86_400, maxEntries: Int = 2000, maxBytes: Int = 64 << 20, path: String? = nil) {
+            self.ttl = ttl
+            self.maxAge = maxAge
+            self.maxEntries = max(1, maxEntries)
+            self.maxBytes = max(1, maxBytes)
+            self.path = path
+        }
+    }
+
+    struct Entry {
+        var request: SearchRequest
+        var page: SearchPage
+        var etag: String?
+        var storedAt: Double
+        var pageJSON: [UInt8]
+        var lastUse: Int
+        var revalidationFailed = false
+    }
+
+    /// The wrapped search.
+    public nonisolated let upstream: Upstream
+    /// The configuration in use.
+    public nonisolated let configuration: Configuration
+    let clock: any WallClock
+    let logger: Logger
+    let store: CacheStore?
+    var entries: [String: Entry] = [:]
+    var inFlight: [String: Task<Result<SearchPage, SearchError>, Never>] = [:]
+    var useCounter = 0
+    /// Calls of `search` so far (tests use it to know every caller has arrived).
+    var lookups = 0
+    /// Bytes of all entries' encoded pages.
+    public internal(set) var totalBytes = 0
+
+    /// Creates the cache and loads the file at `configuration.path`, if any (synchronously: call at start-up).
+    public init(upstream: Upstream, configuration: Configuration = Configuration(), clock: any WallClock = SystemWallClock(),
+                logger: Logger = Logger(label: "bff.search-cache")) {
+        self.upstream = upstream
+        self.configuration = configuration
+        self.clock = clock
+        self.logger = logger
+        let store = configuration.path.map { CacheStore(path: $0, logger: logger) }
+        self.store = store
+        var loaded: [String: Entry] = [:]
+        var bytes = 0
+        var counter = 0
+        for stored in store?.loadAll() ?? [] {
+            counter = max(counter, stored.lastUse)
+            if let old = loaded[stored.key] { bytes -= old.pageJSON.count }
+            loaded[stored.key] = Entry(
+                request: stored.request, page: stored.page, etag: stored.etag, storedAt: stored.storedAt,
+                pageJSON: stored.pageJSON, lastUse: stored.lastUse)
+            bytes += stored.pageJSON.count
+        }
+        entries = loaded
+        totalBytes = bytes
+        useCounter = counter
+        if !loaded.isEmpty { logger.info("search cache loaded", metadata: ["entries": "\(loaded.count)"]) }
+    }
+
+    /// Number of entries.
+    public var count: Int { entries.count }
+
+    /// Answers from cache or upstream as described on the type.
+    public func search(_ request: SearchRequest, policy: CachePolicy) async throws(SearchError) -> SearchResponse {
+        lookups += 1
+        let key = SearchCache.key(request)
+        let now = clock.now()
+        if let entry = entries[key], now - entry.storedAt >= configuration.maxAge, inFlight[key] == nil {
+            remove(key)  // too old to serve under any policy
+        }
+        switch policy {
+        case .useCache:
+            if var entry = entries[key] {
+                useCounter += 1
+                entry.lastUse = useCounter
+                entries[key] = entry
+                if now - entry.storedAt < configuration.ttl {
+                    return SearchResponse(page: entry.page, cache: .hit)
+                }
+                _ = startFetch(request, key: key)  // stale-while-revalidate
+                return SearchResponse(page: entry.page, cache: .stale, isStale: entry.revalidationFailed)
+            }
+            let page = try await startFetch(request, key: key).value.get()
+            return SearchResponse(page: page, cache: .miss)
+        case .revalidate:
+            let existed = entries[key] != nil
+            switch await startFetch(request, key: key).value {
+            case .success(let page):
+                return SearchResponse(page: page, cache: existed ? .revalidated : .miss)
+            case .failure(let error):
+                if case .invalidQuery = error { throw error }
+                guard let entry = entries[key], clock.now() - entry.storedAt < configuration.maxAge else { throw error }
+                return SearchResponse(page: entry.page, cache: .stale, isStale: true)
+            }
+        }
+    }
+
+    /// Waits until every upstream call under way (including background revalidations) has finished.
+    public func waitForRevalidations() async {
+        while let task = inFlight.values.first { _ = await task.value }
+    }
+
+    /// Waits until every write so far has reached the SQLite file.
+    public func flush() async { await store?.flush() }
+
+    /// The single-flight call for `key`: joins the one under way or starts one.
+    func startFetch(_ request: SearchRequest, key: String) -> Task<Result<SearchPage, SearchError>, Never> {
+        if let task = inFlight[key] { return task }
+        let etag = entries[key]?.etag
+        let upstream = self.upstream
+        let task = Task<Result<SearchPage, SearchError>, Never> {
+            let fetched: Result<ConditionalFetch, SearchError>
+            do throws(SearchError) {
+                if let conditional = upstream as? any ConditionalRepositorySearching {
+                    fetched = .success(try await conditional.fetch(request, ifNoneMatch: etag))
+                } else {
+                    fetched = .success(.modified(try await upstream.search(request, policy: .revalidate).page, etag: nil))
+                }
+            } catch {
+                fetched = .failure(error)
+            }
+            return self.finish(request, key: key, fetched)
+        }
+        inFlight[key] = task
+        return task
+    }
+
+    func finish(_ request: SearchRequest, key: String, _ fetched: Result<ConditionalFetch, SearchError>) -> Result<SearchPage, SearchError> {
+        inFlight[key] = nil
+        let now = clock.now()
+        switch fetched {
+        case .success(.modified(let page, let etag)):
+            insert(request, key: key, page: page, etag: etag, now: now)
+            return .success(page)
+        case .success(.notModified):
+            guard var entry = entries[key] else { return .failure(.upstream(message: "GitHub answered 304 for an uncached search.")) }
+            entry.storedAt = now
+            entry.revalidationFailed = false
+            entries[key] = entry
+            persist(key, entry)
+            return .success(entry.page)
+        case .failure(let error):
+            entries[key]?.revalidationFailed = true
+            return .failure(error)
+        }
+    }
+}

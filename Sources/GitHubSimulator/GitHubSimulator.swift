@@ -1,0 +1,143 @@
+/// GitHubSimulator: a local stand-in for GitHub's `GET /search/repositories`, for tests, the
+/// offline demo and benchmarks. A deterministic corpus, GitHub's query syntax and paging, a real
+/// per-minute rate budget, and fault switches; the core answers requests without sockets
+/// (`handle`), and `install(on:)` mounts it on an EventHTTP router.
+
+import Foundation
+import JSON
+
+/// The simulator: corpus, rate budget, fault switches and counters.
+///
+/// `handle` is deterministic given the state and `now`. Thread-safe: the mutable state (faults,
+/// budget window, stats) is guarded by one lock held only for bookkeeping, never during search.
+public final class GitHubSimulator: @unchecked Sendable {
+    /// How to build the simulator.
+    public struct Configuration: Sendable {
+        /// PRNG seed of the corpus.
+        public var seed: UInt64 = 42
+        /// Number of repositories in the corpus.
+        public var repositories = 5000
+        /// Search requests allowed per minute (GitHub: 30 with a token, 10 without).
+        public var rateLimit = 30
+        /// When set, an `Authorization` header other than `Bearer <token>` gets GitHub's 401.
+        public var token: String?
+        /// Fault switches at start.
+        public var faults = SimFaults()
+        /// Creates the default configuration.
+        public init() {}
+    }
+
+    /// Counters for tests and benchmarks (`GET /_sim/stats`).
+    public struct Stats: Sendable, Equatable {
+        /// Search requests received (including refused ones).
+        public var requests = 0
+        /// Searches answered 200 (including malformed ones).
+        public var served = 0
+        /// Searches refused for the rate budget or a rate-limit fault.
+        public var rateLimited = 0
+        /// Searches that carried the configured bearer token.
+        public var authenticated = 0
+    }
+
+    /// The corpus searched.
+    public let corpus: Corpus
+    let token: String?
+    private let lock = NSLock()
+    private var faultState: SimFaults
+    private var limit: Int
+    private var windowReset = 0.0
+    private var used = 0
+    private var counters = Stats()
+
+    /// Generates the corpus (about 50 ms for 5000 repositories) and sets the switches.
+    public init(configuration: Configuration = Configuration()) {
+        corpus = Corpus(seed: configuration.seed, count: configuration.repositories)
+        token = configuration.token
+        faultState = configuration.faults
+        limit = max(0, configuration.rateLimit)
+    }
+
+    /// The current fault switches.
+    public var faults: SimFaults {
+        get { lock.withLock { faultState } }
+        set { lock.withLock { faultState = newValue } }
+    }
+
+    /// The per-minute budget.
+    public var rateLimit: Int {
+        get { lock.withLock { limit } }
+        set { lock.withLock { limit = max(0, newValue) } }
+    }
+
+    /// The counters so far.
+    public var stats: Stats { lock.withLock { counters } }
+
+    /// Clears counters, the budget window and all faults.
+    public func reset() {
+        lock.withLock {
+            counters = Stats()
+            used = 0
+            windowReset = 0
+            faultState = SimFaults()
+        }
+    }
+
+    /// Answers one request. `now` is wall time in seconds since 1970.
+    public func handle(_ request: SimRequest, now: Double) -> SimOutcome {
+        switch (request.method, request.path) {
+        case ("GET", "/search/repositories"): return search(request, now: now)
+        case ("GET", "/_sim/stats"): return .respond(.json(200, statsJSON), delayMilliseconds: 0)
+        case ("GET", "/_sim/faults"): return .respond(.json(200, faults.json), delayMilliseconds: 0)
+        case ("POST", "/_sim/faults"): return .respond(setFaults(request.body), delayMilliseconds: 0)
+        case ("POST", "/_sim/reset"):
+            reset()
+            return .respond(SimResponse(status: 204), delayMilliseconds: 0)
+        case (_, "/search/repositories"), (_, "/_sim/stats"), (_, "/_sim/faults"), (_, "/_sim/reset"):
+            return .respond(.json(405, ["message": "Method Not Allowed"]), delayMilliseconds: 0)
+        default:
+            return .respond(.json(404, ["message": "Not Found", "documentation_url": "https://docs.github.com/rest"]), delayMilliseconds: 0)
+        }
+    }
+
+    /// Updates the counters under the lock.
+    func record(_ change: (inout Stats) -> Void) { lock.withLock { change(&counters) } }
+
+    /// Spends one unit of the budget. Returns the limit, what remains, the reset time (epoch
+    /// seconds) and whether the request may proceed; `forced` refuses as if the budget were spent.
+    func consume(now: Double, forced: Bool) -> (limit: Int, remaining: Int, reset: Int, allowed: Bool) {
+        lock.withLock {
+            if now >= windowReset {
+                windowReset = (now + 60).rounded(.up)
+                used = 0
+            }
+            if forced { return (limit, 0, Int(windowReset), false) }
+            guard used < limit else { return (limit, 0, Int(windowReset), false) }
+            used += 1
+            return (limit, limit - used, Int(windowReset), true)
+        }
+    }
+
+    var statsJSON: JSONValue {
+        let s = stats
+        return ["requests": .int(s.requests), "served": .int(s.served), "rateLimited": .int(s.rateLimited),
+                "authenticated": .int(s.authenticated)]
+    }
+
+    func setFaults(_ body: [UInt8]) -> SimResponse {
+        guard let object = (try? JSONValue.parse(body))?.objectValue else {
+            return .json(400, ["message": "the body must be a JSON object of fault switches"])
+        }
+        var next = faults
+        do throws(SimError) {
+            try next.merge(object)
+        } catch {
+            return .json(400, ["message": .string(error.message)])
+        }
+        if let v = object["rateLimit"] {
+            guard let n = v.intValue, n >= 0 else { return .json(400, ["message": "rateLimit must be a non-negative integer"]) }
+            rateLimit = n
+        }
+        faults = next
+        return .json(200, next.json)
+    }
+}

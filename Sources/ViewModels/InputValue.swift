@@ -1,0 +1,50 @@
+import JSON
+
+/// Decoding of input values into Swift values, throwing precise `InputError`s (used by the features'
+/// `action(forInput:value:)`; pure functions).
+struct InputValue {
+    /// The view model's contract name, for errors.
+    let viewModel: String
+    /// The input's name, for errors.
+    let input: String
+    /// The raw value.
+    let value: JSONValue
+
+    func invalid(_ detail: String) -> InputError {
+        .invalidValue(viewModel: viewModel, input: input, detail: detail)
+    }
+
+    /// A string value.
+    func string() throws(InputError) -> String {
+        guard case .string(let s) = value else { throw invalid("expected a string, got \(value.typeDescription)") }
+        return s
+    }
+
+    /// An integer value (a number with an exact integer value).
+    func integer(_ what: String = "an integer") throws(InputError) -> Int {
+        guard let i = value.intValue else {
+            let got = value.typeDescription == "a number" ? "a non-integer number" : value.typeDescription
+            throw invalid("expected \(what), got \(got)")
+        }
+        return i
+    }
+
+    /// One of a fixed set of strings, converted by `make`.
+    func oneOf<T: RawRepresentable & CaseIterable>(_ type: T.Type) throws(InputError) -> T where T.RawValue == String {
+        let allowed = T.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+        guard case .string(let s) = value else {
+            throw invalid("expected one of \(allowed), got \(value.typeDescription)")
+        }
+        guard let v = T(rawValue: s) else { throw invalid("expected one of \(allowed), got \"\(s)\"") }
+        return v
+    }
+
+    /// No value: absent (`null`) or an empty object.
+    func none() throws(InputError) {
+        switch value {
+        case .null: return
+        case .object(let o) where o.isEmpty: return
+        default: throw invalid("takes no value (send an empty body or {}), got \(value.typeDescription)")
+        }
+    }
+}

@@ -1,0 +1,18 @@
+/// Runs a closure on a view model's owner (its thread or event loop), later, in submission order.
+///
+/// Production passes the event loop's `execute`; tests pass a queue they drain. This is how an effect
+/// that finished on another thread hands its result back: the view model itself is never touched off
+/// its owner.
+public typealias OwnerExecutor = @Sendable (@escaping @Sendable () -> Void) -> Void
+
+/// A weak reference to an owner-bound object that may travel to other threads but is only dereferenced
+/// on the owner (inside a closure given to the owner's `OwnerExecutor`).
+///
+/// `@unchecked Sendable` because the compiler cannot see the owner rule: `value` is read and written
+/// only on the owner; other threads merely carry the box.
+final class OwnerBound<Value: AnyObject>: @unchecked Sendable {
+    /// The object; read on the owner only. `nil` once it is gone (late effect results are dropped).
+    weak var value: Value?
+
+    init(_ value: Value) { self.value = value }
+}

@@ -1,0 +1,20 @@
+import GitHubSearch
+
+/// The `search` view model's actions: the session's inputs, named after events, and the search
+/// effect's result.
+public enum SearchAction: Sendable, Equatable {
+    /// `query`: the text changed.
+    case queryChanged(String)
+    /// `sort`: the order changed.
+    case sortChanged(SearchSort)
+    /// `submit`: the search button was pressed.
+    case submitTapped
+    /// `loadMore`: the end of the list was reached.
+    case loadMoreTapped
+    /// `refresh`: pull-to-refresh.
+    case refreshTapped
+    /// `select`: a row was tapped.
+    case rowSelected(id: Int)
+    /// The search effect finished: the generation it was started with, the request, and its outcome.
+    case searchResponse(generation: Int, request: SearchRequest, Result<SearchResponse, SearchError>)
+}

@@ -1,0 +1,118 @@
+import JSON
+
+/// The runtime of one view model: owns a feature's state, applies actions, runs effects, and reports
+/// changed outputs and signals through `onEvent`.
+///
+/// Threading (the owner rule): a store has exactly one owner, the thread or event loop that created it.
+/// `send`, `apply`, `snapshot`, `state` and `onEvent` are used on the owner only. Effects run in
+/// unstructured tasks off the owner; their results come back through the `OwnerExecutor` and are
+/// applied on the owner. No locks: one owner per piece of mutable state.
+///
+/// Observation: a single `onEvent` closure, called synchronously after each transition that changed an
+/// output or emitted a signal. One observer is all the session layer needs (it fans out to streams
+/// itself), a closure costs one indirect call, and no Combine/Observation/AsyncStream machinery (with its
+/// allocations, hops and Foundation ties) sits on the hot path. Changes are found by comparing each
+/// output's Swift value before and after the transition, so only changed outputs are encoded.
+///
+/// Re-entrancy: an action applied from inside `onEvent` is queued and applied after the current one,
+/// so events are always reported in the order the transitions happened.
+public final class Store<Feature: ViewModelFeature>: ViewModel {
+    /// The feature (logic and dependencies).
+    public let feature: Feature
+    /// The current state (read on the owner only).
+    public private(set) var state: Feature.State
+    /// The observer; see `ViewModel.onEvent`.
+    public var onEvent: ((ViewModelEvent) -> Void)?
+
+    let executor: OwnerExecutor
+    private let outputs: [Output<Feature.State>]
+    private var isApplying = false
+    /// Actions applied re-entrantly, as closures (a non-generic type keeps the common path free of
+    /// runtime generic-metadata look-ups).
+    private var queued: [() -> Void] = []
+    private var bound: OwnerBound<Store>?
+
+    /// A store running `feature` from `initialState`; effect results are applied through `executor`.
+    public init(feature: Feature, initialState: Feature.State, executor: @escaping OwnerExecutor) {
+        self.feature = feature
+        self.state = initialState
+        self.executor = executor
+        self.outputs = feature.outputs
+    }
+
+    /// The contract name.
+    public var name: String { feature.name }
+
+    /// The input names.
+    public var inputNames: [String] { feature.inputNames }
+
+    /// All state outputs in the feature's order.
+    public var snapshot: JSONObject {
+        JSONObject(outputs.map { ($0.name, $0.encode(state)) })
+    }
+
+    /// Validates the input (throwing before any change) and applies it.
+    public func send(input: String, value: JSONValue, inputSeq: Int) throws(InputError) {
+        let action = try feature.action(forInput: input, value: value)
+        apply(action, inputSeq: inputSeq)
+    }
+
+    /// Applies an action on the owner and reports the resulting event, if any. `inputSeq` is the number
+    /// of the session input that caused it (nil when no input did).
+    public func apply(_ action: Feature.Action, inputSeq: Int?) {
+        if isApplying {
+            queued.append { [unowned self] in step(action, inputSeq: inputSeq) }
+            return
+        }
+        isApplying = true
+        defer { isApplying = false }
+        step(action, inputSeq: inputSeq)
+        while !queued.isEmpty { queued.removeFirst()() }
+    }
+
+    private func step(_ action: Feature.Action, inputSeq: Int?) {
+        let old = state
+        let effects = feature.reduce(&state, action)
+        var changed = JSONObject()
+        for output in outputs where output.changed(old, state) {
+            changed[output.name] = output.encode(state)
+        }
+        var signals = JSONObject()
+        var hasWork = false
+        for effect in effects {
+            switch effect.operation {
+            case .signal(let name, let value): signals[name] = value
+            case .run: hasWork = true
+            }
+        }
+        if !changed.isEmpty || !signals.isEmpty {
+            onEvent?(ViewModelEvent(inputSeq: inputSeq, outputs: changed, signals: signals))
+        }
+        guard hasWork else { return }
+        for effect in effects {
+            if case .run(let run) = effect.operation { launch(run, inputSeq: inputSeq) }
+        }
+    }
+
+    private func launch(_ run: @escaping @Sendable () async -> Feature.Action, inputSeq: Int?) {
+        let handle = ownerBound
+        let executor = self.executor
+        Task {
+            let action = await run()
+            executor { handle.value?.apply(action, inputSeq: inputSeq) }
+        }
+    }
+
+    /// A weak, sendable handle to this store, to be dereferenced on the owner only.
+    var ownerBound: OwnerBound<Store> {
+        if let bound { return bound }
+        let made = OwnerBound(self)
+        bound = made
+        return made
+    }
+}
+
+/// An executor for features without effects: using it is a programming error.
+let noEffectsExecutor: OwnerExecutor = { _ in
+    preconditionFailure("this view model has no effects, so it has no executor")
+}

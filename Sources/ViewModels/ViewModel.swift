@@ -1,0 +1,35 @@
+/// ViewModels: the server-side view models (`search`, `greeting`, `status`) as pure state machines,
+/// and the small runtime that hosts them behind one type-erased interface.
+///
+/// The module's one job is presentation logic: inputs come in as named JSON values, outputs leave as
+/// JSON through one observer callback. It knows nothing of HTTP, SSE framing, sessions or threads
+/// beyond "an owner" (see `OwnerExecutor`), and nothing of GitHub's wire format (it talks to
+/// `RepositorySearching`).
+///
+/// Each feature is a `ViewModelFeature`: an `Equatable` state, an action enum, a synchronous pure
+/// transition that returns effects, and a list of outputs. `Store` runs a feature: it applies actions,
+/// runs effects, diffs the outputs after every transition and reports the changes as `ViewModelEvent`s.
+import GitHubSearch
+import JSON
+
+/// The type-erased interface the session layer uses to drive any view model.
+///
+/// Threading: a view model has one owner (a thread or event loop); every member is called on the
+/// owner only, and `onEvent` is called on the owner. Effects that finish elsewhere hop back to the
+/// owner through the `OwnerExecutor` given at construction.
+public protocol ViewModel: AnyObject {
+    /// Contract name: "search", "greeting", "status".
+    var name: String { get }
+    /// Input names this view model accepts, in the contract's order (for 404 details and OpenAPI).
+    var inputNames: [String] { get }
+    /// All state outputs (never signals), in a stable order.
+    var snapshot: JSONObject { get }
+    /// Validates and applies one input. Throws before changing anything when the input is unknown or the
+    /// value has the wrong type or is outside the allowed set; the caller then does not consume `inputSeq`.
+    /// Inputs that take no value accept `.null` (absent) or an empty object.
+    func send(input: String, value: JSONValue, inputSeq: Int) throws(InputError)
+    /// Called synchronously on the owner for every change: only changed state outputs (whole new values,
+    /// merge semantics) and/or signals, with the `inputSeq` of the input that caused it (effects carry the
+    /// `inputSeq` of the input that started them). Never called with both maps empty.
+    var onEvent: ((ViewModelEvent) -> Void)? { get set }
+}

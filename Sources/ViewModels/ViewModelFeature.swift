@@ -1,0 +1,34 @@
+import JSON
+
+/// One view model's logic as a state machine, run by `Store`.
+///
+/// A feature is a value holding its dependencies (e.g. the search client); it has no mutable state
+/// of its own. `reduce` is synchronous and pure: it changes the state and returns effects, and never
+/// does I/O. Effects do the I/O and come back as actions.
+public protocol ViewModelFeature: Sendable {
+    /// The feature's whole state; outputs are functions of it.
+    associatedtype State: Equatable
+    /// Inputs named after events (`queryChanged`) plus effect results (`searchResponse`).
+    associatedtype Action: Sendable
+
+    /// Contract name: "search", "greeting", "status".
+    var name: String { get }
+    /// The input names, in the contract's order.
+    var inputNames: [String] { get }
+    /// The state outputs, in snapshot order.
+    var outputs: [Output<State>] { get }
+
+    /// Turns a named input and its value into an action, without looking at or changing state.
+    /// Throws `unknownInput` / `invalidValue` for anything the contract rejects.
+    func action(forInput input: String, value: JSONValue) throws(InputError) -> Action
+
+    /// The transition: applies `action` to `state` and returns the effects to run.
+    func reduce(_ state: inout State, _ action: Action) -> [Effect<Action>]
+}
+
+extension ViewModelFeature {
+    /// The error for an input name this feature does not have.
+    func unknownInput(_ input: String) -> InputError {
+        .unknownInput(viewModel: name, input: input, known: inputNames)
+    }
+}

@@ -1,0 +1,132 @@
+import ArgumentParser
+import BFF
+import EventHTTP
+import Glibc
+import Logging
+
+/// `bff`: reads flags and environment, builds the live application, serves until SIGTERM/SIGINT.
+struct BFFCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bff",
+        abstract: "HTTP backend-for-frontend hosting per-session view models (POST inputs, Server-Sent Events outputs).",
+        discussion: """
+            Environment: PORT (like --port), HOST (like --host), GITHUB_API_URL (like --github-api-url), \
+            GITHUB_TOKEN (bearer token for GitHub; never logged), LOG_LEVEL (like --log-level). Flags win over the environment.
+            SIGTERM or SIGINT drains: /readyz turns 503, streams get `event: end` (shutdown), the process exits 0.
+            """)
+
+    @Option(help: "Address to listen on (env HOST). Use 0.0.0.0 in containers.") var host: String?
+    @Option(help: "Port to listen on; 0 picks a free one (env PORT).") var port: Int?
+    @Option(help: "Event-loop threads (default: number of CPUs).") var threads: Int?
+    @Option(help: "Folder of static files (the browser UI and /openapi.yaml).") var publicDir = "Public"
+    @Option(help: "Largest request body in bytes (413 past it).") var maxBodyBytes = 64 * 1024
+    @Option(help: "Largest total request header size in bytes (431 past it).") var maxHeaderBytes = 16 * 1024
+    @Option(help: "Seconds an idle keep-alive connection (or a stalled write) stays open.") var idleTimeout = 60.0
+    @Option(help: "Seconds allowed to receive a whole request once it started (408 past it).") var requestTimeout = 10.0
+    @Option(help: "Most open connections (503 past it).") var maxConnections = 10_000
+    @Option(help: "Seconds without requests or open streams after which a session expires.") var sessionIdleTimeout = 1800.0
+    @Option(help: "Most live sessions (503 + Retry-After past it).") var maxSessions = 20_000
+    @Option(help: "Most open event streams per session (429 past it).") var maxStreamsPerSession = 4
+    @Option(help: "Sustained inputs per second per session (429 past it).") var inputRate = 50.0
+    @Option(help: "Inputs a session may send in a burst above the rate.") var inputBurst = 100.0
+    @Option(help: "Events kept per session for Last-Event-ID replay.") var historyEvents = 256
+    @Option(help: "Queued bytes per stream past which state changes are coalesced.") var streamHighWater = 64 * 1024
+    @Option(help: "Seconds between keep-alive comments on idle streams.") var keepAlive = 15.0
+    @Option(help: "Seconds in-flight requests get at shutdown.") var shutdownGrace = 10.0
+    @Option(help: "GitHub API base URL (env GITHUB_API_URL; default https://api.github.com; http:// allowed).") var githubApiUrl: String?
+    @Option(help: "Seconds a cached search page is fresh.") var cacheTtl = 60.0
+    @Option(help: "Seconds a stale page may be served when GitHub fails.") var cacheMaxAge = 86_400.0
+    @Option(help: "Most cached search pages.") var cacheMaxEntries = 2000
+    @Option(help: "SQLite file of the search cache, or 'none' for memory only.") var cacheFile = "var/search-cache.sqlite"
+    @Option(help: "Results per page in the search view model (1-100).") var pageSize = 30
+    @Option(help: "trace, debug, info, notice, warning, error or critical (env LOG_LEVEL). debug logs one line per request.")
+    var logLevel: String?
+    @Flag(help: "Enable POST /api/_test/status (drives the shared status view model; for load and browser tests).")
+    var testHooks = false
+    @Flag(help: "Enable GET /bench/json (the HTTP benchmark's route).") var benchRoutes = false
+
+    func validate() throws {
+        if let p = port ?? env("PORT").flatMap(Int.init), !(0...65535).contains(p) { throw ValidationError("--port must be 0...65535") }
+        if let t = threads, t < 1 || t > 64 { throw ValidationError("--threads must be 1...64") }
+        if !(1...100).contains(pageSize) { throw ValidationError("--page-size must be 1...100") }
+        if let l = logLevel ?? env("LOG_LEVEL"), Logger.Level(rawValue: l) == nil {
+            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
+        }
+        if let p = env("PORT"), port == nil, Int(p) == nil { throw ValidationError("PORT must be a number, got '\(p)'") }
+    }
+
+    func run() throws {
+        let level = Logger.Level(rawValue: logLevel ?? env("LOG_LEVEL") ?? "info") ?? .info
+        LoggingSystem.bootstrap { label in
+            var h = StreamLogHandler.standardError(label: label)
+            h.logLevel = level
+            return h
+        }
+        var logger = Logger(label: "bff")
+        logger.logLevel = level
+
+        var config = AppConfiguration()
+        config.http.host = host ?? env("HOST") ?? "127.0.0.1"
+        config.http.port = port ?? env("PORT").flatMap(Int.init) ?? 8080
+        if let threads { config.http.threads = threads }
+        config.http.publicDirectory = publicDir
+        config.http.maxBodyBytes = maxBodyBytes
+        config.http.maxHeaderBytes = maxHeaderBytes
+        config.http.idleTimeout = idleTimeout
+        config.http.requestReadTimeout = requestTimeout
+        config.http.maxConnections = maxConnections
+        config.sessionIdleTimeout = sessionIdleTimeout
+        config.maxSessions = maxSessions
+        config.maxStreamsPerSession = maxStreamsPerSession
+        config.inputRate = inputRate
+        config.inputBurst = inputBurst
+        config.historyEvents = historyEvents
+        config.streamHighWaterBytes = streamHighWater
+        config.keepAliveInterval = keepAlive
+        config.shutdownGracePeriod = shutdownGrace
+        config.testHooks = testHooks
+        config.benchRoutes = benchRoutes
+        config.searchPageSize = pageSize
+
+        var github = GitHubSettings()
+        github.baseURL = githubApiUrl ?? env("GITHUB_API_URL") ?? github.baseURL
+        github.token = env("GITHUB_TOKEN").flatMap { $0.isEmpty ? nil : $0 }
+        github.cacheTTL = cacheTtl
+        github.cacheMaxAge = cacheMaxAge
+        github.cacheMaxEntries = cacheMaxEntries
+        github.cachePath = cacheFile == "none" ? nil : cacheFile
+
+        let signals = ShutdownSignals()  // block before any thread starts, so only sigwait sees them
+        let app = try Application.live(configuration: config, github: github, logger: logger)
+        try app.start()
+        print("bff listening on http://\(config.http.host):\(app.port)")
+        fflush(nil)
+        let signal = signals.wait()
+        logger.info("shutting down", metadata: ["signal": "\(signal)"])
+        app.shutdown()
+    }
+
+    private func env(_ name: String) -> String? {
+        getenv(name).map { String(cString: $0) }
+    }
+}
+
+/// SIGTERM/SIGINT handling by `sigwait` on the main thread (no async-signal-unsafe handlers).
+struct ShutdownSignals {
+    private var set = sigset_t()
+
+    init() {
+        signal(SIGPIPE, SIG_IGN)
+        sigemptyset(&set)
+        sigaddset(&set, SIGTERM)
+        sigaddset(&set, SIGINT)
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+    }
+
+    func wait() -> Int32 {
+        var s = set
+        var sig: Int32 = 0
+        sigwait(&s, &sig)
+        return sig
+    }
+}

@@ -1,0 +1,110 @@
+import ArgumentParser
+import Dispatch
+import EventHTTP
+import Foundation
+import GitHubSimulator
+import Logging
+
+/// `github-sim`: serves GitHub's repository search from a generated corpus on a local port.
+struct GitHubSimCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "github-sim",
+        abstract: "A local GitHub search API (GET /search/repositories) for tests, demos and benchmarks.",
+        discussion: """
+            Serves a deterministic corpus like api.github.com: q with free text, language:, stars:, forks:, \
+            user:/org:, in:, topic:; sort, order, per_page (<=100), page, the 1000-result cap, Link headers, \
+            X-RateLimit-* headers with a real per-minute budget, and GitHub-shaped 401/403/422/429 bodies.
+
+            Control endpoints (for tests): GET /_sim/stats, GET /_sim/faults, POST /_sim/faults with a JSON \
+            object of switches (latencyMs, serverError, serverErrorStatus, primaryRateLimit, secondaryRateLimit, \
+            retryAfterSeconds, malformedJSON, hang, rateLimit), POST /_sim/reset.
+
+            Example: github-sim --port 9090 & GITHUB_API_URL=http://127.0.0.1:9090 bff
+            """)
+
+    @Option(help: "Address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "Port to listen on (0 picks a free port; the bound port is printed).")
+    var port = 9090
+
+    @Option(help: "Seed of the generated corpus (same seed, same repositories).")
+    var seed: UInt64 = 42
+
+    @Option(help: "Number of repositories in the corpus.")
+    var repositories = 5000
+
+    @Option(name: .customLong("rate-limit"), help: "Search requests allowed per minute before 403 (GitHub: 30 with a token).")
+    var rateLimit = 30
+
+    @Option(help: "Require this bearer token when an Authorization header is sent (wrong token: 401). Prefer GITHUB_SIM_TOKEN.")
+    var token: String?
+
+    @Option(name: .customLong("latency-ms"), help: "Delay every search answer by this many milliseconds.")
+    var latencyMs = 0
+
+    @Flag(name: .customLong("server-error"), help: "Fault: answer searches with a 5xx (see --server-error-status).")
+    var serverError = false
+
+    @Option(name: .customLong("server-error-status"), help: "The status of --server-error.")
+    var serverErrorStatus = 502
+
+    @Flag(name: .customLong("primary-rate-limit"), help: "Fault: answer searches with the primary rate-limit 403.")
+    var primaryRateLimit = false
+
+    @Flag(name: .customLong("secondary-rate-limit"), help: "Fault: answer searches with the secondary rate-limit 429.")
+    var secondaryRateLimit = false
+
+    @Option(name: .customLong("retry-after"), help: "Retry-After seconds of --secondary-rate-limit.")
+    var retryAfter = 60
+
+    @Flag(name: .customLong("malformed-json"), help: "Fault: answer searches with a truncated JSON body.")
+    var malformedJSON = false
+
+    @Flag(help: "Fault: never answer searches.")
+    var hang = false
+
+    @Option(help: "Event-loop threads.")
+    var threads = 1
+
+    func run() throws {
+        var configuration = GitHubSimulator.Configuration()
+        configuration.seed = seed
+        configuration.repositories = repositories
+        configuration.rateLimit = rateLimit
+        configuration.token = token ?? ProcessInfo.processInfo.environment["GITHUB_SIM_TOKEN"]
+        configuration.faults.latencyMs = latencyMs
+        configuration.faults.serverError = serverError
+        configuration.faults.serverErrorStatus = serverErrorStatus
+        configuration.faults.primaryRateLimit = primaryRateLimit
+        configuration.faults.secondaryRateLimit = secondaryRateLimit
+        configuration.faults.retryAfterSeconds = retryAfter
+        configuration.faults.malformedJSON = malformedJSON
+        configuration.faults.hang = hang
+        let simulator = GitHubSimulator(configuration: configuration)
+
+        var serverConfiguration = HTTPServer.Configuration()
+        serverConfiguration.host = host
+        serverConfiguration.port = port
+        serverConfiguration.threads = max(1, threads)
+        let logger = Logger(label: "github-sim")
+        let server = HTTPServer(configuration: serverConfiguration, logger: logger)
+        simulator.install(on: server.router)
+        try server.start()
+        let banner = "github-sim: \(simulator.corpus.repositories.count) repositories on http://\(host):\(server.port)\n"
+        FileHandle.standardOutput.write(Data(banner.utf8))
+
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        let done = DispatchSemaphore(value: 0)
+        let sources = [SIGINT, SIGTERM].map { sig in
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { done.signal() }
+            source.resume()
+            return source
+        }
+        done.wait()
+        server.shutdown(gracePeriod: 2)
+        _ = sources
+    }
+}

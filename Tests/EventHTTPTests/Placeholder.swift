@@ -1,2 +1,0 @@
-import XCTest
-final class EventHTTPTestsPlaceholder: XCTestCase { func testNothingYet() {} }

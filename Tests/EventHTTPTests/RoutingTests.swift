@@ -1,0 +1,87 @@
+import EventHTTP
+import JSON
+import WireClient
+import XCTest
+
+extension WireResponse: WireResponseLike {
+    var statusCode: Int { status }
+    var contentType: String? { header("Content-Type") }
+    var bodyBytes: [UInt8] { body }
+}
+
+final class RoutingTests: XCTestCase {
+    func testRoutesPathParametersAnd404And405() throws {
+        let t = try TestServer()
+        let c = try WireConnection(port: t.port)
+        let hello = try c.request("GET", "/hello")
+        XCTAssertEqual(hello.status, 200)
+        XCTAssertEqual(hello.header("Content-Type"), "application/json")
+        XCTAssertEqual(hello.text, #"{"hello":"world"}"#)
+        XCTAssertEqual(hello.header("X-Content-Type-Options"), "nosniff")
+
+        let item = try c.request("GET", "/items/a%20b")  // same keep-alive connection
+        XCTAssertEqual(try JSONValue.parse(item.body)["id"], "a b")
+
+        let head = try c.request("HEAD", "/hello")
+        XCTAssertEqual(head.status, 200)
+        XCTAssertTrue(head.body.isEmpty)
+
+        let wrong = try c.request("DELETE", "/hello")
+        let p = TestServer.problem(wrong, status: 405)
+        XCTAssertEqual(wrong.header("Allow"), "GET, HEAD")
+        XCTAssertEqual(p?["detail"]?.stringValue?.contains("DELETE"), true)
+
+        let api = try WireConnection(port: t.port).request("GET", "/items/1/nope")
+        XCTAssertEqual(api.status, 404)  // falls through to static files, which have no such file
+        _ = TestServer.problem(api, status: 404)
+    }
+
+    func testNoFallbackMeans404Problem() throws {
+        let t = try TestServer(configure: { $0.publicDirectory = nil })
+        let r = try WireConnection.get(port: t.port, path: "/missing")
+        XCTAssertEqual(TestServer.problem(r, status: 404)?["detail"], "no resource at /missing")
+    }
+
+    func testDeferredResponseFromAnotherThreadHopsBackToTheOwningLoop() throws {
+        let t = try TestServer(routes: { router in
+            router.add(.GET, "/deferred") { request, responder in
+                DispatchQueue.global().async {
+                    let value = "computed off-loop"
+                    request.loop.execute { responder.send(.json(200, ["value": .string(value)])) }
+                }
+            }
+        })
+        for _ in 0..<20 {
+            let r = try WireConnection.get(port: t.port, path: "/deferred")
+            XCTAssertEqual(try JSONValue.parse(r.body)["value"], "computed off-loop")
+        }
+    }
+
+    func testExecuteRunsInSubmissionOrderOnTheLoopThread() throws {
+        let t = try TestServer()
+        let loop = t.server.loops[1]
+        let done = Signal()
+        final class Box: @unchecked Sendable { var seen: [Int] = []; var onLoop = true }
+        let box = Box()
+        DispatchQueue.concurrentPerform(iterations: 1) { _ in
+            for i in 0..<1000 {
+                loop.execute {
+                    box.onLoop = box.onLoop && loop.inEventLoop
+                    box.seen.append(i)
+                    if i == 999 { done.fire() }
+                }
+            }
+        }
+        XCTAssertTrue(done.wait())
+        XCTAssertEqual(box.seen, Array(0..<1000))
+        XCTAssertTrue(box.onLoop)
+        XCTAssertFalse(loop.inEventLoop)
+    }
+
+    func testRouterMatchingIsExact() throws {
+        let t = try TestServer(configure: { $0.publicDirectory = nil })
+        for path in ["/hello/", "/hello/x", "/items", "/items/1/2"] {
+            XCTAssertEqual(try WireConnection.get(port: t.port, path: path).status, path == "/hello/" ? 200 : 404, path)
+        }
+    }
+}

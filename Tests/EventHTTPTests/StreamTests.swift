@@ -1,0 +1,124 @@
+import EventHTTP
+import JSON
+import WireClient
+import XCTest
+
+final class StreamTests: XCTestCase {
+    /// A route that opens a stream, writes one event, and reports the stream so the test can drive it.
+    final class Streams: @unchecked Sendable {
+        var streams: [HTTPStream] = []
+        let opened = Signal()
+        let closed = Signal()
+    }
+
+    func makeServer(_ s: Streams) throws -> TestServer {
+        try TestServer(routes: { router in
+            router.add(.GET, "/stream") { _, responder in
+                guard let stream = responder.startStream(headers: [("Content-Type", "text/event-stream")]) else { return }
+                stream.onClose = { s.closed.fire() }
+                stream.write(Array("data: hello\n\n".utf8))
+                s.streams.append(stream)
+                s.opened.fire()
+            }
+        })
+    }
+
+    func testStreamDeliversChunksAndEnds() throws {
+        let s = Streams()
+        let t = try makeServer(s)
+        let c = try WireConnection(port: t.port)
+        let (head, reader) = try c.openEventStream("/stream")
+        XCTAssertEqual(head.status, 200)
+        XCTAssertEqual(head.header("Transfer-Encoding"), "chunked")
+        XCTAssertEqual(try reader.next()?.data, "hello")
+        XCTAssertTrue(s.opened.wait())
+        let stream = s.streams[0]
+        stream.loop.execute {
+            stream.write(Array("event: x\ndata: two\n\n".utf8))
+            stream.end()
+        }
+        let e = try reader.next()
+        XCTAssertEqual(e?.event, "x")
+        XCTAssertEqual(e?.data, "two")
+        XCTAssertNil(try reader.next())  // end of the chunked body
+        XCTAssertEqual(try c.request("GET", "/hello").status, 200)  // connection reusable after end()
+    }
+
+    func testPeerGoneIsNoticedWhileStreaming() throws {
+        let s = Streams()
+        let t = try makeServer(s)
+        let c = try WireConnection(port: t.port)
+        let (_, reader) = try c.openEventStream("/stream")
+        XCTAssertEqual(try reader.next()?.data, "hello")
+        XCTAssertTrue(s.opened.wait())
+        c.close()
+        XCTAssertTrue(s.closed.wait(), "server noticed the vanished reader without writing")
+        let stream = s.streams[0]
+        let after = Signal()
+        final class Box: @unchecked Sendable { var closed = false; var queued = -1 }
+        let box = Box()
+        stream.loop.execute {
+            stream.write(Array("data: late\n\n".utf8))  // harmless after close
+            box.closed = stream.isClosed
+            box.queued = stream.queuedBytes
+            after.fire()
+        }
+        XCTAssertTrue(after.wait())
+        XCTAssertTrue(box.closed)
+        XCTAssertEqual(box.queued, 0)
+        XCTAssertEqual(t.server.openConnections, 0)
+    }
+
+    func testQueuedBytesGrowWhenTheReaderStopsReading() throws {
+        let s = Streams()
+        let t = try makeServer(s)
+        let c = try WireConnection(port: t.port)
+        let (_, reader) = try c.openEventStream("/stream")
+        XCTAssertEqual(try reader.next()?.data, "hello")
+        XCTAssertTrue(s.opened.wait())
+        let stream = s.streams[0]
+        let measured = Signal()
+        final class Box: @unchecked Sendable { var queued = 0 }
+        let box = Box()
+        stream.loop.execute {
+            let chunk = [UInt8](repeating: UInt8(ascii: "a"), count: 64 * 1024)
+            for _ in 0..<100 { stream.write(chunk) }  // 6.4 MB, far more than socket buffers hold
+            box.queued = stream.queuedBytes
+            measured.fire()
+        }
+        XCTAssertTrue(measured.wait())
+        XCTAssertGreaterThan(box.queued, 1_000_000)
+    }
+
+    func testGracefulShutdownEndsOpenStreamsAndTurnsStateDraining() throws {
+        let s = Streams()
+        let t = try makeServer(s)
+        let c = try WireConnection(port: t.port)
+        let (_, reader) = try c.openEventStream("/stream")
+        XCTAssertEqual(try reader.next()?.data, "hello")
+        XCTAssertTrue(s.opened.wait())
+        var stateDuringDrain: HTTPServer.State?
+        t.server.onDrain = {
+            stateDuringDrain = t.server.state
+            for stream in s.streams {
+                stream.loop.execute {
+                    stream.write(Array("event: end\ndata: {\"reason\":\"shutdown\"}\n\n".utf8))
+                    stream.end()
+                }
+            }
+        }
+        let finished = Signal()
+        Thread.detachNewThread {
+            t.server.shutdown(gracePeriod: 5)
+            finished.fire()
+        }
+        let end = try reader.next()
+        XCTAssertEqual(end?.event, "end")
+        XCTAssertEqual(end?.data, #"{"reason":"shutdown"}"#)
+        XCTAssertTrue(finished.wait(10))
+        XCTAssertEqual(stateDuringDrain, .draining)
+        XCTAssertEqual(t.server.state, .stopped)
+        XCTAssertTrue(c.waitForClose(timeout: 5))
+        XCTAssertThrowsError(try WireConnection(port: t.port).request("GET", "/hello"))
+    }
+}

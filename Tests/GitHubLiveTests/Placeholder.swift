@@ -1,2 +1,0 @@
-import XCTest
-final class GitHubLiveTestsPlaceholder: XCTestCase { func testNothingYet() {} }
