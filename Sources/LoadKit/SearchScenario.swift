@@ -45,6 +45,8 @@ public struct SearchScenario {
         var sort = "best-match"
         var page = 1
         var hasMore = false
+        var finishedSeq = 0  // the latest inputSeq whose search finished (results or error)
+        var finishedAt: UInt64 = 0
         init(id: String) { base = "/api/sessions/\(id)/search/" }
     }
 
@@ -72,8 +74,18 @@ public struct SearchScenario {
                     if awaited { session.waitingFor = nil; scheduleNext(session) }
                     return
                 }
-                if awaited { session.waitingFor = LoadSession.inputSeq(in: r.text) }
+                guard awaited, let seq = LoadSession.inputSeq(in: r.text) else { return }
+                session.waitingFor = seq
+                // The stream may deliver the result before the 202 arrives on the other connection.
+                if session.finishedSeq >= seq { complete(session, at: session.finishedAt) }
             }
+        }
+        func complete(_ session: Session, at arrival: UInt64) {
+            searches += 1
+            all.record(nanoseconds: arrival &- session.scheduled)
+            if session.repeatSearch { repeats.record(nanoseconds: arrival &- session.scheduled) }
+            session.waitingFor = nil
+            scheduleNext(session)
         }
         func act(_ session: Session) {
             guard running, LoadLoop.now() < end else { return }
@@ -120,18 +132,14 @@ public struct SearchScenario {
                 if data.contains("\"rateLimited\"") { rateLimited += 1 }
                 if data.contains("\"hasMore\":true") { session.hasMore = true }
                 if data.contains("\"hasMore\":false") { session.hasMore = false }
-                guard let awaited = session.waitingFor, awaited > 0,
-                      let seq = LoadSession.inputSeq(in: data), seq >= awaited else { return }
                 let finished = data.contains("\"isLoading\":false")
                     || (data.contains("\"repositories\"") && !data.contains("\"isLoading\":true"))
                     || data.contains("\"error\":{")
-                guard finished else { return }
+                guard finished, let seq = LoadSession.inputSeq(in: data) else { return }
                 if data.contains("\"error\":{") { searchErrors += 1 }
-                searches += 1
-                all.record(nanoseconds: now - session.scheduled)
-                if session.repeatSearch { repeats.record(nanoseconds: now - session.scheduled) }
-                session.waitingFor = nil
-                scheduleNext(session)
+                session.finishedSeq = max(session.finishedSeq, seq)
+                session.finishedAt = now
+                if let awaited = session.waitingFor, awaited > 0, seq >= awaited { complete(session, at: now) }
             }
             session.stream = stream
             scheduleNext(session)
