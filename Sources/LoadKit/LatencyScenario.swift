@@ -1,0 +1,149 @@
+import WireClient
+
+/// `latency`: S sessions with open streams; greeting `name` inputs at a fixed total rate R,
+/// alternating "" and a name so every input flips `buttonEnabled` and yields exactly one event.
+/// Latency runs from each POST's *scheduled* send time to the arrival of the event carrying
+/// its `inputSeq` (open loop: a slow server cannot hide latency by slowing the client).
+///
+/// Runs entirely on the calling thread (its own `LoadLoop`).
+public struct LatencyScenario {
+    /// Tunables.
+    public struct Options: Sendable {
+        /// Sessions (each with one stream).
+        public var sessions = 200
+        /// Inputs per second in total.
+        public var rate = 2000.0
+        /// Seconds of load.
+        public var duration = 10.0
+        /// Keep-alive connections for the POSTs.
+        public var connections = 16
+        /// Seconds to wait for outstanding events after the last input.
+        public var grace = 2.0
+        /// Print a progress line to stderr every second.
+        public var progress = true
+        /// Delete the sessions afterwards.
+        public var cleanup = true
+        /// Defaults.
+        public init() {}
+    }
+
+    private final class Session {
+        let inputPath: String
+        var nameSet = false
+        var pending: [Int: UInt64] = [:]  // inputSeq -> scheduled time, event not yet seen
+        var early: [Int: UInt64] = [:]  // inputSeq -> event arrival, 202 not yet seen
+        var stream: StreamClient?
+        init(id: String) { inputPath = "/api/sessions/\(id)/greeting/name" }
+    }
+
+    /// Runs the scenario against `target`.
+    public static func run(target: Target, options: Options) throws -> LoadReport {
+        let loop = try LoadLoop()
+        let pool = RequestPool(loop: loop, target: target, size: options.connections)
+        SystemProbe.raiseOpenFileLimit(to: options.sessions + options.connections + 256)
+        let ids = try LoadSession.create(options.sessions, loop: loop, pool: pool)
+        let sessions = ids.map(Session.init)
+        var latency = LatencyHistogram(), lag = LatencyHistogram()
+        var sent = 0, accepted = 0, received = 0, errors = 0, streamErrors = 0, unmatched = 0
+        var statusCounts: [Int: Int] = [:]
+        var snapshots = 0
+        var running = true
+
+        for (index, id) in ids.enumerated() {
+            let session = sessions[index]
+            let stream = try StreamClient(loop: loop, target: target, path: "/api/sessions/\(id)/events")
+            stream.onEvent = { event, now in
+                if event.event == "snapshot" { snapshots += 1; return }
+                guard event.event == "greeting", let seq = LoadSession.inputSeq(in: event.data) else { return }
+                if let scheduled = session.pending.removeValue(forKey: seq) {
+                    latency.record(nanoseconds: now &- scheduled)
+                    received += 1
+                } else {
+                    session.early[seq] = now
+                }
+            }
+            stream.onHead = { head in if head.status != 200 { streamErrors += 1 } }
+            stream.onClose = { error in if running && error != nil { streamErrors += 1 } }
+            session.stream = stream
+        }
+        loop.run(timeout: 30) { snapshots + streamErrors >= sessions.count }
+        guard snapshots == sessions.count else {
+            throw WireError.malformed("only \(snapshots) of \(sessions.count) streams delivered a snapshot")
+        }
+
+        let interval = 1e9 / options.rate
+        let total = Int(options.rate * options.duration)
+        let start = LoadLoop.now() + 1_000_000
+        let cpuBefore = SystemProbe.ownCPUSeconds()
+        let bodies = [Array("{\"value\":\"load\"}".utf8), Array("{\"value\":\"\"}".utf8)]
+        var completed = 0
+        func scheduled(_ k: Int) -> UInt64 { start + UInt64(Double(k) * interval) }
+        func tick() {
+            let now = LoadLoop.now()
+            while sent < total && scheduled(sent) <= now {
+                let due = scheduled(sent)
+                lag.record(nanoseconds: now - due)
+                let session = sessions[sent % sessions.count]
+                session.nameSet.toggle()
+                sent += 1
+                pool.submit("POST", session.inputPath, headers: [("Content-Type", "application/json")],
+                            body: bodies[session.nameSet ? 0 : 1]) { result in
+                    completed += 1
+                    switch result {
+                    case .success(let response):
+                        statusCounts[response.status, default: 0] += 1
+                        guard response.status == 202, let seq = LoadSession.inputSeq(in: response.text) else {
+                            errors += 1
+                            return
+                        }
+                        accepted += 1
+                        if let arrival = session.early.removeValue(forKey: seq) {
+                            latency.record(nanoseconds: arrival &- due)
+                            received += 1
+                        } else {
+                            session.pending[seq] = due
+                        }
+                    case .failure:
+                        errors += 1
+                    }
+                }
+            }
+            if sent < total { loop.schedule(at: scheduled(sent), tick) }
+        }
+        loop.schedule(at: start, tick)
+        LoadSession.startProgress(loop: loop, enabled: options.progress, started: start) {
+            let s = latency.summary
+            return "sent \(sent)  received \(received)  errors \(errors)  streamErrors \(streamErrors)  "
+                + "queued \(pool.queued)  p50 \(LatencySummary.format(s.p50))  p99 \(LatencySummary.format(s.p99))"
+        }
+        loop.run(timeout: options.duration + 60) { sent == total && completed == total }
+        loop.run(timeout: options.grace) { received == accepted }
+        running = false
+        let cpu = SystemProbe.ownCPUSeconds() - cpuBefore
+        let lost = sessions.reduce(0) { $0 + $1.pending.count }
+        unmatched = sessions.reduce(0) { $0 + $1.early.count }
+        loop.stopRequested = false
+
+        var report = LoadReport(scenario: "latency")
+        report.add("sessions", .int(sessions.count))
+        report.add("rate", .number(options.rate, unit: "inputs/s"))
+        report.add("duration", .number(options.duration, unit: "s"))
+        report.add("sent", .int(sent))
+        report.add("accepted", .int(accepted))
+        report.add("received", .int(received))
+        report.add("errors", .int(errors))
+        report.add("streamErrors", .int(streamErrors))
+        report.add("lost", .int(lost))
+        report.add("unmatchedEvents", .int(unmatched))
+        report.add("latency", .latency(latency.summary))
+        report.add("scheduleLag", .latency(lag.summary))
+        report.add("clientCPU", .number(cpu, unit: "s"))
+        report.add("clientCPUPerInput", .number(sent > 0 ? cpu * 1e6 / Double(sent) : 0, unit: "µs (POST + its event)"))
+        report.add("statusCounts", .text(statusCounts.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }
+            .joined(separator: " ")))
+        for session in sessions { session.stream?.close() }
+        if options.cleanup { LoadSession.delete(ids, loop: loop, pool: pool) }
+        pool.close()
+        return report
+    }
+}

@@ -1,0 +1,107 @@
+/// LoadKit: the engine and scenarios of `bff-load`, the project's load-test tool.
+///
+/// One `LoadLoop` (a nonblocking epoll event loop with a nanosecond timerfd) drives many
+/// `LoadConnection`s on one thread, reusing WireClient's incremental HTTP and SSE parsers.
+/// Scenarios (`LatencyScenario`, `StreamsScenario`, `SearchScenario`, `RestScenario`) are
+/// open-loop where latency is measured: each action has a scheduled time and latency counts
+/// from it, so a slow server cannot hide its latency by slowing the client down.
+#if canImport(Glibc)
+import Glibc
+#endif
+import WireClient
+
+/// An epoll event loop with timers. Everything registered with it (connections, timers) is
+/// touched only on the thread that calls `run`; build and start it on that thread.
+public final class LoadLoop {
+    private let epollFD: Int32
+    private let timerFD: Int32
+    private var connections: [LoadConnection?] = []
+    private var timers = TimerHeap()
+    private var armedDeadline: UInt64 = .max
+    private var events = [UInt8](repeating: 0, count: 1024 * Epoll.eventSize)
+    /// The receive buffer all connections share (they run one at a time on this thread).
+    var readBuffer = [UInt8](repeating: 0, count: 256 * 1024)
+    /// Set to stop `run` at the next iteration.
+    public var stopRequested = false
+
+    /// Creates the epoll instance and its timer.
+    public init() throws {
+        epollFD = try Epoll.create()
+        timerFD = try Epoll.timerCreate()
+        Epoll.control(epollFD, Epoll.add, timerFD, events: Epoll.input)
+    }
+
+    deinit {
+        close(epollFD)
+        close(timerFD)
+    }
+
+    /// Now, in monotonic nanoseconds.
+    public static func now() -> UInt64 { MonotonicClock.nanoseconds() }
+
+    /// Runs `action` on the loop at `deadline` (monotonic nanoseconds), or at once if past.
+    public func schedule(at deadline: UInt64, _ action: @escaping () -> Void) {
+        timers.insert(deadline, action)
+        if deadline < armedDeadline { arm(deadline) }
+    }
+
+    /// Runs `action` after `seconds`.
+    public func schedule(after seconds: Double, _ action: @escaping () -> Void) {
+        schedule(at: Self.now() + UInt64(max(0, seconds) * 1e9), action)
+    }
+
+    private func arm(_ deadline: UInt64) {
+        armedDeadline = deadline
+        Epoll.timerArm(timerFD, deadline: deadline)
+    }
+
+    func register(_ connection: LoadConnection) {
+        let fd = Int(connection.fd)
+        if fd >= connections.count { connections += Array(repeating: nil, count: fd - connections.count + 1024) }
+        connections[fd] = connection
+        let events = Epoll.input | Epoll.output | Epoll.readHangUp | Epoll.edgeTriggered
+        Epoll.control(epollFD, Epoll.add, connection.fd, events: events)
+    }
+
+    func unregister(_ connection: LoadConnection) {
+        Epoll.control(epollFD, Epoll.delete, connection.fd, events: 0)
+        connections[Int(connection.fd)] = nil
+    }
+
+    /// Runs until `condition` becomes true (checked after every batch of events and timers),
+    /// `stopRequested` is set, or `timeout` seconds pass. Returns whether `condition` held.
+    @discardableResult
+    public func run(timeout: Double = .infinity, until condition: () -> Bool = { false }) -> Bool {
+        let end = timeout.isFinite ? Self.now() + UInt64(timeout * 1e9) : UInt64.max
+        var endTimerSet = false
+        while true {
+            runDueTimers()
+            if condition() { return true }
+            if stopRequested || Self.now() >= end { return false }
+            if !endTimerSet && end != .max {
+                endTimerSet = true
+                schedule(at: end) {}
+            }
+            let n = Epoll.wait(epollFD, &events, timeoutMilliseconds: timers.isEmpty ? 1000 : -1)
+            if n < 0 { continue }
+            for i in 0..<n {
+                let (flags, fd) = Epoll.event(events, i)
+                if fd == timerFD {
+                    var expirations: UInt64 = 0
+                    _ = read(timerFD, &expirations, 8)
+                    armedDeadline = .max
+                    continue
+                }
+                guard Int(fd) < connections.count, let connection = connections[Int(fd)] else { continue }
+                connection.handle(events: flags)
+            }
+        }
+    }
+
+    private func runDueTimers() {
+        let now = Self.now()
+        while let action = timers.popDue(now) { action() }
+        if let next = timers.nextDeadline, next != armedDeadline { arm(next) }
+        if timers.isEmpty { armedDeadline = .max }
+    }
+}

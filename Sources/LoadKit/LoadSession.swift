@@ -1,0 +1,90 @@
+import JSON
+import WireClient
+
+/// Setup and teardown shared by the scenarios: create sessions, delete them, print progress,
+/// raise the open-file limit, and pick `inputSeq` out of event data without a full JSON parse.
+///
+/// Everything here runs on the loop's thread.
+public enum LoadSession {
+    /// Creates `count` sessions through `pool` (concurrently), returning their ids; throws if
+    /// fewer than all could be created within `timeout` seconds.
+    public static func create(
+        _ count: Int, loop: LoadLoop, pool: RequestPool, timeout: Double = 120
+    ) throws -> [String] {
+        var ids: [String] = []
+        var failures: [String] = []
+        for _ in 0..<count {
+            pool.submit("POST", "/api/sessions", headers: [("Content-Type", "application/json")], body: []) { result in
+                switch result {
+                case .success(let response) where response.status == 201:
+                    if let id = (try? JSONValue.parse(response.body))?["id"]?.stringValue { ids.append(id) } else {
+                        failures.append("201 without an id: \(response.text.prefix(100))")
+                    }
+                case .success(let response): failures.append("HTTP \(response.status) \(response.text.prefix(200))")
+                case .failure(let error): failures.append("\(error)")
+                }
+            }
+        }
+        loop.run(timeout: timeout) { ids.count + failures.count >= count }
+        guard ids.count == count else {
+            throw WireError.malformed("created \(ids.count) of \(count) sessions; first failure: \(failures.first ?? "timeout")")
+        }
+        return ids
+    }
+
+    /// Deletes `ids` through `pool`, waiting up to `timeout` seconds; returns how many succeeded.
+    @discardableResult
+    public static func delete(_ ids: [String], loop: LoadLoop, pool: RequestPool, timeout: Double = 30) -> Int {
+        var done = 0, ok = 0
+        for id in ids {
+            pool.submit("DELETE", "/api/sessions/\(id)") { result in
+                done += 1
+                if case .success(let r) = result, r.status == 204 { ok += 1 }
+            }
+        }
+        loop.run(timeout: timeout) { done == ids.count }
+        return ok
+    }
+
+    /// Calls `line` once a second on the loop and writes its result to standard error while
+    /// `isActive()` is true.
+    public static func startProgress(loop: LoadLoop, enabled: Bool, started: UInt64, line: @escaping () -> String) {
+        guard enabled else { return }
+        func tick() {
+            let elapsed = Double(LoadLoop.now() - started) / 1e9
+            StandardError.write("[\(Int(elapsed.rounded()))s] \(line())\n")
+            loop.schedule(after: 1) { tick() }
+        }
+        loop.schedule(after: 1) { tick() }
+    }
+
+    /// The integer after `"inputSeq":` in `text`, if any.
+    public static func inputSeq(in text: String) -> Int? {
+        integer(after: "\"inputSeq\":", in: text)
+    }
+
+    /// The integer after `key` (e.g. `"inputSeq":`) in `text`, if any.
+    public static func integer(after key: String, in text: String) -> Int? {
+        var text = text
+        return text.withUTF8 { bytes -> Int? in
+            let pattern = Array(key.utf8)
+            guard bytes.count >= pattern.count, let first = pattern.first else { return nil }
+            var i = 0
+            while i + pattern.count <= bytes.count {
+                if bytes[i] == first && (1..<pattern.count).allSatisfy({ bytes[i + $0] == pattern[$0] }) {
+                    var j = i + pattern.count
+                    while j < bytes.count && bytes[j] == 0x20 { j += 1 }
+                    var value = 0, digits = 0
+                    while j < bytes.count && bytes[j] >= 0x30 && bytes[j] <= 0x39 {
+                        value = value * 10 + Int(bytes[j] - 0x30)
+                        j += 1
+                        digits += 1
+                    }
+                    return digits > 0 ? value : nil
+                }
+                i += 1
+            }
+            return nil
+        }
+    }
+}

@@ -1,0 +1,133 @@
+import WireClient
+
+/// A small pool of keep-alive connections for request/response traffic. Requests queue when
+/// every connection is busy (one request in flight per connection, no pipelining); a closed
+/// connection fails its in-flight request and is replaced on the next request.
+///
+/// Touched only on its loop's thread.
+public final class RequestPool {
+    /// How a request ended.
+    public typealias Completion = (Result<WireResponse, WireError>) -> Void
+
+    private struct Pending {
+        var bytes: [UInt8]
+        var completion: Completion
+    }
+
+    private final class Slot {
+        var connection: LoadConnection?
+        var inFlight: Pending?
+        var response: WireResponse?
+    }
+
+    private let loop: LoadLoop
+    private let target: Target
+    private var slots: [Slot]
+    private var queue: [Pending] = []
+    private var queueHead = 0
+    private let hostLine: [UInt8]
+    /// Connections opened so far (reconnects included).
+    public private(set) var connectionsOpened = 0
+
+    /// A pool of up to `size` connections to `target`, opened lazily.
+    public init(loop: LoadLoop, target: Target, size: Int) {
+        self.loop = loop
+        self.target = target
+        slots = (0..<max(1, size)).map { _ in Slot() }
+        hostLine = Array(" HTTP/1.1\r\nHost: \(target.host):\(target.port)\r\n".utf8)
+    }
+
+    /// Requests waiting for a free connection.
+    public var queued: Int { queue.count - queueHead }
+
+    /// Sends a request when a connection is free; `completion` runs on the loop.
+    public func submit(
+        _ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8]? = nil,
+        completion: @escaping Completion
+    ) {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256 + (body?.count ?? 0))
+        bytes += method.utf8
+        bytes.append(0x20)
+        bytes += target.basePath.utf8
+        bytes += path.utf8
+        bytes += hostLine
+        for (name, value) in headers {
+            bytes += name.utf8
+            bytes += [0x3A, 0x20]
+            bytes += value.utf8
+            bytes += [0x0D, 0x0A]
+        }
+        if body != nil || method == "POST" {
+            bytes += "Content-Length: ".utf8
+            bytes += String(body?.count ?? 0).utf8
+            bytes += [0x0D, 0x0A]
+        }
+        bytes += [0x0D, 0x0A]
+        if let body { bytes += body }
+        queue.append(Pending(bytes: bytes, completion: completion))
+        dispatch()
+    }
+
+    /// Closes every connection; in-flight requests fail with `.closed`.
+    public func close() {
+        for slot in slots { slot.connection?.close(.closed) }
+    }
+
+    private func dispatch() {
+        for slot in slots where slot.inFlight == nil {
+            guard queueHead < queue.count else { break }
+            let next = queue[queueHead]
+            queueHead += 1
+            start(next, on: slot)
+        }
+        if queueHead > 1024 && queueHead * 2 > queue.count {
+            queue.removeFirst(queueHead)
+            queueHead = 0
+        }
+    }
+
+    private func start(_ pending: Pending, on slot: Slot) {
+        slot.inFlight = pending
+        if slot.connection == nil || slot.connection!.isClosed {
+            do {
+                slot.connection = try open(slot)
+            } catch {
+                slot.inFlight = nil
+                slot.connection = nil
+                pending.completion(.failure(error as? WireError ?? .closed))
+                loop.schedule(after: 0.01) { [weak self] in self?.dispatch() }
+                return
+            }
+        }
+        slot.connection!.send(pending.bytes)
+    }
+
+    private func open(_ slot: Slot) throws -> LoadConnection {
+        let connection = try LoadConnection(loop: loop, target: target)
+        connectionsOpened += 1
+        connection.onEvent = { [unowned self, unowned slot] event in
+            switch event {
+            case .head(let head): slot.response = head
+            case .body(let bytes): slot.response?.body.append(contentsOf: bytes)
+            case .end:
+                guard let response = slot.response, let pending = slot.inFlight else { return }
+                slot.response = nil
+                slot.inFlight = nil
+                pending.completion(.success(response))
+                if response.header("Connection")?.lowercased() == "close" { slot.connection?.close() }
+                self.dispatch()
+            }
+        }
+        connection.onClose = { [unowned self, unowned slot] error in
+            slot.connection = nil
+            slot.response = nil
+            if let pending = slot.inFlight {
+                slot.inFlight = nil
+                pending.completion(.failure(error ?? .closed))
+            }
+            self.loop.schedule(after: 0) { [weak self] in self?.dispatch() }
+        }
+        return connection
+    }
+}

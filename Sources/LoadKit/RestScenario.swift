@@ -1,0 +1,102 @@
+import WireClient
+
+/// `rest`: keep-alive request rate of `GET /api/sessions/{id}/state` and the stateless
+/// `GET /api/search/repositories?q=…`. Closed loop by default (each connection sends its next
+/// request when the previous answer arrives, like wrk); with `rate` > 0 an open-loop schedule
+/// whose latency counts from each request's scheduled time.
+///
+/// Runs entirely on the calling thread (its own `LoadLoop`).
+public struct RestScenario {
+    /// Tunables.
+    public struct Options: Sendable {
+        /// Keep-alive connections.
+        public var connections = 16
+        /// Seconds of load.
+        public var duration = 10.0
+        /// Requests per second in total; 0 for closed loop.
+        public var rate = 0.0
+        /// Share of requests that go to the stateless search endpoint (0…1).
+        public var searchShare = 0.5
+        /// Print a progress line to stderr every second.
+        public var progress = true
+        /// Delete the session afterwards.
+        public var cleanup = true
+        /// Defaults.
+        public init() {}
+    }
+
+    /// Runs the scenario against `target`.
+    public static func run(target: Target, options: Options) throws -> LoadReport {
+        let loop = try LoadLoop()
+        let pool = RequestPool(loop: loop, target: target, size: options.connections)
+        let ids = try LoadSession.create(1, loop: loop, pool: pool)
+        var mix = QueryMix(seed: 7)
+        var latency = LatencyHistogram()
+        var done = 0, sent = 0, non2xx = 0, errors = 0, searchCount = 0, stateCount = 0
+        var statusCounts: [Int: Int] = [:]
+        let start = LoadLoop.now()
+        let cpuBefore = SystemProbe.ownCPUSeconds()
+        let end = start + UInt64(options.duration * 1e9)
+        func nextPath() -> String {
+            if mix.nextUniform() < options.searchShare {
+                searchCount += 1
+                return "/api/search/repositories?q=\(mix.nextQuery())"
+            }
+            stateCount += 1
+            return "/api/sessions/\(ids[0])/state"
+        }
+        func send(scheduled: UInt64, closedLoop: Bool) {
+            sent += 1
+            pool.submit("GET", nextPath()) { result in
+                let now = LoadLoop.now()
+                done += 1
+                switch result {
+                case .success(let r):
+                    statusCounts[r.status, default: 0] += 1
+                    if r.status < 200 || r.status > 299 { non2xx += 1 }
+                    latency.record(nanoseconds: now - scheduled)
+                case .failure: errors += 1
+                }
+                if closedLoop && now < end { send(scheduled: now, closedLoop: true) }
+            }
+        }
+        if options.rate > 0 {
+            let interval = 1e9 / options.rate
+            func tick() {
+                let now = LoadLoop.now()
+                while start + UInt64(Double(sent) * interval) <= now && now < end {
+                    send(scheduled: start + UInt64(Double(sent) * interval), closedLoop: false)
+                }
+                if now < end { loop.schedule(at: start + UInt64(Double(sent) * interval), tick) }
+            }
+            loop.schedule(at: start, tick)
+        } else {
+            for _ in 0..<options.connections { send(scheduled: start, closedLoop: true) }
+        }
+        LoadSession.startProgress(loop: loop, enabled: options.progress, started: start) {
+            let elapsed = Double(LoadLoop.now() - start) / 1e9
+            return "done \(done)  \(Int(Double(done) / elapsed)) req/s  non2xx \(non2xx)  errors \(errors)  "
+                + "p99 \(LatencySummary.format(latency.summary.p99))"
+        }
+        loop.run(timeout: options.duration + 30) { LoadLoop.now() >= end && done == sent }
+        let elapsed = Double(LoadLoop.now() - start) / 1e9
+        let cpu = SystemProbe.ownCPUSeconds() - cpuBefore
+        var report = LoadReport(scenario: "rest")
+        report.add("connections", .int(options.connections))
+        report.add("mode", .text(options.rate > 0 ? "open loop at \(options.rate) req/s" : "closed loop"))
+        report.add("requests", .int(done))
+        report.add("stateRequests", .int(stateCount))
+        report.add("searchRequests", .int(searchCount))
+        report.add("requestsPerSecond", .number(Double(done) / elapsed, unit: "req/s"))
+        report.add("non2xx", .int(non2xx))
+        report.add("errors", .int(errors))
+        report.add("latency", .latency(latency.summary))
+        report.add("clientCPU", .number(cpu, unit: "s"))
+        report.add("clientCPUPerRequest", .number(done > 0 ? cpu * 1e6 / Double(done) : 0, unit: "µs"))
+        report.add("statusCounts", .text(statusCounts.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }
+            .joined(separator: " ")))
+        if options.cleanup { LoadSession.delete(ids, loop: loop, pool: pool) }
+        pool.close()
+        return report
+    }
+}

@@ -1,0 +1,200 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import JSON
+import WireClient
+
+/// `search`: S sessions, each with a stream, issuing a realistic search mix through the
+/// `search` view model: Zipf-popular queries (`query` then `submit`), sometimes `loadMore`,
+/// sometimes a `sort` change, with an exponential think time. Reports searches done, events,
+/// latency (scheduled action → the event that ends loading), the p99 of repeat searches
+/// (same query, sort and page seen earlier in the run: served from cache when the cache
+/// works), searches per upstream request and rate-limit errors seen in events.
+///
+/// Runs entirely on the calling thread (its own `LoadLoop`).
+public struct SearchScenario {
+    /// Tunables.
+    public struct Options: Sendable {
+        /// Sessions (each with one stream).
+        public var sessions = 20
+        /// Seconds of load.
+        public var duration = 10.0
+        /// Mean think time between a session's actions, seconds.
+        public var think = 0.5
+        /// The GitHub simulator's base URL, for `GET /_sim/stats` (else the server's `/metrics`).
+        public var simURL: String?
+        /// Keep-alive connections for the POSTs.
+        public var connections = 8
+        /// Random seed.
+        public var seed: UInt64 = 42
+        /// Print a progress line to stderr every second.
+        public var progress = true
+        /// Delete the sessions afterwards.
+        public var cleanup = true
+        /// Defaults.
+        public init() {}
+    }
+
+    private final class Session {
+        let base: String
+        var stream: StreamClient?
+        var waitingFor: Int?  // inputSeq of the action whose results we await
+        var scheduled: UInt64 = 0
+        var repeatSearch = false
+        var query: String?
+        var sort = "best-match"
+        var page = 1
+        var hasMore = false
+        var finishedSeq = 0  // the latest inputSeq whose search finished (results or error)
+        var finishedAt: UInt64 = 0
+        init(id: String) { base = "/api/sessions/\(id)/search/" }
+    }
+
+    /// Runs the scenario against `target`.
+    public static func run(target: Target, options: Options) throws -> LoadReport {
+        let loop = try LoadLoop()
+        let pool = RequestPool(loop: loop, target: target, size: options.connections)
+        SystemProbe.raiseOpenFileLimit(to: options.sessions + options.connections + 256)
+        let upstreamBefore = upstreamRequests(target: target, simURL: options.simURL)
+        let ids = try LoadSession.create(options.sessions, loop: loop, pool: pool)
+        let sessions = ids.map(Session.init)
+        var mix = QueryMix(seed: options.seed)
+        var all = LatencyHistogram(), repeats = LatencyHistogram()
+        var searches = 0, events = 0, rateLimited = 0, searchErrors = 0, postErrors = 0, timeouts = 0
+        var seen = Set<String>()
+        var running = true
+        let start = LoadLoop.now()
+        let end = start + UInt64(options.duration * 1e9)
+
+        func post(_ session: Session, _ input: String, _ body: String, awaited: Bool) {
+            pool.submit("POST", session.base + input, headers: [("Content-Type", "application/json")],
+                        body: Array(body.utf8)) { result in
+                guard case .success(let r) = result, r.status == 202 else {
+                    postErrors += 1
+                    if awaited { session.waitingFor = nil; scheduleNext(session) }
+                    return
+                }
+                guard awaited, let seq = LoadSession.inputSeq(in: r.text) else { return }
+                session.waitingFor = seq
+                // The stream may deliver the result before the 202 arrives on the other connection.
+                if session.finishedSeq >= seq { complete(session, at: session.finishedAt) }
+            }
+        }
+        func complete(_ session: Session, at arrival: UInt64) {
+            searches += 1
+            all.record(nanoseconds: arrival &- session.scheduled)
+            if session.repeatSearch { repeats.record(nanoseconds: arrival &- session.scheduled) }
+            session.waitingFor = nil
+            scheduleNext(session)
+        }
+        func act(_ session: Session) {
+            guard running, LoadLoop.now() < end else { return }
+            session.scheduled = LoadLoop.now()
+            session.waitingFor = -1  // until the 202 tells the inputSeq
+            let u = mix.nextUniform()
+            if session.query != nil && session.hasMore && u < 0.2 {
+                session.page += 1
+                post(session, "loadMore", "", awaited: true)
+            } else if session.query != nil && u < 0.35 {
+                let sorts = ["best-match", "stars", "forks", "updated"].filter { $0 != session.sort }
+                session.sort = sorts[Int(mix.nextUniform() * Double(sorts.count))]
+                session.page = 1
+                post(session, "sort", "{\"value\":\"\(session.sort)\"}", awaited: true)
+            } else {
+                let query = mix.nextQuery()
+                session.query = query
+                session.page = 1
+                post(session, "query", "{\"value\":\"\(query)\"}", awaited: false)
+                post(session, "submit", "", awaited: true)
+            }
+            let key = "\(session.query ?? "")|\(session.sort)|\(session.page)"
+            session.repeatSearch = !seen.insert(key).inserted
+            let deadline = session.scheduled
+            loop.schedule(after: 10) {
+                if session.scheduled == deadline && session.waitingFor != nil {
+                    timeouts += 1
+                    session.waitingFor = nil
+                    scheduleNext(session)
+                }
+            }
+        }
+        func scheduleNext(_ session: Session) {
+            let wait = -options.think * Glibc.log(1 - mix.nextUniform())
+            loop.schedule(after: wait) { act(session) }
+        }
+        for (index, id) in ids.enumerated() {
+            let session = sessions[index]
+            let stream = try StreamClient(loop: loop, target: target, path: "/api/sessions/\(id)/events")
+            stream.onEvent = { event, now in
+                events += 1
+                guard event.event == "search" else { return }
+                let data = event.data
+                if data.contains("\"rateLimited\"") { rateLimited += 1 }
+                if data.contains("\"hasMore\":true") { session.hasMore = true }
+                if data.contains("\"hasMore\":false") { session.hasMore = false }
+                let finished = data.contains("\"isLoading\":false")
+                    || (data.contains("\"repositories\"") && !data.contains("\"isLoading\":true"))
+                    || data.contains("\"error\":{")
+                guard finished, let seq = LoadSession.inputSeq(in: data) else { return }
+                if data.contains("\"error\":{") { searchErrors += 1 }
+                session.finishedSeq = max(session.finishedSeq, seq)
+                session.finishedAt = now
+                if let awaited = session.waitingFor, awaited > 0, seq >= awaited { complete(session, at: now) }
+            }
+            session.stream = stream
+            scheduleNext(session)
+        }
+        LoadSession.startProgress(loop: loop, enabled: options.progress, started: start) {
+            "searches \(searches)  events \(events)  rateLimited \(rateLimited)  errors \(postErrors + searchErrors)  "
+                + "p99 \(LatencySummary.format(all.summary.p99))"
+        }
+        loop.run(timeout: options.duration)
+        running = false
+        loop.run(timeout: 5) { sessions.allSatisfy { $0.waitingFor == nil } }
+        let upstreamAfter = upstreamRequests(target: target, simURL: options.simURL)
+
+        var report = LoadReport(scenario: "search")
+        report.add("sessions", .int(options.sessions))
+        report.add("searches", .int(searches))
+        report.add("eventsReceived", .int(events))
+        report.add("latency", .latency(all.summary))
+        report.add("repeatSearchLatency", .latency(repeats.summary))
+        report.add("rateLimitErrors", .int(rateLimited))
+        report.add("searchErrors", .int(searchErrors))
+        report.add("postErrors", .int(postErrors))
+        report.add("timeouts", .int(timeouts))
+        if let upstreamBefore, let upstreamAfter {
+            let upstream = upstreamAfter.count - upstreamBefore.count
+            report.add("upstreamRequests", .int(upstream))
+            report.add("searchesPerUpstreamRequest", .number(upstream > 0 ? Double(searches) / Double(upstream) : 0,
+                                                            unit: "(\(upstreamAfter.source))"))
+        } else {
+            report.add("upstreamRequests", .text("unavailable (no --sim-url stats and no upstream metric)"))
+        }
+        for session in sessions { session.stream?.close() }
+        if options.cleanup { LoadSession.delete(ids, loop: loop, pool: pool) }
+        pool.close()
+        return report
+    }
+
+    /// The upstream request count from the simulator's `/_sim/stats` or the server's metrics.
+    static func upstreamRequests(target: Target, simURL: String?) -> (count: Int, source: String)? {
+        if let simURL, let sim = try? Target(url: simURL), let connection = try? sim.connect(timeout: 3),
+           let response = try? connection.request("GET", sim.basePath + "/_sim/stats"), response.status == 200,
+           let stats = try? JSONValue.parse(response.body), let object = stats.objectValue {
+            connection.close()
+            for key in ["requests", "searchRequests", "upstreamRequests", "totalRequests", "total"] {
+                if let n = object[key]?.intValue { return (n, "/_sim/stats \(key)") }
+            }
+            if let entry = object.entries.first(where: { $0.key.lowercased().contains("request") }),
+               let n = entry.value.intValue {
+                return (n, "/_sim/stats \(entry.key)")
+            }
+        }
+        if let sum = SystemProbe.metricSum(target: target, where: { $0.contains("upstream") && $0.hasSuffix("_total")
+            && $0.contains("request") }) {
+            return (Int(sum), "/metrics upstream *_requests_total")
+        }
+        return nil
+    }
+}

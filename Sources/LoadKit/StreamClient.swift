@@ -1,0 +1,66 @@
+import WireClient
+
+/// One `text/event-stream` subscription on its own nonblocking connection: sends the `GET`,
+/// then feeds the de-chunked body to WireClient's `SSEParser`.
+///
+/// Touched only on its loop's thread.
+public final class StreamClient {
+    /// Monotonic nanoseconds when the connect started.
+    public let startedAt: UInt64
+    /// The response head, once received.
+    public private(set) var head: WireResponse?
+    /// Events received so far.
+    public private(set) var eventCount = 0
+    /// True once the stream closed (by either side).
+    public private(set) var isClosed = false
+    private var parser = SSEParser()
+    private let connection: LoadConnection
+    private var errorBody: [UInt8] = []
+
+    /// Called for each event with its arrival time (monotonic nanoseconds).
+    public var onEvent: (SSEEvent, UInt64) -> Void = { _, _ in }
+    /// Called once with the response head (status 200 or an error status and its body).
+    public var onHead: (WireResponse) -> Void = { _ in }
+    /// Called once when the stream closes; `nil` error when we closed it.
+    public var onClose: (WireError?) -> Void = { _ in }
+
+    /// Connects and requests `path` (relative to the target's base path).
+    public init(loop: LoadLoop, target: Target, path: String, headers: [(String, String)] = []) throws {
+        startedAt = LoadLoop.now()
+        connection = try LoadConnection(loop: loop, target: target)
+        var text = "GET \(target.basePath)\(path) HTTP/1.1\r\nHost: \(target.host):\(target.port)\r\n"
+        text += "Accept: text/event-stream\r\n"
+        for (name, value) in headers { text += "\(name): \(value)\r\n" }
+        connection.send(Array((text + "\r\n").utf8))
+        connection.onEvent = { [unowned self] event in
+            switch event {
+            case .head(let response):
+                head = response
+                if response.status == 200 { onHead(response) }
+            case .body(let bytes):
+                if head?.status == 200 {
+                    let now = LoadLoop.now()
+                    parser.feed(bytes) { event in
+                        eventCount += 1
+                        onEvent(event, now)
+                    }
+                } else {
+                    errorBody += bytes
+                }
+            case .end:
+                if var response = head, response.status != 200 {
+                    response.body = errorBody
+                    onHead(response)
+                }
+                connection.close(head?.status == 200 ? .closed : nil)
+            }
+        }
+        connection.onClose = { [unowned self] error in
+            isClosed = true
+            onClose(error)
+        }
+    }
+
+    /// Closes the stream (`onClose` gets `nil`).
+    public func close() { connection.close() }
+}

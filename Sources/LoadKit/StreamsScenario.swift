@@ -1,0 +1,142 @@
+import WireClient
+
+/// `streams`: K sessions each with one open stream; time to establish, server memory per
+/// session+stream, then one broadcast through the shared `status` view model (test hook
+/// `POST /api/_test/status`) and the time until every stream received it.
+///
+/// Runs entirely on the calling thread (its own `LoadLoop`).
+public struct StreamsScenario {
+    /// Tunables.
+    public struct Options: Sendable {
+        /// Streams (and sessions) to open.
+        public var streams = 1000
+        /// Server process id for RSS (else `/metrics`).
+        public var pid: Int32?
+        /// Seconds to hold the streams open before measuring memory.
+        public var hold = 2.0
+        /// Streams being established at once.
+        public var concurrency = 200
+        /// Keep-alive connections for session creation.
+        public var connections = 16
+        /// Seconds to wait for the broadcast to reach every stream.
+        public var broadcastTimeout = 30.0
+        /// Print a progress line to stderr every second.
+        public var progress = true
+        /// Delete the sessions afterwards.
+        public var cleanup = true
+        /// Defaults.
+        public init() {}
+    }
+
+    /// Runs the scenario against `target`.
+    public static func run(target: Target, options: Options) throws -> LoadReport {
+        let limit = SystemProbe.raiseOpenFileLimit(to: options.streams + options.connections + 256)
+        let loop = try LoadLoop()
+        let pool = RequestPool(loop: loop, target: target, size: options.connections)
+        let before = SystemProbe.serverResidentBytes(target: target, pid: options.pid)
+        let started = LoadLoop.now()
+        var phase = "creating sessions"
+        var established = LatencyHistogram(), broadcastLatency = LatencyHistogram()
+        var succeeded = 0, failed = 0, opening = 0, next = 0, closedEarly = 0
+        var broadcastAt: UInt64?, broadcastReceived = 0
+        var streams: [StreamClient] = []
+        var failureSamples: [String] = []
+        LoadSession.startProgress(loop: loop, enabled: options.progress, started: started) {
+            "\(phase): open \(succeeded)  failed \(failed)  broadcast received \(broadcastReceived)"
+        }
+        let ids = try LoadSession.create(options.streams, loop: loop, pool: pool)
+        phase = "opening streams"
+        func openMore() {
+            while opening < options.concurrency && next < ids.count {
+                let index = next
+                next += 1
+                opening += 1
+                do {
+                    let stream = try StreamClient(loop: loop, target: target, path: "/api/sessions/\(ids[index])/events")
+                    var first = true, done = false
+                    func settle(ok: Bool, _ why: String) {
+                        guard !done else { return }
+                        done = true
+                        opening -= 1
+                        if ok { succeeded += 1 } else {
+                            failed += 1
+                            if failureSamples.count < 3 { failureSamples.append(why) }
+                        }
+                        openMore()
+                    }
+                    stream.onEvent = { event, now in
+                        if first {
+                            first = false
+                            established.record(nanoseconds: now - stream.startedAt)
+                            settle(ok: true, "")
+                        }
+                        if event.event == "status", let at = broadcastAt {
+                            broadcastReceived += 1
+                            broadcastLatency.record(nanoseconds: now - at)
+                        }
+                    }
+                    stream.onHead = { head in if head.status != 200 { settle(ok: false, "HTTP \(head.status)") } }
+                    stream.onClose = { error in
+                        if done && !first && error != nil { closedEarly += 1 }
+                        settle(ok: false, "\(error.map { "\($0)" } ?? "closed")")
+                    }
+                    streams.append(stream)
+                } catch {
+                    opening -= 1
+                    failed += 1
+                    if failureSamples.count < 3 { failureSamples.append("\(error)") }
+                }
+            }
+        }
+        openMore()
+        loop.run(timeout: 120) { succeeded + failed == ids.count }
+        phase = "holding"
+        loop.run(timeout: options.hold)
+        let after = SystemProbe.serverResidentBytes(target: target, pid: options.pid)
+
+        var report = LoadReport(scenario: "streams")
+        report.add("streams", .int(options.streams))
+        report.add("openFileLimit", .int(limit))
+        report.add("succeeded", .int(succeeded))
+        report.add("failed", .int(failed))
+        if !failureSamples.isEmpty { report.add("failureSamples", .text(failureSamples.joined(separator: "; "))) }
+        report.add("establish", .latency(established.summary))
+        if let before, let after {
+            report.add("rssBefore", .number(Double(before.bytes) / 1_048_576, unit: "MiB"))
+            report.add("rssAfter", .number(Double(after.bytes) / 1_048_576, unit: "MiB"))
+            if succeeded > 0 {
+                report.add("bytesPerSessionStream", .int((after.bytes - before.bytes) / succeeded))
+            }
+            report.add("rssSource", .text(after.source))
+        } else {
+            report.add("rssSource", .text("unavailable (no --pid and no process_resident_memory_bytes in /metrics)"))
+        }
+
+        phase = "broadcast"
+        var hookStatus = 0
+        broadcastAt = LoadLoop.now()
+        pool.submit("POST", "/api/_test/status", headers: [("Content-Type", "application/json")],
+                    body: Array("{\"reachable\":false,\"message\":\"load-test broadcast\"}".utf8)) { result in
+            if case .success(let r) = result { hookStatus = r.status } else { hookStatus = -1 }
+        }
+        loop.run(timeout: 10) { hookStatus != 0 }
+        if hookStatus == 404 {
+            report.add("broadcast", .text("broadcast skipped: server has no test hook"))
+        } else if hookStatus < 200 || hookStatus > 299 {
+            report.add("broadcast", .text("broadcast failed: test hook answered \(hookStatus)"))
+        } else {
+            let open = succeeded - closedEarly
+            loop.run(timeout: options.broadcastTimeout) { broadcastReceived >= open }
+            report.add("broadcastReceived", .int(broadcastReceived))
+            report.add("broadcastAllReceived", .number(broadcastLatency.summary.max / 1000, unit: "ms"))
+            report.add("broadcastLatency", .latency(broadcastLatency.summary))
+            pool.submit("POST", "/api/_test/status", headers: [("Content-Type", "application/json")],
+                        body: Array("{\"reachable\":true,\"message\":null}".utf8)) { _ in }
+        }
+        report.add("streamsClosedEarly", .int(closedEarly))
+        for stream in streams { stream.close() }
+        if options.cleanup { LoadSession.delete(ids, loop: loop, pool: pool, timeout: 60) }
+        pool.close()
+        return report
+    }
+}

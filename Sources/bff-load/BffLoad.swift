@@ -1,0 +1,104 @@
+import ArgumentParser
+import LoadKit
+
+/// The `bff-load` command and its scenarios.
+struct BffLoad: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bff-load",
+        abstract: "Load-test a bff deployment: sessions, event streams and inputs, not just request rates.",
+        discussion: "Latency is measured open-loop: from each action's scheduled time, so a slow server cannot "
+            + "hide its latency by slowing the client. Progress goes to stderr once a second; the result "
+            + "table (or --json) to stdout.",
+        subcommands: [Latency.self, Streams.self, Search.self, Rest.self]
+    )
+}
+
+/// Flags every scenario takes.
+struct CommonOptions: ParsableArguments {
+    @Option(help: "Base URL of the server.")
+    var url = "http://127.0.0.1:8080"
+    @Option(help: "Seconds of load.")
+    var duration = 10.0
+    @Flag(help: "Print the result as JSON instead of a table.")
+    var json = false
+    @Flag(help: "No progress lines on stderr.")
+    var quiet = false
+    @Flag(help: "Keep the sessions the run created (default: delete them).")
+    var keepSessions = false
+
+    func target() throws -> Target { try Target(url: url) }
+
+    func emit(_ report: LoadReport) {
+        print(json ? report.json.text : report.table, terminator: json ? "\n" : "")
+    }
+}
+
+extension BffLoad {
+    struct Latency: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Input-to-output latency: S sessions with streams, greeting inputs at total rate R.")
+        @OptionGroup var common: CommonOptions
+        @Option(help: "Sessions, each with one open stream.") var sessions = 200
+        @Option(help: "Inputs per second in total (spread round-robin over the sessions).") var rate = 2000.0
+        @Option(help: "Keep-alive connections for the POSTs.") var connections = 16
+        @Option(help: "Seconds to wait for outstanding events after the last input.") var grace = 2.0
+
+        func run() throws {
+            var o = LatencyScenario.Options()
+            o.sessions = sessions; o.rate = rate; o.duration = common.duration; o.connections = connections
+            o.grace = grace; o.progress = !common.quiet; o.cleanup = !common.keepSessions
+            common.emit(try LatencyScenario.run(target: common.target(), options: o))
+        }
+    }
+
+    struct Streams: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Idle-stream capacity: K sessions with one stream each, memory per stream, broadcast fan-out.")
+        @OptionGroup var common: CommonOptions
+        @Option(help: "Streams (and sessions) to open.") var streams = 1000
+        @Option(help: "Server PID, for RSS from /proc (else /metrics process_resident_memory_bytes).") var pid: Int32?
+        @Option(help: "Seconds to hold the streams before measuring memory.") var hold = 2.0
+        @Option(help: "Streams being established at once.") var concurrency = 200
+
+        func run() throws {
+            var o = StreamsScenario.Options()
+            o.streams = streams; o.pid = pid; o.hold = hold; o.concurrency = concurrency
+            o.progress = !common.quiet; o.cleanup = !common.keepSessions
+            common.emit(try StreamsScenario.run(target: common.target(), options: o))
+        }
+    }
+
+    struct Search: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "A realistic search mix through the search view model (Zipf queries, paging, sorting).")
+        @OptionGroup var common: CommonOptions
+        @Option(help: "Sessions, each with one open stream.") var sessions = 20
+        @Option(help: "Mean think time between a session's actions, seconds.") var think = 0.5
+        @Option(help: "GitHub simulator base URL, for GET /_sim/stats (upstream request count).") var simURL: String?
+        @Option(help: "Random seed for the query mix.") var seed: UInt64 = 42
+
+        func run() throws {
+            var o = SearchScenario.Options()
+            o.sessions = sessions; o.duration = common.duration; o.think = think; o.simURL = simURL; o.seed = seed
+            o.progress = !common.quiet; o.cleanup = !common.keepSessions
+            common.emit(try SearchScenario.run(target: common.target(), options: o))
+        }
+    }
+
+    struct Rest: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Keep-alive request rate of GET /state and the stateless search endpoint.")
+        @OptionGroup var common: CommonOptions
+        @Option(help: "Keep-alive connections.") var connections = 16
+        @Option(help: "Open-loop requests per second in total; 0 = closed loop (as fast as answers come).")
+        var rate = 0.0
+        @Option(help: "Share of requests to /api/search/repositories (0...1).") var searchShare = 0.5
+
+        func run() throws {
+            var o = RestScenario.Options()
+            o.connections = connections; o.duration = common.duration; o.rate = rate; o.searchShare = searchShare
+            o.progress = !common.quiet; o.cleanup = !common.keepSessions
+            common.emit(try RestScenario.run(target: common.target(), options: o))
+        }
+    }
+}

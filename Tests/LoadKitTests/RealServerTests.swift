@@ -1,0 +1,102 @@
+import BFF
+import Foundation
+import GitHubSearch
+import LoadKit
+import Logging
+import XCTest
+
+/// An explicitly stubbed search: every query answers one empty page from "cache" at once.
+/// It counts calls so tests can state whether the scenario searched at all.
+private final class EmptySearch: RepositorySearching, @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    var calls: Int { lock.withLock { count } }
+    func search(_ request: SearchRequest, policy: CachePolicy) async throws(SearchError) -> SearchResponse {
+        lock.withLock { count += 1 }
+        let page = SearchPage(totalCount: 0, incompleteResults: false, repositories: [], page: 1, hasMore: false)
+        return SearchResponse(page: page, cache: .hit)
+    }
+}
+
+/// The scenarios against the real application, built in-process as `bff` builds it.
+final class RealServerTests: XCTestCase {
+    private var app: Application!
+    private var search: EmptySearch!
+    private var target: Target!
+
+    override func setUpWithError() throws {
+        var configuration = AppConfiguration()
+        configuration.http.port = 0
+        configuration.http.threads = 1
+        configuration.testHooks = true
+        configuration.shutdownGracePeriod = 0.2
+        search = EmptySearch()
+        app = Application(configuration: configuration, search: search, logger: Logger(label: "loadkit-test"))
+        try app.start()
+        target = try Target(url: "http://127.0.0.1:\(app.port)")
+    }
+
+    override func tearDown() {
+        app.shutdown()
+        app = nil
+    }
+
+    func testLatencyOnTheRealServerHasNoErrorsAndNoLoss() throws {
+        var o = LatencyScenario.Options()
+        o.sessions = 20; o.rate = 500; o.duration = 1; o.connections = 4; o.progress = false
+        let report = try LatencyScenario.run(target: target, options: o)
+        XCTAssertEqual(report.int("sent"), 500, report.table)
+        XCTAssertEqual(report.int("received"), 500, report.table)
+        XCTAssertEqual(report.int("errors"), 0, report.table)
+        XCTAssertEqual(report.int("streamErrors"), 0, report.table)
+        XCTAssertEqual(report.int("lost"), 0, report.table)
+        let latency = try XCTUnwrap(report.latency("latency"))
+        XCTAssertGreaterThan(latency.p50, 1)
+        XCTAssertLessThan(latency.p50, 200_000, report.table)
+        XCTAssertEqual(app.sessions, 0, "the run deletes its sessions")
+    }
+
+    func testLatencyReportsErrorsWhenTheServerStopsMidRun() throws {
+        var o = LatencyScenario.Options()
+        o.sessions = 5; o.rate = 200; o.duration = 1.5; o.connections = 2; o.grace = 0.3
+        o.progress = false; o.cleanup = false
+        let app = self.app!
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.5) { app.shutdown() }  // the stimulus, not a sync
+        let report = try LatencyScenario.run(target: target, options: o)
+        XCTAssertEqual(report.int("sent"), 300, report.table)
+        XCTAssertLessThan(report.int("accepted") ?? 0, 250, report.table)
+        XCTAssertGreaterThan(report.int("errors") ?? 0, 50, report.table)
+        XCTAssertEqual(report.int("streamErrors"), 5, report.table)
+    }
+
+    func testStreamsOpensAllReceivesTheBroadcastAndMeasuresMemory() throws {
+        var o = StreamsScenario.Options()
+        o.streams = 200; o.hold = 0.2; o.progress = false; o.pid = getpid()
+        let report = try StreamsScenario.run(target: target, options: o)
+        XCTAssertEqual(report.int("succeeded"), 200, report.table)
+        XCTAssertEqual(report.int("failed"), 0, report.table)
+        XCTAssertEqual(report.int("broadcastReceived"), 200, report.table)
+        XCTAssertEqual(report.int("streamsClosedEarly"), 0, report.table)
+        XCTAssertNotNil(report.int("bytesPerSessionStream"), report.table)
+    }
+
+    func testSearchMixRunsThroughTheViewModel() throws {
+        var o = SearchScenario.Options()
+        o.sessions = 5; o.duration = 1; o.think = 0.02; o.progress = false
+        let report = try SearchScenario.run(target: target, options: o)
+        XCTAssertGreaterThan(report.int("searches") ?? 0, 20, report.table)
+        XCTAssertEqual(report.int("postErrors"), 0, report.table)
+        XCTAssertEqual(report.int("timeouts"), 0, report.table)
+        XCTAssertEqual(report.int("rateLimitErrors"), 0, report.table)
+        XCTAssertGreaterThan(search.calls, 0)
+    }
+
+    func testRestOnTheRealServer() throws {
+        var o = RestScenario.Options()
+        o.connections = 4; o.duration = 0.5; o.progress = false
+        let report = try RestScenario.run(target: target, options: o)
+        XCTAssertGreaterThan(report.int("requests") ?? 0, 100, report.table)
+        XCTAssertEqual(report.int("non2xx"), 0, report.table)
+        XCTAssertEqual(report.int("errors"), 0, report.table)
+    }
+}

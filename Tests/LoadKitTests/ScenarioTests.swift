@@ -1,0 +1,76 @@
+import LoadKit
+import XCTest
+
+/// The scenarios against `GreetingTestServer` (the contract's greeting/status subset).
+final class ScenarioTests: XCTestCase {
+    func testLatencyOnAHealthyServerReportsEveryInputAndNoErrors() throws {
+        let server = try GreetingTestServer()
+        defer { server.stop() }
+        var options = LatencyScenario.Options()
+        options.sessions = 10; options.rate = 400; options.duration = 1; options.connections = 4; options.progress = false
+        let report = try LatencyScenario.run(target: Target(url: "http://127.0.0.1:\(server.port)"), options: options)
+        XCTAssertEqual(report.int("sent"), 400, report.table)
+        XCTAssertEqual(report.int("accepted"), 400, report.table)
+        XCTAssertEqual(report.int("received"), 400, report.table)
+        XCTAssertEqual(report.int("errors"), 0, report.table)
+        XCTAssertEqual(report.int("lost"), 0, report.table)
+        let latency = try XCTUnwrap(report.latency("latency"))
+        XCTAssertEqual(latency.count, 400)
+        XCTAssertGreaterThan(latency.p50, 1, "a round trip over loopback takes more than 1 µs")
+        XCTAssertLessThan(latency.p50, 200_000, report.table)
+        XCTAssertLessThanOrEqual(latency.p50, latency.p99)
+        XCTAssertTrue(report.json.text.contains("\"p99_9Us\""))
+    }
+
+    func testLatencyReportsErrorsWhenTheServerStopsMidRun() throws {
+        let server = try GreetingTestServer()
+        server.stopAfterInputs = 100
+        defer { server.stop() }
+        var options = LatencyScenario.Options()
+        options.sessions = 5; options.rate = 200; options.duration = 1; options.connections = 2
+        options.grace = 0.5; options.progress = false; options.cleanup = false
+        let report = try LatencyScenario.run(target: Target(url: "http://127.0.0.1:\(server.port)"), options: options)
+        XCTAssertEqual(report.int("sent"), 200, report.table)
+        XCTAssertLessThanOrEqual(report.int("accepted") ?? 0, 100, report.table)
+        XCTAssertGreaterThanOrEqual(report.int("errors") ?? 0, 100, report.table)
+        XCTAssertEqual(report.int("streamErrors"), 5, report.table)
+    }
+
+    func testStreamsOpensAllAndMeasuresBroadcastFanOut() throws {
+        let server = try GreetingTestServer()
+        defer { server.stop() }
+        var options = StreamsScenario.Options()
+        options.streams = 60; options.hold = 0; options.progress = false
+        options.pid = getpid()
+        let report = try StreamsScenario.run(target: Target(url: "http://127.0.0.1:\(server.port)"), options: options)
+        XCTAssertEqual(report.int("succeeded"), 60, report.table)
+        XCTAssertEqual(report.int("failed"), 0, report.table)
+        XCTAssertEqual(report.int("broadcastReceived"), 60, report.table)
+        XCTAssertEqual(report.latency("establish")?.count, 60)
+        XCTAssertNotNil(report.int("bytesPerSessionStream"), report.table)
+    }
+
+    func testStreamsSaysWhenTheServerHasNoBroadcastHook() throws {
+        let server = try GreetingTestServer()
+        server.hasStatusHook = false
+        defer { server.stop() }
+        var options = StreamsScenario.Options()
+        options.streams = 3; options.hold = 0; options.progress = false
+        let report = try StreamsScenario.run(target: Target(url: "http://127.0.0.1:\(server.port)"), options: options)
+        guard case .text(let text)? = report["broadcast"] else { return XCTFail(report.table) }
+        XCTAssertEqual(text, "broadcast skipped: server has no test hook")
+    }
+
+    func testRestCountsRequestsAndStatuses() throws {
+        let server = try GreetingTestServer()
+        defer { server.stop() }
+        var options = RestScenario.Options()
+        options.connections = 4; options.duration = 0.5; options.progress = false
+        let report = try RestScenario.run(target: Target(url: "http://127.0.0.1:\(server.port)"), options: options)
+        let requests = try XCTUnwrap(report.int("requests"))
+        XCTAssertGreaterThan(requests, 50, report.table)
+        XCTAssertEqual(report.int("non2xx"), 0, report.table)
+        XCTAssertEqual(report.int("errors"), 0, report.table)
+        XCTAssertEqual((report.int("stateRequests") ?? 0) + (report.int("searchRequests") ?? 0), requests)
+    }
+}
