@@ -98,7 +98,10 @@ let package = Package(
 
         // MARK: Tests
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
-        .testTarget(name: "EventHTTPTests", dependencies: ["EventHTTP", "WireClient", "JSON"]),
+        .testTarget(
+            name: "EventHTTPTests",
+            dependencies: ["EventHTTP", "WireClient", "JSON", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(name: "ViewModelsTests", dependencies: ["ViewModels", "GitHubSearch", "JSON"]),
         .testTarget(
             name: "GitHubLiveTests",
@@ -107,8 +110,17 @@ let package = Package(
         ),
         .testTarget(
             name: "BFFTests",
-            dependencies: ["BFF", "EventHTTP", "WireClient", "JSON", "GitHubSimulator", "GitHubSearch"]
+            dependencies: [
+                "BFF", "EventHTTP", "WireClient", "JSON", "GitHubSimulator", "GitHubSearch",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
-        .testTarget(name: "LoadKitTests", dependencies: ["LoadKit", "BFF", "WireClient", "EventHTTP"]),
+        .testTarget(
+            name: "LoadKitTests",
+            dependencies: [
+                "LoadKit", "BFF", "WireClient", "EventHTTP", "GitHubSearch", "JSON",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
     ]
 )

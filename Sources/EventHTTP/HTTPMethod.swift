@@ -19,12 +19,7 @@ public enum HTTPMethod: String, Sendable, CaseIterable {
         }
     }
 
-    /// Every method evhttp may hand us (we answer 405 ourselves rather than evhttp's 501).
-    static let evhttpMask: UInt16 = {
-        let all: [evhttp_cmd_type] = [
-            EVHTTP_REQ_GET, EVHTTP_REQ_HEAD, EVHTTP_REQ_POST, EVHTTP_REQ_PUT, EVHTTP_REQ_DELETE,
-            EVHTTP_REQ_OPTIONS, EVHTTP_REQ_TRACE, EVHTTP_REQ_CONNECT, EVHTTP_REQ_PATCH,
-        ]
-        return all.reduce(0) { $0 | UInt16($1.rawValue) }
-    }()
+    /// Every method bit, including libevent's internal "unknown method" bit (1 << 15): evhttp hands
+    /// us every request and we answer 405 problem JSON ourselves instead of its HTML 501.
+    static let evhttpMask: UInt16 = 0xFFFF
 }

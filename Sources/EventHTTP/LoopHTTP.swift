@@ -101,7 +101,8 @@ final class LoopHTTP: @unchecked Sendable {
         let evcon = evhttp_request_get_connection(req)
         let conn = evcon.flatMap { connections[$0] }
         conn?.requestStarted()
-        let method = HTTPMethod(command: evhttp_request_get_command(req)) ?? .GET
+        let knownMethod = HTTPMethod(command: evhttp_request_get_command(req))
+        let method = knownMethod ?? .CONNECT  // no route handles CONNECT: unknown methods get 405 below
         let responder = HTTPResponder(request: req, owner: self, connection: conn, method: method, startNanos: start)
         conn?.current = responder
         let cfg = server.configuration
@@ -167,10 +168,15 @@ final class LoopHTTP: @unchecked Sendable {
             responder.route = route
             let list = allow.map(\.rawValue).joined(separator: ", ")
             responder.send(HTTPResponse.problem(
-                status: 405, detail: "method \(method.rawValue) is not allowed on \(request.path); allowed: \(list)",
+                status: 405, detail: "method \(knownMethod?.rawValue ?? "(unrecognized)") is not allowed on \(request.path); allowed: \(list)",
                 headers: [("Allow", list)]))
         case .notFound:
-            if let fallback = server.router.fallback {
+            if knownMethod == nil && server.router.fallback != nil {
+                responder.route = "static"
+                responder.send(HTTPResponse.problem(
+                    status: 405, detail: "this request method is not allowed on \(request.path); allowed: GET, HEAD",
+                    headers: [("Allow", "GET, HEAD")]))
+            } else if let fallback = server.router.fallback {
                 responder.route = "static"
                 fallback(request, responder)
             } else {

@@ -76,3 +76,16 @@ final class LimitTests: XCTestCase {
         XCTAssertEqual(try WireConnection.get(port: t.port, path: "/hello").status, 200)
     }
 }
+
+final class MethodTests: XCTestCase {
+    func testUnrecognizedMethodsGet405ProblemNotLibeventsHTML501() throws {
+        let t = try TestServer()
+        for (method, path, allow) in [("QUERY", "/hello", "GET, HEAD"), ("BREW", "/index.html", "GET, HEAD"), ("PROPFIND", "/echo", "POST")] {
+            let c = try WireConnection(port: t.port)
+            try c.send(raw: "\(method) \(path) HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+            let r = try c.readResponse()
+            XCTAssertEqual(TestServer.problem(r, status: 405)?["detail"]?.stringValue?.contains(path), true, method)
+            XCTAssertEqual(r.header("Allow"), allow, method)
+        }
+    }
+}
