@@ -6,7 +6,8 @@ import Glibc
 ///
 /// Threading: owned by the loop that accepted the connection (`LoopHTTP`).
 final class ConnectionState {
-    unowned let owner: LoopHTTP
+    /// The loop outlives its connections (evhttp_free closes them all first).
+    unowned(unsafe) let owner: LoopHTTP
     let bev: OpaquePointer
     var evcon: OpaquePointer?
     /// Request-read deadline; armed when bytes arrive while no request is being handled.

@@ -13,6 +13,7 @@ public final class HTTPResponder: @unchecked Sendable {
     let startNanos: UInt64
     let isHead: Bool
     var route: String = "unmatched"
+    var routeIndex = RouteMetricsCache.unmatchedRoute
     var method: HTTPMethod
     private(set) var stream: HTTPStream?
     /// Called on `loop` if the connection closes before the response is complete.
@@ -63,7 +64,7 @@ public final class HTTPResponder: @unchecked Sendable {
         stream = s
         connection?.startCloseWatch()
         owner.server.metrics.openStreams.increment()
-        owner.record(route: route, method: method, status: status, startNanos: startNanos)
+        owner.record(route: route, routeIndex: routeIndex, method: method, status: status, startNanos: startNanos)
         return s
     }
 
@@ -75,7 +76,7 @@ public final class HTTPResponder: @unchecked Sendable {
 
     private func finished(status: Int) {
         connection?.requestFinished()
-        owner.record(route: route, method: method, status: status, startNanos: startNanos)
+        owner.record(route: route, routeIndex: routeIndex, method: method, status: status, startNanos: startNanos)
     }
 
     // MARK: streaming internals (used by HTTPStream)

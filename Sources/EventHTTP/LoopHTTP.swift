@@ -7,7 +7,8 @@ import Logging
 ///
 /// Threading: everything here runs on `loop`'s thread (set up before the thread starts).
 final class LoopHTTP: @unchecked Sendable {
-    unowned let server: HTTPServer
+    /// The server outlives its loops (it joins their threads before it can go away).
+    unowned(unsafe) let server: HTTPServer
     let loop: EventLoop
     private(set) var http: OpaquePointer?
     private var boundSocket: OpaquePointer?
@@ -127,6 +128,7 @@ final class LoopHTTP: @unchecked Sendable {
             return responder.send(HTTPResponse.problem(status: 400, detail: "the request target must be an absolute path"))
         }
         var headers: [(String, String)] = []
+        headers.reserveCapacity(12)
         var headerBytes = 0
         if let q = evhttp_request_get_input_headers(req) {
             var kv = clibevent_headers_first(q)
@@ -158,10 +160,11 @@ final class LoopHTTP: @unchecked Sendable {
         }
         var request = HTTPRequest(
             method: method, rawPath: rawPath, rawQuery: rawQuery, headers: headers, body: body, loop: loop,
-            remoteAddress: evcon.map(peerAddress) ?? "")
+            remoteAddress: server.logger.logLevel <= .debug ? (evcon.map(peerAddress) ?? "") : "")
         switch server.router.match(method: method, rawPath: rawPath) {
-        case .handler(let handler, let route, let parameters):
+        case .handler(let handler, let route, let routeIndex, let parameters):
             responder.route = route
+            responder.routeIndex = routeIndex
             request.parameters = parameters
             handler(request, responder)
         case .methodNotAllowed(let allow, let route):
@@ -173,11 +176,13 @@ final class LoopHTTP: @unchecked Sendable {
         case .notFound:
             if knownMethod == nil && server.router.fallback != nil {
                 responder.route = "static"
+                responder.routeIndex = RouteMetricsCache.staticRoute
                 responder.send(HTTPResponse.problem(
                     status: 405, detail: "this request method is not allowed on \(request.path); allowed: GET, HEAD",
                     headers: [("Allow", "GET, HEAD")]))
             } else if let fallback = server.router.fallback {
                 responder.route = "static"
+                responder.routeIndex = RouteMetricsCache.staticRoute
                 fallback(request, responder)
             } else {
                 responder.send(HTTPResponse.problem(status: 404, detail: "no resource at \(request.path)"))
@@ -194,9 +199,10 @@ final class LoopHTTP: @unchecked Sendable {
     }
 
     /// Records the request metrics and the debug log line for one answered request.
-    func record(route: String, method: HTTPMethod, status: Int, startNanos: UInt64) {
+    func record(route: String, routeIndex: Int, method: HTTPMethod, status: Int, startNanos: UInt64) {
         let nanos = Int64(monotonicNanos() &- startNanos)
-        routeMetrics.record(factory: server.metrics.factory, route: route, method: method, status: status, nanos: nanos)
+        routeMetrics.record(
+            factory: server.metrics.factory, route: route, routeIndex: routeIndex, method: method, status: status, nanos: nanos)
         if server.logger.logLevel <= .debug {
             server.logger.debug(
                 "request", metadata: ["method": "\(method.rawValue)", "route": "\(route)", "status": "\(status)",

@@ -20,6 +20,10 @@ public final class Router: @unchecked Sendable {
     }
 
     private var routes: [Route] = []
+    /// Literal-only routes by their path ("/healthz"): one hash per request, no scan.
+    private var exact: [String: Int] = [:]
+    /// Indices of routes with parameters, by segment count.
+    private var parameterized: [Int: [Int]] = [:]
     /// Handles requests that match no route (static files). Nil means 404.
     public var fallback: HTTPHandler?
 
@@ -35,6 +39,12 @@ public final class Router: @unchecked Sendable {
             s.hasPrefix(":") ? .parameter(String(s.dropFirst())) : .literal(s)
         }
         routes.append(Route(pattern: pattern, segments: segments, handlers: [method: handler]))
+        let index = routes.count - 1
+        if segments.allSatisfy({ if case .literal = $0 { return true } else { return false } }) {
+            exact["/" + pattern.split(separator: "/").joined(separator: "/")] = index
+        } else {
+            parameterized[segments.count, default: []].append(index)
+        }
     }
 
     /// Adds a synchronous GET handler.
@@ -49,37 +59,90 @@ public final class Router: @unchecked Sendable {
 
     /// The outcome of routing one request.
     enum Match {
-        case handler(HTTPHandler, route: String, parameters: [String: String])
+        case handler(HTTPHandler, route: String, routeIndex: Int, parameters: [String: String])
         case methodNotAllowed(allow: [HTTPMethod], route: String)
         case notFound
     }
 
     func match(method: HTTPMethod, rawPath: String) -> Match {
-        let parts = rawPath.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true)
-        var allowed: [HTTPMethod] = []
-        var allowedRoute = ""
-        for route in routes where route.segments.count == parts.count {
-            var params: [String: String] = [:]
-            var ok = true
-            for (seg, part) in zip(route.segments, parts) {
-                switch seg {
-                case .literal(let lit):
-                    if !lit.utf8.elementsEqual(part) { ok = false }
-                case .parameter(let name):
-                    guard let v = PercentDecoding.decode(Substring(part), plusIsSpace: false) else { ok = false; break }
-                    params[name] = v
-                }
-                if !ok { break }
-            }
-            guard ok else { continue }
-            if let h = route.handlers[method] ?? (method == .HEAD ? route.handlers[.GET] : nil) {
-                return .handler(h, route: route.pattern, parameters: params)
-            }
-            allowed += route.handlers.keys
-            allowedRoute = route.pattern
+        if let index = exact[rawPath] {
+            return outcome(index: index, method: method, parameters: [:]) ?? methodNotAllowed([index])
         }
-        if allowed.isEmpty { return .notFound }
-        if allowed.contains(.GET) && !allowed.contains(.HEAD) { allowed.append(.HEAD) }
-        return .methodNotAllowed(allow: allowed.sorted { $0.rawValue < $1.rawValue }, route: allowedRoute)
+        var path = rawPath
+        return path.withUTF8 { bytes -> Match in
+            let count = Router.segmentCount(bytes)
+            if let index = exact.isEmpty ? nil : literalIndex(bytes, count: count) {
+                return outcome(index: index, method: method, parameters: [:]) ?? methodNotAllowed([index])
+            }
+            var matched: [Int] = []
+            for index in parameterized[count] ?? [] {
+                guard let params = Router.matches(routes[index].segments, bytes) else { continue }
+                if let m = outcome(index: index, method: method, parameters: params) { return m }
+                matched.append(index)
+            }
+            return matched.isEmpty ? .notFound : methodNotAllowed(matched)
+        }
+    }
+
+    /// A literal route matching a path with repeated or trailing slashes ("//healthz/").
+    private func literalIndex(_ bytes: UnsafeBufferPointer<UInt8>, count: Int) -> Int? {
+        var normalized = ""
+        var i = 0
+        while i < bytes.count {
+            while i < bytes.count && bytes[i] == UInt8(ascii: "/") { i += 1 }
+            var j = i
+            while j < bytes.count && bytes[j] != UInt8(ascii: "/") { j += 1 }
+            if j > i { normalized += "/" + String(decoding: UnsafeBufferPointer(rebasing: bytes[i..<j]), as: UTF8.self) }
+            i = j
+        }
+        return exact[normalized.isEmpty ? "/" : normalized]
+    }
+
+    private func outcome(index: Int, method: HTTPMethod, parameters: [String: String]) -> Match? {
+        let handlers = routes[index].handlers
+        guard let h = handlers[method] ?? (method == .HEAD ? handlers[.GET] : nil) else { return nil }
+        return .handler(h, route: routes[index].pattern, routeIndex: index, parameters: parameters)
+    }
+
+    private func methodNotAllowed(_ indices: [Int]) -> Match {
+        var allowed = Set<HTTPMethod>()
+        for i in indices { allowed.formUnion(routes[i].handlers.keys) }
+        if allowed.contains(.GET) { allowed.insert(.HEAD) }
+        return .methodNotAllowed(allow: allowed.sorted { $0.rawValue < $1.rawValue }, route: routes[indices[0]].pattern)
+    }
+
+    private static func segmentCount(_ path: UnsafeBufferPointer<UInt8>) -> Int {
+        var count = 0
+        var inSegment = false
+        for b in path {
+            if b == UInt8(ascii: "/") { inSegment = false } else if !inSegment { inSegment = true; count += 1 }
+        }
+        return count
+    }
+
+    /// The route's parameters when `path` matches its segments (empty segments are ignored), else nil.
+    /// Walks the bytes in place: no allocation unless the route has parameters.
+    private static func matches(_ segments: [Segment], _ path: UnsafeBufferPointer<UInt8>) -> [String: String]? {
+        var params: [String: String] = [:]
+        var i = 0
+        let n = path.count
+        var segmentIndex = 0
+        while true {
+            while i < n && path[i] == UInt8(ascii: "/") { i += 1 }
+            if i == n { return segmentIndex == segments.count ? params : nil }
+            var j = i
+            while j < n && path[j] != UInt8(ascii: "/") { j += 1 }
+            guard segmentIndex < segments.count else { return nil }
+            let part = UnsafeBufferPointer(rebasing: path[i..<j])
+            switch segments[segmentIndex] {
+            case .literal(let lit):
+                guard lit.utf8.elementsEqual(part) else { return nil }
+            case .parameter(let name):
+                guard let v = PercentDecoding.decode(Substring(decoding: part, as: UTF8.self), plusIsSpace: false) else { return nil }
+                params[name] = v
+            }
+            segmentIndex += 1
+            i = j
+        }
     }
 }

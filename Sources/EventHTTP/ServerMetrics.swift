@@ -25,19 +25,22 @@ final class ServerMetrics: Sendable {
     }
 }
 
-/// Per-loop cache of the request metrics by route, method and status (no factory lookups per request).
+/// Per-loop cache of the request metrics by route, method and status, keyed by small integers so a
+/// request costs no string hashing and no factory lookup.
 struct RouteMetricsCache {
-    struct Key: Hashable {
-        let route: String
-        let method: HTTPMethod
-        let status: Int
-    }
+    /// Route index of requests that matched no route (404/405 before any handler).
+    static let unmatchedRoute = -1
+    /// Route index of static files.
+    static let staticRoute = -2
 
-    private var counters: [Key: CoreMetrics.Counter] = [:]
-    private var timers: [String: CoreMetrics.Timer] = [:]
+    private var counters: [Int: CoreMetrics.Counter] = [:]
+    private var timers: [Int: CoreMetrics.Timer] = [:]
 
-    mutating func record(factory: any MetricsFactory, route: String, method: HTTPMethod, status: Int, nanos: Int64) {
-        let key = Key(route: route, method: method, status: status)
+    mutating func record(
+        factory: any MetricsFactory, route: String, routeIndex: Int, method: HTTPMethod, status: Int, nanos: Int64
+    ) {
+        let methodIndex = HTTPMethod.allCases.firstIndex(of: method) ?? 0
+        let key = ((routeIndex + 2) << 16) | (methodIndex << 10) | (status & 0x3FF)
         if let c = counters[key] {
             c.increment()
         } else {
@@ -47,11 +50,11 @@ struct RouteMetricsCache {
             counters[key] = c
             c.increment()
         }
-        if let t = timers[route] {
+        if let t = timers[routeIndex] {
             t.recordNanoseconds(nanos)
         } else {
             let t = CoreMetrics.Timer(label: "http_request_duration_seconds", dimensions: [("route", route)], factory: factory)
-            timers[route] = t
+            timers[routeIndex] = t
             t.recordNanoseconds(nanos)
         }
     }
