@@ -47,7 +47,7 @@ final class ConnectionState {
     }
 
     private func bytesArrived() {
-        if !handling && !readTimerArmed { armReadTimer() }
+        if !handling && !readTimerArmed && owner.readTimeoutEnabled { armReadTimer() }
     }
 
     private func armReadTimer() {

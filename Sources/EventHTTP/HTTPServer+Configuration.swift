@@ -16,9 +16,9 @@ extension HTTPServer {
         public var maxBodyBytes = 64 * 1024
         /// Largest total size of request headers; larger gets `431` (problem JSON).
         public var maxHeaderBytes = 16 * 1024
-        /// A keep-alive connection with no traffic for this long is closed (also a write stall).
+        /// A keep-alive connection with no traffic for this long is closed (also a write stall); 0 disables.
         public var idleTimeout: Double = 60
-        /// Time allowed to receive a whole request once its first byte arrived; then `408`.
+        /// Time allowed to receive a whole request once its first byte arrived; then `408`; 0 disables.
         public var requestReadTimeout: Double = 10
         /// Most open connections (all loops); past it a request gets `503` and the connection closes.
         public var maxConnections = 10_000

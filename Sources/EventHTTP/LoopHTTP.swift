@@ -16,6 +16,7 @@ final class LoopHTTP: @unchecked Sendable {
     /// Reused buffer for streaming chunks (evhttp moves its contents out).
     let scratch: OpaquePointer
     let readTimeout: timeval
+    let readTimeoutEnabled: Bool
     /// Set while evhttp_free tears every connection down at shutdown.
     var freeingAll = false
     private var routeMetrics = RouteMetricsCache()
@@ -25,6 +26,7 @@ final class LoopHTTP: @unchecked Sendable {
         self.loop = loop
         scratch = evbuffer_new()
         readTimeout = loop.timeout(server.configuration.requestReadTimeout)
+        readTimeoutEnabled = server.configuration.requestReadTimeout > 0
         let cfg = server.configuration
         let http = evhttp_new(loop.base)!
         self.http = http
@@ -32,8 +34,10 @@ final class LoopHTTP: @unchecked Sendable {
         evhttp_set_allowed_methods(http, HTTPMethod.evhttpMask)
         evhttp_set_max_body_size(http, cfg.hardBodyLimit)
         evhttp_set_max_headers_size(http, cfg.hardHeaderLimit)
-        var idle = timeval(tv_sec: Int(cfg.idleTimeout), tv_usec: Int((cfg.idleTimeout.truncatingRemainder(dividingBy: 1)) * 1e6))
-        evhttp_set_timeout_tv(http, &idle)
+        if cfg.idleTimeout > 0 {
+            var idle = timeval(tv_sec: Int(cfg.idleTimeout), tv_usec: Int((cfg.idleTimeout.truncatingRemainder(dividingBy: 1)) * 1e6))
+            evhttp_set_timeout_tv(http, &idle)
+        }
         evhttp_set_default_content_type(http, "application/octet-stream")
         evhttp_set_bevcb(http, { _, arg in
             Unmanaged<LoopHTTP>.fromOpaque(arg!).takeUnretainedValue().newConnection()

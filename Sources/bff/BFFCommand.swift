@@ -21,8 +21,8 @@ struct BFFCommand: ParsableCommand {
     @Option(help: "Folder of static files (the browser UI and /openapi.yaml).") var publicDir = "Public"
     @Option(help: "Largest request body in bytes (413 past it).") var maxBodyBytes = 64 * 1024
     @Option(help: "Largest total request header size in bytes (431 past it).") var maxHeaderBytes = 16 * 1024
-    @Option(help: "Seconds an idle keep-alive connection (or a stalled write) stays open.") var idleTimeout = 60.0
-    @Option(help: "Seconds allowed to receive a whole request once it started (408 past it).") var requestTimeout = 10.0
+    @Option(help: "Seconds an idle keep-alive connection (or a stalled write) stays open; 0 disables.") var idleTimeout = 60.0
+    @Option(help: "Seconds allowed to receive a whole request once it started (408 past it); 0 disables.") var requestTimeout = 10.0
     @Option(help: "Most open connections (503 past it).") var maxConnections = 10_000
     @Option(help: "Seconds without requests or open streams after which a session expires.") var sessionIdleTimeout = 1800.0
     @Option(help: "Most live sessions (503 + Retry-After past it).") var maxSessions = 20_000
