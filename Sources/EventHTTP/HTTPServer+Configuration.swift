@@ -21,7 +21,7 @@ extension HTTPServer {
         /// Time allowed to receive a whole request once its first byte arrived; then `408`; 0 disables.
         public var requestReadTimeout: Double = 10
         /// Most open connections (all loops); past it a request gets `503` and the connection closes.
-        public var maxConnections = 10_000
+        public var maxConnections = 25_000
         /// Folder of static files served for paths no route matches; nil serves none.
         public var publicDirectory: String?
         /// Extra headers on static HTML files (e.g. Content-Security-Policy).

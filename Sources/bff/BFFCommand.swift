@@ -23,7 +23,7 @@ struct BFFCommand: ParsableCommand {
     @Option(help: "Largest total request header size in bytes (431 past it).") var maxHeaderBytes = 16 * 1024
     @Option(help: "Seconds an idle keep-alive connection (or a stalled write) stays open; 0 disables.") var idleTimeout = 60.0
     @Option(help: "Seconds allowed to receive a whole request once it started (408 past it); 0 disables.") var requestTimeout = 10.0
-    @Option(help: "Most open connections (503 past it).") var maxConnections = 10_000
+    @Option(help: "Most open connections (503 past it); bff raises its open-file limit to fit.") var maxConnections = 25_000
     @Option(help: "Seconds without requests or open streams after which a session expires.") var sessionIdleTimeout = 1800.0
     @Option(help: "Most live sessions (503 + Retry-After past it).") var maxSessions = 20_000
     @Option(help: "Most open event streams per session (429 past it).") var maxStreamsPerSession = 4
@@ -96,6 +96,7 @@ struct BFFCommand: ParsableCommand {
         github.cacheMaxEntries = cacheMaxEntries
         github.cachePath = cacheFile == "none" ? nil : cacheFile
 
+        raiseOpenFileLimit(to: maxConnections + 256, logger: logger)
         let signals = ShutdownSignals()  // block before any thread starts, so only sigwait sees them
         let app = try Application.live(configuration: config, github: github, logger: logger)
         try app.start()
@@ -108,6 +109,20 @@ struct BFFCommand: ParsableCommand {
 
     private func env(_ name: String) -> String? {
         getenv(name).map { String(cString: $0) }
+    }
+}
+
+/// Raises the soft open-file limit (each connection is a descriptor) as far as the hard limit allows.
+func raiseOpenFileLimit(to wanted: Int, logger: Logger) {
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+    let target = min(rlim_t(wanted), limit.rlim_max)
+    if limit.rlim_cur < target {
+        limit.rlim_cur = target
+        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+    if Int(limit.rlim_cur) < wanted {
+        logger.warning("open-file limit is below --max-connections", metadata: ["limit": "\(limit.rlim_cur)", "wanted": "\(wanted)"])
     }
 }
 
