@@ -21,7 +21,7 @@ public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
     let base: OpaquePointer
     private let wakeFD: Int32
     private var wakeEvent: OpaquePointer?
-    private let queue = Mutex<[@Sendable () -> Void]>([])
+    private let queue = JobQueue()
     private let threadID = Atomic<UInt>(0)
     /// Common-timeout handles by duration in milliseconds (O(1) timer adds; loop thread only).
     private var commonTimeouts: [Int: timeval] = [:]
@@ -56,21 +56,13 @@ public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
 
     /// Runs `work` on this loop's thread, in submission order. Safe from any thread.
     public func execute(_ work: @escaping @Sendable () -> Void) {
-        let wasEmpty = queue.withLock { q in
-            q.append(work)
-            return q.count == 1
-        }
-        if wasEmpty { clibevent_wakefd_signal(wakeFD) }
+        if queue.append(work) { clibevent_wakefd_signal(wakeFD) }
     }
 
     private func drainQueue() {
         clibevent_wakefd_drain(wakeFD)
         while true {
-            let jobs = queue.withLock { q -> [@Sendable () -> Void] in
-                let j = q
-                q.removeAll(keepingCapacity: true)
-                return j
-            }
+            let jobs = queue.takeAll()
             if jobs.isEmpty { return }
             for job in jobs { job() }
         }

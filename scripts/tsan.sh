@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Builds and runs the concurrent test suites under ThreadSanitizer (a separate build folder,
+# .build-tsan; a first build takes a few minutes). Not part of scripts/test.sh: run it after
+# changing anything that crosses threads (event loops, sessions, streams, the cache).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+swift build --build-tests --sanitize=thread --scratch-path .build-tsan 2>&1 | grep -E "error:|Compiling|Build complete" | grep -v fds_bits | tail -n 3
+swift test --sanitize=thread --scratch-path .build-tsan --skip-build \
+  --filter "EventHTTPTests|BFFTests|ViewModelsTests|GitHubLiveTests" 2>&1 | tee /tmp/bff-tsan.log | grep -E "Executed .* tests|ThreadSanitizer" | tail -n 5
+! grep -q "WARNING: ThreadSanitizer" /tmp/bff-tsan.log
