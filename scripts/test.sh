@@ -4,7 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --test
-swift build --build-tests 2>&1 | tail -n 3
+if ! swift build --build-tests > /tmp/bff-build.log 2>&1; then
+  grep -E "error:" /tmp/bff-build.log | head -40 >&2
+  tail -n 40 /tmp/bff-build.log >&2
+  echo "build failed; the full log is /tmp/bff-build.log" >&2
+  exit 1
+fi
+tail -n 1 /tmp/bff-build.log
 swift test 2>&1 | tee /tmp/bff-swift-test.log | grep -E "error:|failed|Executed|passed after|failed after" | grep -v "' passed (" || true
 if ! grep -qE "Executed [0-9]+ tests?, with 0 failures" /tmp/bff-swift-test.log || grep -qE "with [1-9][0-9]* failures?" /tmp/bff-swift-test.log; then
   echo "swift test failed; the full log is /tmp/bff-swift-test.log" >&2

@@ -60,7 +60,7 @@ final class ConnectionState {
     /// A complete request was handed to the server.
     func requestStarted() {
         handling = true
-        owner.server.metrics.inFlight.add(1, ordering: .relaxed)
+        owner.metrics.inFlight.add(1, ordering: .relaxed)
         if readTimerArmed, let readTimer {
             event_del(readTimer)
             readTimerArmed = false
@@ -69,7 +69,7 @@ final class ConnectionState {
 
     /// The response went out; the connection may read the next request.
     func requestFinished() {
-        if handling { owner.server.metrics.inFlight.subtract(1, ordering: .relaxed) }
+        if handling { owner.metrics.inFlight.subtract(1, ordering: .relaxed) }
         handling = false
         current = nil
         stopCloseWatch()
@@ -78,9 +78,9 @@ final class ConnectionState {
     private func readTimedOut() {
         readTimerArmed = false
         guard !handling, let evcon else { return }
-        owner.server.metrics.readTimeouts.increment()
+        owner.metrics.readTimeouts.increment()
         let body = HTTPResponse.problem(
-            status: 408, detail: "the request was not received completely within \(owner.server.configuration.requestReadTimeout) s")
+            status: 408, detail: "the request was not received completely within \(owner.config.requestReadTimeout) s")
         var head = "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/problem+json\r\nConnection: close\r\n"
         head += "Content-Length: \(body.body.count)\r\n\r\n"
         let fd = bufferevent_getfd(bev)
@@ -134,7 +134,7 @@ final class ConnectionState {
         current = nil
         if handling {
             handling = false
-            owner.server.metrics.inFlight.subtract(1, ordering: .relaxed)
+            owner.metrics.inFlight.subtract(1, ordering: .relaxed)
         }
         owner.connectionClosed(self)
     }

@@ -63,13 +63,13 @@ public final class HTTPResponder: @unchecked Sendable {
         let s = HTTPStream(responder: self, owner: owner)
         stream = s
         connection?.startCloseWatch()
-        owner.server.metrics.openStreams.increment()
+        owner.metrics.openStreams.increment()
         owner.record(route: route, routeIndex: routeIndex, method: method, status: status, startNanos: startNanos)
         return s
     }
 
     private func addHeaders(_ out: UnsafeMutablePointer<evkeyvalq>?, _ headers: [(String, String)]) {
-        for (n, v) in owner.server.configuration.commonHeaders { evhttp_add_header(out, n, v) }
+        for (n, v) in owner.config.commonHeaders { evhttp_add_header(out, n, v) }
         for (n, v) in headers { evhttp_add_header(out, n, v) }
         if owner.server.state == .draining { evhttp_add_header(out, "Connection", "close") }
     }
@@ -96,7 +96,7 @@ public final class HTTPResponder: @unchecked Sendable {
         guard let req = request else { return }
         request = nil
         evhttp_send_reply_end(req)
-        owner.server.metrics.openStreams.decrement()
+        owner.metrics.openStreams.decrement()
         stream?.markClosed(notify: false)
         connection?.requestFinished()
     }
@@ -107,7 +107,7 @@ public final class HTTPResponder: @unchecked Sendable {
         request = nil
         if freeRequest { evhttp_request_free(req) }
         if let s = stream {
-            owner.server.metrics.openStreams.decrement()
+            owner.metrics.openStreams.decrement()
             s.markClosed(notify: true)
         }
         let cb = onClose

@@ -20,6 +20,13 @@ final class LoopHTTP: @unchecked Sendable {
     /// Set while evhttp_free tears every connection down at shutdown.
     var freeingAll = false
     private var routeMetrics = RouteMetricsCache()
+    // Read on every request: kept here so the hot path copies no configuration struct and
+    // retains nothing (they live as long as the server, which outlives the loop).
+    let config: HTTPServer.Configuration
+    unowned(unsafe) let metrics: ServerMetrics
+    unowned(unsafe) let router: Router
+    let logger: Logger
+    let debugLogging: Bool
 
     init(server: HTTPServer, loop: EventLoop, listenFD: Int32) {
         self.server = server
@@ -27,6 +34,11 @@ final class LoopHTTP: @unchecked Sendable {
         scratch = evbuffer_new()
         readTimeout = loop.timeout(server.configuration.requestReadTimeout)
         readTimeoutEnabled = server.configuration.requestReadTimeout > 0
+        config = server.configuration
+        metrics = server.metrics
+        router = server.router
+        logger = server.logger
+        debugLogging = server.logger.logLevel <= .debug
         let cfg = server.configuration
         let http = evhttp_new(loop.base)!
         self.http = http
@@ -68,18 +80,18 @@ final class LoopHTTP: @unchecked Sendable {
         let evcon = OpaquePointer(cbarg)
         state.attach(evcon: evcon)
         connections[evcon] = state
-        let open = server.metrics.connectionCount.add(1, ordering: .relaxed).newValue
-        server.metrics.openConnections.increment()
-        if open > server.configuration.maxConnections {
+        let open = metrics.connectionCount.add(1, ordering: .relaxed).newValue
+        metrics.openConnections.increment()
+        if open > config.maxConnections {
             state.overLimit = true
-            server.metrics.rejectedConnections.increment()
+            metrics.rejectedConnections.increment()
         }
     }
 
     func connectionClosed(_ state: ConnectionState) {
         guard let evcon = state.evcon, connections.removeValue(forKey: evcon) != nil else { return }
-        server.metrics.connectionCount.subtract(1, ordering: .relaxed)
-        server.metrics.openConnections.decrement()
+        metrics.connectionCount.subtract(1, ordering: .relaxed)
+        metrics.openConnections.decrement()
     }
 
     /// Stops accepting new connections on this loop (existing ones go on).
@@ -110,10 +122,9 @@ final class LoopHTTP: @unchecked Sendable {
         let method = knownMethod ?? .CONNECT  // no route handles CONNECT: unknown methods get 405 below
         let responder = HTTPResponder(request: req, owner: self, connection: conn, method: method, startNanos: start)
         conn?.current = responder
-        let cfg = server.configuration
         if conn?.overLimit == true {
             return responder.send(HTTPResponse.problem(
-                status: 503, detail: "the server has reached its limit of \(cfg.maxConnections) open connections",
+                status: 503, detail: "the server has reached its limit of \(config.maxConnections) open connections",
                 headers: [("Retry-After", "1"), ("Connection", "close")]))
         }
         guard let uriC = evhttp_request_get_uri(req) else {
@@ -143,17 +154,17 @@ final class LoopHTTP: @unchecked Sendable {
                 kv = clibevent_headers_next(h)
             }
         }
-        if headerBytes > cfg.maxHeaderBytes {
+        if headerBytes > config.maxHeaderBytes {
             return responder.send(HTTPResponse.problem(
-                status: 431, detail: "request headers are \(headerBytes) bytes; the limit is \(cfg.maxHeaderBytes) bytes",
+                status: 431, detail: "request headers are \(headerBytes) bytes; the limit is \(config.maxHeaderBytes) bytes",
                 headers: [("Connection", "close")]))
         }
         var body: [UInt8] = []
         if let inbuf = evhttp_request_get_input_buffer(req) {
             let n = evbuffer_get_length(inbuf)
-            if n > cfg.maxBodyBytes {
+            if n > config.maxBodyBytes {
                 return responder.send(HTTPResponse.problem(
-                    status: 413, detail: "request body is \(n) bytes; the limit is \(cfg.maxBodyBytes) bytes",
+                    status: 413, detail: "request body is \(n) bytes; the limit is \(config.maxBodyBytes) bytes",
                     headers: [("Connection", "close")]))
             }
             if n > 0 {
@@ -164,8 +175,8 @@ final class LoopHTTP: @unchecked Sendable {
         }
         var request = HTTPRequest(
             method: method, rawPath: rawPath, rawQuery: rawQuery, headers: headers, body: body, loop: loop,
-            remoteAddress: server.logger.logLevel <= .debug ? (evcon.map(peerAddress) ?? "") : "")
-        switch server.router.match(method: method, rawPath: rawPath) {
+            remoteAddress: debugLogging ? (evcon.map(peerAddress) ?? "") : "")
+        switch router.match(method: method, rawPath: rawPath) {
         case .handler(let handler, let route, let routeIndex, let parameters):
             responder.route = route
             responder.routeIndex = routeIndex
@@ -178,13 +189,13 @@ final class LoopHTTP: @unchecked Sendable {
                 status: 405, detail: "method \(knownMethod?.rawValue ?? "(unrecognized)") is not allowed on \(request.path); allowed: \(list)",
                 headers: [("Allow", list)]))
         case .notFound:
-            if knownMethod == nil && server.router.fallback != nil {
+            if knownMethod == nil && router.fallback != nil {
                 responder.route = "static"
                 responder.routeIndex = RouteMetricsCache.staticRoute
                 responder.send(HTTPResponse.problem(
                     status: 405, detail: "this request method is not allowed on \(request.path); allowed: GET, HEAD",
                     headers: [("Allow", "GET, HEAD")]))
-            } else if let fallback = server.router.fallback {
+            } else if let fallback = router.fallback {
                 responder.route = "static"
                 responder.routeIndex = RouteMetricsCache.staticRoute
                 fallback(request, responder)
@@ -206,14 +217,14 @@ final class LoopHTTP: @unchecked Sendable {
     func record(route: String, routeIndex: Int, method: HTTPMethod, status: Int, startNanos: UInt64) {
         let nanos = Int64(monotonicNanos() &- startNanos)
         routeMetrics.record(
-            factory: server.metrics.factory, route: route, routeIndex: routeIndex, method: method, status: status, nanos: nanos)
-        if server.logger.logLevel <= .debug {
-            server.logger.debug(
+            factory: metrics.factory, route: route, routeIndex: routeIndex, method: method, status: status, nanos: nanos)
+        if debugLogging {
+            logger.debug(
                 "request", metadata: ["method": "\(method.rawValue)", "route": "\(route)", "status": "\(status)",
                                       "us": "\(nanos / 1000)", "loop": "\(loop.index)"])
         }
         if status >= 500 && status != 503 {
-            server.logger.warning("server error", metadata: ["route": "\(route)", "status": "\(status)"])
+            logger.warning("server error", metadata: ["route": "\(route)", "status": "\(status)"])
         }
     }
 }
