@@ -37,6 +37,8 @@ public final class GitHubSimulator: @unchecked Sendable {
         public var rateLimited = 0
         /// Searches that carried the configured bearer token.
         public var authenticated = 0
+        /// All zero.
+        public init() {}
     }
 
     /// The corpus searched.
