@@ -39,7 +39,7 @@ extension SearchCache {
     /// Drops entries past `maxAge`, then least recently used ones until both bounds hold.
     func enforceBounds(now: Double) {
         if entries.count > 0 {
-            for (key, entry) in entries where now - entry.storedAt >= configuration.maxAge && inFlight[key] == nil {
+            for (key, entry) in entries where now - entry.storedAt >= configuration.maxAge {
                 remove(key)
             }
         }

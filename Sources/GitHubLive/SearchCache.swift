@@ -81,9 +81,15 @@ public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
         var loaded: [String: Entry] = [:]
         var bytes = 0
         var counter = 0
-        for stored in store?.loadAll() ?? [] {
+        // Most recent first, keeping what fits the (possibly smaller) bounds and the maximum age.
+        let now = clock.now()
+        for stored in (store?.loadAll() ?? []).reversed() {
+            let fits = loaded.count < configuration.maxEntries && bytes + stored.pageJSON.count <= configuration.maxBytes
+            guard fits, now - stored.storedAt < configuration.maxAge, loaded[stored.key] == nil else {
+                store?.delete(key: stored.key)
+                continue
+            }
             counter = max(counter, stored.lastUse)
-            if let old = loaded[stored.key] { bytes -= old.pageJSON.count }
             loaded[stored.key] = Entry(
                 request: stored.request, page: stored.page, etag: stored.etag, storedAt: stored.storedAt,
                 pageJSON: stored.pageJSON, lastUse: stored.lastUse)
@@ -103,7 +109,7 @@ public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
         lookups += 1
         let key = SearchCache.key(request)
         let now = clock.now()
-        if let entry = entries[key], now - entry.storedAt >= configuration.maxAge, inFlight[key] == nil {
+        if let entry = entries[key], now - entry.storedAt >= configuration.maxAge {
             remove(key)  // too old to serve under any policy
         }
         switch policy {
@@ -144,7 +150,8 @@ public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
     /// The single-flight call for `key`: joins the one under way or starts one.
     func startFetch(_ request: SearchRequest, key: String) -> Task<Result<SearchPage, SearchError>, Never> {
         if let task = inFlight[key] { return task }
-        let etag = entries[key]?.etag
+        let cached = entries[key].map { (page: $0.page, etag: $0.etag) }
+        let etag = cached?.etag
         let upstream = self.upstream
         let task = Task<Result<SearchPage, SearchError>, Never> {
             let fetched: Result<ConditionalFetch, SearchError>
@@ -157,13 +164,16 @@ public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
             } catch {
                 fetched = .failure(error)
             }
-            return self.finish(request, key: key, fetched)
+            return self.finish(request, key: key, fetched, cached: cached)
         }
         inFlight[key] = task
         return task
     }
 
-    func finish(_ request: SearchRequest, key: String, _ fetched: Result<ConditionalFetch, SearchError>) -> Result<SearchPage, SearchError> {
+    func finish(
+        _ request: SearchRequest, key: String, _ fetched: Result<ConditionalFetch, SearchError>,
+        cached: (page: SearchPage, etag: String?)?
+    ) -> Result<SearchPage, SearchError> {
         inFlight[key] = nil
         let now = clock.now()
         switch fetched {
@@ -171,7 +181,11 @@ public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
             insert(request, key: key, page: page, etag: etag, now: now)
             return .success(page)
         case .success(.notModified):
-            guard var entry = entries[key] else { return .failure(.upstream(message: "GitHub answered 304 for an uncached search.")) }
+            guard var entry = entries[key] else {
+                guard let cached else { return .failure(.upstream(message: "GitHub answered 304 for an uncached search.")) }
+                insert(request, key: key, page: cached.page, etag: cached.etag, now: now)  // evicted meanwhile
+                return .success(cached.page)
+            }
             entry.storedAt = now
             entry.revalidationFailed = false
             entries[key] = entry
