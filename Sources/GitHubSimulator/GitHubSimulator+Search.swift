@@ -55,8 +55,30 @@ extension GitHubSimulator {
         response.headers.append(contentsOf: headers)
         if f.malformedJSON && response.status == 200 {
             response.body = Array(response.body.prefix(max(1, response.body.count / 2)))
+        } else if response.status == 200 {
+            let etag = GitHubSimulator.etag(response.body)
+            response.headers.append(("ETag", etag))
+            if request.header("If-None-Match") == etag {
+                refund()  // like GitHub, a 304 to a conditional request costs no budget
+                response.status = 304
+                response.body = []
+                response.headers = response.headers.filter { $0.0 != "Content-Type" && $0.0 != "X-RateLimit-Remaining" }
+                    + [("X-RateLimit-Remaining", String(remaining + 1))]
+                record { bump(&$0); $0.notModified += 1 }
+                return .respond(response, delayMilliseconds: delay)
+            }
         }
         record { bump(&$0); if response.status == 200 { $0.served += 1 } }
         return .respond(response, delayMilliseconds: delay)
+    }
+}
+
+extension GitHubSimulator {
+    /// A weak ETag of a body (FNV-1a, 64 bits), shaped like GitHub's `W/"…"`.
+    static func etag(_ body: [UInt8]) -> String {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in body { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        let hex = String(h, radix: 16)
+        return "W/\"\(String(repeating: "0", count: 16 - hex.count))\(hex)\""
     }
 }

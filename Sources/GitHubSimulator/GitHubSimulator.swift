@@ -37,6 +37,8 @@ public final class GitHubSimulator: @unchecked Sendable {
         public var rateLimited = 0
         /// Searches that carried the configured bearer token.
         public var authenticated = 0
+        /// Conditional searches answered 304 (free of budget, as on GitHub).
+        public var notModified = 0
         /// All zero.
         public init() {}
     }
@@ -119,10 +121,13 @@ public final class GitHubSimulator: @unchecked Sendable {
         }
     }
 
+    /// Gives back one unit of the budget (a 304 is free).
+    func refund() { lock.withLock { used = max(0, used - 1) } }
+
     var statsJSON: JSONValue {
         let s = stats
         return ["requests": .int(s.requests), "served": .int(s.served), "rateLimited": .int(s.rateLimited),
-                "authenticated": .int(s.authenticated)]
+                "authenticated": .int(s.authenticated), "notModified": .int(s.notModified)]
     }
 
     func setFaults(_ body: [UInt8]) -> SimResponse {

@@ -241,4 +241,19 @@ final class GatewaySimulatorTests: XCTestCase {
         XCTAssertEqual(hit.cache, .hit)
         XCTAssertEqual(simulator.stats.requests, 1)
     }
+
+    func testETagRevalidationGets304FromTheSimulator() async throws {
+        try startSimulator()
+        let clock = ManualClock()
+        let cache = SearchCache(upstream: try gateway(), clock: clock)
+        let first = try await cache.search(SearchRequest(query: "language:rust"))
+        XCTAssertEqual(first.cache, .miss)
+        clock.advance(120)
+        let second = try await cache.search(SearchRequest(query: "language:rust"), policy: .revalidate)
+        XCTAssertEqual(second, SearchResponse(page: first.page, cache: .revalidated))
+        XCTAssertEqual(simulator.stats.notModified, 1)
+        XCTAssertEqual(simulator.stats.requests, 2)
+        let third = try await cache.search(SearchRequest(query: "language:rust"))
+        XCTAssertEqual(third.cache, .hit)
+    }
 }

@@ -199,4 +199,21 @@ final class SimulatorCoreTests: XCTestCase {
         XCTAssertEqual(search([("q", "a")], sim: sim, headers: []).status, 403, "GitHub requires a User-Agent")
         XCTAssertEqual(sim.stats.authenticated, 1)
     }
+
+    func testConditionalRequestsAreFree() {
+        var config = GitHubSimulator.Configuration()
+        config.rateLimit = 5
+        config.repositories = 100
+        let sim = GitHubSimulator(configuration: config)
+        let first = search([("q", "a")], sim: sim)
+        let etag = try? XCTUnwrap(first.header("ETag"))
+        XCTAssertTrue(etag?.hasPrefix("W/\"") == true)
+        let again = search([("q", "a")], sim: sim, headers: [("User-Agent", "t"), ("If-None-Match", etag ?? "")])
+        XCTAssertEqual(again.status, 304)
+        XCTAssertEqual(again.body, [])
+        XCTAssertEqual(again.header("X-RateLimit-Remaining"), "4", "the 304 did not spend budget")
+        let other = search([("q", "b")], sim: sim, headers: [("User-Agent", "t"), ("If-None-Match", etag ?? "")])
+        XCTAssertEqual(other.status, 200)
+        XCTAssertEqual(sim.stats.notModified, 1)
+    }
 }
