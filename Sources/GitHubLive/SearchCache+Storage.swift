@@ -25,9 +25,10 @@ extension SearchCache {
     }
 
     func persist(_ key: String, _ entry: Entry) {
-        store?.put(StoredEntry(
-            key: key, request: entry.request, page: entry.page, etag: entry.etag, storedAt: entry.storedAt,
-            pageJSON: entry.pageJSON, lastUse: entry.lastUse))
+        store?.put(
+            StoredEntry(
+                key: key, request: entry.request, page: entry.page, etag: entry.etag, storedAt: entry.storedAt,
+                pageJSON: entry.pageJSON, lastUse: entry.lastUse))
     }
 
     func remove(_ key: String) {

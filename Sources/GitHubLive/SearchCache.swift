@@ -35,7 +35,10 @@ public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
         public var path: String?
 
         /// Defaults: 60 s fresh, 24 h max age, 2000 entries, 64 MiB, memory only.
-        public init(ttl: Double = 60, maxAge: Double = 86_400, maxEntries: Int = 2000, maxBytes: Int = 64 << 20, path: String? = nil) {
+        public init(
+            ttl: Double = 60, maxAge: Double = 86_400, maxEntries: Int = 2000, maxBytes: Int = 64 << 20,
+            path: String? = nil
+        ) {
             self.ttl = ttl
             self.maxAge = maxAge
             self.maxEntries = max(1, maxEntries)
@@ -70,8 +73,10 @@ public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
     public internal(set) var totalBytes = 0
 
     /// Creates the cache and loads the file at `configuration.path`, if any (synchronously: call at start-up).
-    public init(upstream: Upstream, configuration: Configuration = Configuration(), clock: any WallClock = SystemWallClock(),
-                logger: Logger = Logger(label: "bff.search-cache")) {
+    public init(
+        upstream: Upstream, configuration: Configuration = Configuration(), clock: any WallClock = SystemWallClock(),
+        logger: Logger = Logger(label: "bff.search-cache")
+    ) {
         self.upstream = upstream
         self.configuration = configuration
         self.clock = clock
@@ -84,7 +89,8 @@ public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
         // Most recent first, keeping what fits the (possibly smaller) bounds and the maximum age.
         let now = clock.now()
         for stored in (store?.loadAll() ?? []).reversed() {
-            let fits = loaded.count < configuration.maxEntries && bytes + stored.pageJSON.count <= configuration.maxBytes
+            let fits =
+                loaded.count < configuration.maxEntries && bytes + stored.pageJSON.count <= configuration.maxBytes
             guard fits, now - stored.storedAt < configuration.maxAge, loaded[stored.key] == nil else {
                 store?.delete(key: stored.key)
                 continue
@@ -159,7 +165,8 @@ public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
                 if let conditional = upstream as? any ConditionalRepositorySearching {
                     fetched = .success(try await conditional.fetch(request, ifNoneMatch: etag))
                 } else {
-                    fetched = .success(.modified(try await upstream.search(request, policy: .revalidate).page, etag: nil))
+                    fetched = .success(
+                        .modified(try await upstream.search(request, policy: .revalidate).page, etag: nil))
                 }
             } catch {
                 fetched = .failure(error)
@@ -182,7 +189,9 @@ public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
             return .success(page)
         case .success(.notModified):
             guard var entry = entries[key] else {
-                guard let cached else { return .failure(.upstream(message: "GitHub answered 304 for an uncached search.")) }
+                guard let cached else {
+                    return .failure(.upstream(message: "GitHub answered 304 for an uncached search."))
+                }
                 insert(request, key: key, page: cached.page, etag: cached.etag, now: now)  // evicted meanwhile
                 return .success(cached.page)
             }

@@ -99,7 +99,9 @@ public final class GitHubSimulator: @unchecked Sendable {
         case (_, "/search/repositories"), (_, "/_sim/stats"), (_, "/_sim/faults"), (_, "/_sim/reset"):
             return .respond(.json(405, ["message": "Method Not Allowed"]), delayMilliseconds: 0)
         default:
-            return .respond(.json(404, ["message": "Not Found", "documentation_url": "https://docs.github.com/rest"]), delayMilliseconds: 0)
+            return .respond(
+                .json(404, ["message": "Not Found", "documentation_url": "https://docs.github.com/rest"]),
+                delayMilliseconds: 0)
         }
     }
 
@@ -126,8 +128,10 @@ public final class GitHubSimulator: @unchecked Sendable {
 
     var statsJSON: JSONValue {
         let s = stats
-        return ["requests": .int(s.requests), "served": .int(s.served), "rateLimited": .int(s.rateLimited),
-                "authenticated": .int(s.authenticated), "notModified": .int(s.notModified)]
+        return [
+            "requests": .int(s.requests), "served": .int(s.served), "rateLimited": .int(s.rateLimited),
+            "authenticated": .int(s.authenticated), "notModified": .int(s.notModified),
+        ]
     }
 
     func setFaults(_ body: [UInt8]) -> SimResponse {
@@ -141,7 +145,9 @@ public final class GitHubSimulator: @unchecked Sendable {
             return .json(400, ["message": .string(error.message)])
         }
         if let v = object["rateLimit"] {
-            guard let n = v.intValue, n >= 0 else { return .json(400, ["message": "rateLimit must be a non-negative integer"]) }
+            guard let n = v.intValue, n >= 0 else {
+                return .json(400, ["message": "rateLimit must be a non-negative integer"])
+            }
             rateLimit = n
         }
         faults = next

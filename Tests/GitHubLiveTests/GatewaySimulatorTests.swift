@@ -22,7 +22,8 @@ final class GatewaySimulatorTests: XCTestCase {
         var serverConfig = HTTPServer.Configuration()
         serverConfig.port = 0
         serverConfig.threads = 1
-        let server = HTTPServer(configuration: serverConfig, logger: Logger(label: "sim") { _ in SwiftLogNoOpLogHandler() })
+        let server = HTTPServer(
+            configuration: serverConfig, logger: Logger(label: "sim") { _ in SwiftLogNoOpLogHandler() })
         simulator.install(on: server.router)
         try server.start()
         self.server = server
@@ -34,7 +35,9 @@ final class GatewaySimulatorTests: XCTestCase {
         server = nil
     }
 
-    func gateway(token: String? = nil, timeout: Double = 10, statuses: Recorder<UpstreamStatus>? = nil, logger: Logger? = nil) throws -> GitHubGateway {
+    func gateway(
+        token: String? = nil, timeout: Double = 10, statuses: Recorder<UpstreamStatus>? = nil, logger: Logger? = nil
+    ) throws -> GitHubGateway {
         try GitHubGateway(
             configuration: .init(
                 baseURL: baseURL, token: token, requestTimeout: timeout, resourceTimeout: timeout * 2,
@@ -43,7 +46,9 @@ final class GatewaySimulatorTests: XCTestCase {
             onStatus: { statuses?.append($0) })
     }
 
-    func expectError(_ body: () async throws -> Void, file: StaticString = #filePath, line: UInt = #line) async -> SearchError? {
+    func expectError(_ body: () async throws -> Void, file: StaticString = #filePath, line: UInt = #line) async
+        -> SearchError?
+    {
         do {
             try await body()
             XCTFail("expected a SearchError", file: file, line: line)
@@ -220,7 +225,8 @@ final class GatewaySimulatorTests: XCTestCase {
         let timeout = await expectError { _ = try await slow.search(SearchRequest(query: "a")) }
         XCTAssertEqual(timeout?.kind, "unavailable")
         for error in [e401, timeout].compactMap({ $0 }) {
-            XCTAssertFalse(error.message.contains(token) || error.message.contains(wrongToken) || error.message.contains("ghp_"))
+            XCTAssertFalse(
+                error.message.contains(token) || error.message.contains(wrongToken) || error.message.contains("ghp_"))
         }
         XCTAssertFalse(lines.all.isEmpty)
         XCTAssertFalse(lines.all.contains { $0.contains("ghp_") }, "\(lines.all)")

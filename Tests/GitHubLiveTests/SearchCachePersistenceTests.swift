@@ -34,12 +34,15 @@ final class SearchCachePersistenceTests: XCTestCase {
     func testEvictionIsPersisted() async throws {
         let path = tempPath("cache.sqlite")
         let clock = ManualClock()
-        let fake = FakeSearch([.success(.modified(samplePage("a"), etag: nil)), .success(.modified(samplePage("b"), etag: nil))])
+        let fake = FakeSearch([
+            .success(.modified(samplePage("a"), etag: nil)), .success(.modified(samplePage("b"), etag: nil)),
+        ])
         let cache = SearchCache(upstream: fake, configuration: .init(maxEntries: 1, path: path), clock: clock)
         _ = try await cache.search(SearchRequest(query: "a"))
         _ = try await cache.search(SearchRequest(query: "b"))
         await cache.flush()
-        let restarted = SearchCache(upstream: FakeSearch(), configuration: .init(maxEntries: 1, path: path), clock: clock)
+        let restarted = SearchCache(
+            upstream: FakeSearch(), configuration: .init(maxEntries: 1, path: path), clock: clock)
         let count = await restarted.count
         XCTAssertEqual(count, 1)
         let b = try await restarted.search(SearchRequest(query: "b"))
@@ -56,7 +59,8 @@ final class SearchCachePersistenceTests: XCTestCase {
             clock.advance(100)
         }
         await cache.flush()
-        let smaller = SearchCache(upstream: FakeSearch(), configuration: .init(ttl: 1000, maxEntries: 2, path: path), clock: clock)
+        let smaller = SearchCache(
+            upstream: FakeSearch(), configuration: .init(ttl: 1000, maxEntries: 2, path: path), clock: clock)
         let kept = await smaller.count
         XCTAssertEqual(kept, 2)
         let c = try await smaller.search(SearchRequest(query: "c"), policy: .useCache)
