@@ -89,7 +89,8 @@ final class CacheStore: @unchecked Sendable {  // all mutable state is confined 
             var bad: [String] = []
             let decoder = JSONDecoder()
             do {
-                try db.query("SELECT key, request, page, etag, stored_at, last_use FROM search_cache ORDER BY last_use") { row in
+                try db.query("SELECT key, request, page, etag, stored_at, last_use FROM search_cache ORDER BY last_use")
+                { row in
                     let key = row.text(0) ?? ""
                     let pageJSON = row.blob(2)
                     guard let request = try? decoder.decode(SearchRequest.self, from: Data(row.blob(1))),
@@ -98,20 +99,24 @@ final class CacheStore: @unchecked Sendable {  // all mutable state is confined 
                         bad.append(key)
                         return
                     }
-                    entries.append(StoredEntry(
-                        key: key, request: request, page: page, etag: row.text(3), storedAt: row.double(4),
-                        pageJSON: pageJSON, lastUse: row.int(5)))
+                    entries.append(
+                        StoredEntry(
+                            key: key, request: request, page: page, etag: row.text(3), storedAt: row.double(4),
+                            pageJSON: pageJSON, lastUse: row.int(5)))
                 }
                 for key in bad { try db.query("DELETE FROM search_cache WHERE key = ?", [.text(key)]) }
             } catch {
-                logger.error("search cache file unreadable; rebuilding it", metadata: ["path": "\(path)", "error": "\(error)"])
+                logger.error(
+                    "search cache file unreadable; rebuilding it", metadata: ["path": "\(path)", "error": "\(error)"])
                 self.db?.close()
                 self.db = nil
                 for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
                 self.db = try? open()
                 return []
             }
-            if !bad.isEmpty { logger.warning("dropped unreadable search cache rows", metadata: ["count": "\(bad.count)"]) }
+            if !bad.isEmpty {
+                logger.warning("dropped unreadable search cache rows", metadata: ["count": "\(bad.count)"])
+            }
             return entries
         }
     }
@@ -124,8 +129,11 @@ final class CacheStore: @unchecked Sendable {  // all mutable state is confined 
             do {
                 try db.query(
                     "INSERT OR REPLACE INTO search_cache(key, request, page, etag, stored_at, last_use) VALUES(?,?,?,?,?,?)",
-                    [.text(entry.key), .blob(requestJSON), .blob(entry.pageJSON), entry.etag.map { .text($0) } ?? .null,
-                     .double(entry.storedAt), .int(entry.lastUse)])
+                    [
+                        .text(entry.key), .blob(requestJSON), .blob(entry.pageJSON),
+                        entry.etag.map { .text($0) } ?? .null,
+                        .double(entry.storedAt), .int(entry.lastUse),
+                    ])
             } catch {
                 logger.warning("search cache write failed", metadata: ["error": "\(error)"])
             }
@@ -147,5 +155,10 @@ final class CacheStore: @unchecked Sendable {  // all mutable state is confined 
     }
 
     /// Closes the database after pending writes.
-    func close() { queue.sync { db?.close(); db = nil } }
+    func close() {
+        queue.sync {
+            db?.close()
+            db = nil
+        }
+    }
 }

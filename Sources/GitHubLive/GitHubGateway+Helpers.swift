@@ -1,8 +1,9 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import GitHubSearch
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// The result of a conditional fetch.
 public enum ConditionalFetch: Sendable, Equatable {

@@ -2,11 +2,12 @@
 /// SQLite persistence. Everything here conforms to or wraps `RepositorySearching`.
 
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import GitHubSearch
 import Logging
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// The live client of `GET {baseURL}/search/repositories`.
 ///
@@ -108,9 +109,11 @@ public final class GitHubGateway: ConditionalRepositorySearching {
     }
 
     /// Fetches one page, conditionally on `etag` when given.
-    public func fetch(_ request: SearchRequest, ifNoneMatch etag: String?) async throws(SearchError) -> ConditionalFetch {
+    public func fetch(_ request: SearchRequest, ifNoneMatch etag: String?) async throws(SearchError) -> ConditionalFetch
+    {
         if request.isPastResultCap {
-            let empty = SearchPage(totalCount: 0, incompleteResults: false, repositories: [], page: request.page, hasMore: false)
+            let empty = SearchPage(
+                totalCount: 0, incompleteResults: false, repositories: [], page: request.page, hasMore: false)
             return .modified(empty, etag: nil)
         }
         let urlRequest = makeURLRequest(request, ifNoneMatch: etag)
@@ -127,7 +130,8 @@ public final class GitHubGateway: ConditionalRepositorySearching {
         switch result {
         case .failure(let error):
             let message = redact(GitHubGateway.unreachableMessage(error, timeout: configuration.requestTimeout))
-            logger.warning("github search failed", metadata: ["path": "\(urlRequest.url?.path ?? "")", "error": "\(message)"])
+            logger.warning(
+                "github search failed", metadata: ["path": "\(urlRequest.url?.path ?? "")", "error": "\(message)"])
             await rateLimiter.observeUnreachable(message: message)
             throw SearchError.unavailable(message: message)
         case .success(let (data, response)):
@@ -135,15 +139,21 @@ public final class GitHubGateway: ConditionalRepositorySearching {
                 throw SearchError.upstream(message: "GitHub answered with something other than HTTP.")
             }
             logger.debug(
-                "github search", metadata: ["status": "\(http.statusCode)", "page": "\(request.page)", "ms": "\(elapsed)"])
-            return try await interpret(status: http.statusCode, headers: GitHubGateway.lowercasedHeaders(http), data: data, request: request)
+                "github search",
+                metadata: ["status": "\(http.statusCode)", "page": "\(request.page)", "ms": "\(elapsed)"])
+            return try await interpret(
+                status: http.statusCode, headers: GitHubGateway.lowercasedHeaders(http), data: data, request: request)
         }
     }
 
-    func interpret(status: Int, headers: [String: String], data: Data, request: SearchRequest) async throws(SearchError) -> ConditionalFetch {
+    func interpret(status: Int, headers: [String: String], data: Data, request: SearchRequest) async throws(SearchError)
+        -> ConditionalFetch
+    {
         let errorBody = status >= 400 ? try? JSONDecoder().decode(GitHubWire.ErrorBody.self, from: data) : nil
         let mentionsLimit = errorBody?.message?.lowercased().contains("rate limit") ?? false
-        if let limited = await rateLimiter.observe(status: status, headers: headers, bodyMentionsRateLimit: mentionsLimit) {
+        if let limited = await rateLimiter.observe(
+            status: status, headers: headers, bodyMentionsRateLimit: mentionsLimit)
+        {
             throw limited
         }
         switch status {
@@ -154,7 +164,8 @@ public final class GitHubGateway: ConditionalRepositorySearching {
                 return .modified(page, etag: headers["etag"])
             } catch {
                 let message = "GitHub sent a search result that could not be read."
-                logger.warning("github search body undecodable", metadata: ["error": "\(redact(String(describing: error)))"])
+                logger.warning(
+                    "github search body undecodable", metadata: ["error": "\(redact(String(describing: error)))"])
                 await rateLimiter.observeUnreachable(message: message)
                 throw SearchError.upstream(message: message)
             }

@@ -113,7 +113,8 @@ public actor RateLimiter {
             let remaining = headers["x-ratelimit-remaining"].flatMap(Int.init),
             let reset = headers["x-ratelimit-reset"].flatMap(Int.init)
         {
-            rateLimit = RateLimit(limit: limit, remaining: remaining, resetAt: reset, resource: headers["x-ratelimit-resource"])
+            rateLimit = RateLimit(
+                limit: limit, remaining: remaining, resetAt: reset, resource: headers["x-ratelimit-resource"])
         }
         let remaining = headers["x-ratelimit-remaining"].flatMap(Int.init)
         let reset = headers["x-ratelimit-reset"].flatMap(Double.init)
@@ -138,7 +139,9 @@ public actor RateLimiter {
             let message = RateLimiter.limitedError(seconds: reset - now).message
             publish(UpstreamStatus(reachable: true, message: message, rateLimit: rateLimit))
         } else if status >= 500 {
-            publish(UpstreamStatus(reachable: false, message: "GitHub is having problems (HTTP \(status)).", rateLimit: rateLimit))
+            publish(
+                UpstreamStatus(
+                    reachable: false, message: "GitHub is having problems (HTTP \(status)).", rateLimit: rateLimit))
         } else {
             publish(UpstreamStatus(reachable: true, message: nil, rateLimit: rateLimit))
         }

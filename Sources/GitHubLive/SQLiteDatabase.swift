@@ -51,7 +51,9 @@ final class SQLiteDatabase {
     }
 
     /// Prepares `sql`, binds `parameters` (1-based in order) and calls `row` for every result row.
-    func query(_ sql: String, _ parameters: [SQLiteValue] = [], row: (Row) throws(SQLiteError) -> Void = { _ in }) throws(SQLiteError) {
+    func query(_ sql: String, _ parameters: [SQLiteValue] = [], row: (Row) throws(SQLiteError) -> Void = { _ in })
+        throws(SQLiteError)
+    {
         var statement: OpaquePointer?
         let rc = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
         guard rc == SQLITE_OK, let statement else {
@@ -71,12 +73,16 @@ final class SQLiteDatabase {
                     sqlite3_bind_blob(statement, index, raw.baseAddress, Int32(raw.count), csqlite_transient())
                 }
             }
-            guard bound == SQLITE_OK else { throw SQLiteError(function: "sqlite3_bind", code: bound, message: lastMessage) }
+            guard bound == SQLITE_OK else {
+                throw SQLiteError(function: "sqlite3_bind", code: bound, message: lastMessage)
+            }
         }
         while true {
             let step = sqlite3_step(statement)
             if step == SQLITE_DONE { return }
-            guard step == SQLITE_ROW else { throw SQLiteError(function: "sqlite3_step", code: step, message: lastMessage) }
+            guard step == SQLITE_ROW else {
+                throw SQLiteError(function: "sqlite3_step", code: step, message: lastMessage)
+            }
             try row(Row(statement: statement))
         }
     }

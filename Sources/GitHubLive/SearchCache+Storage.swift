@@ -25,9 +25,10 @@ extension SearchCache {
     }
 
     func persist(_ key: String, _ entry: Entry) {
-        store?.put(StoredEntry(
-            key: key, request: entry.request, page: entry.page, etag: entry.etag, storedAt: entry.storedAt,
-            pageJSON: entry.pageJSON, lastUse: entry.lastUse))
+        store?.put(
+            StoredEntry(
+                key: key, request: entry.request, page: entry.page, etag: entry.etag, storedAt: entry.storedAt,
+                pageJSON: entry.pageJSON, lastUse: entry.lastUse))
     }
 
     func remove(_ key: String) {
@@ -39,7 +40,7 @@ extension SearchCache {
     /// Drops entries past `maxAge`, then least recently used ones until both bounds hold.
     func enforceBounds(now: Double) {
         if entries.count > 0 {
-            for (key, entry) in entries where now - entry.storedAt >= configuration.maxAge && inFlight[key] == nil {
+            for (key, entry) in entries where now - entry.storedAt >= configuration.maxAge {
                 remove(key)
             }
         }

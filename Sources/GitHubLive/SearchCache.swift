@@ -35,7 +35,10 @@ public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
         public var path: String?
 
         /// Defaults: 60 s fresh, 24 h max age, 2000 entries, 64 MiB, memory only.
-        public init(ttl: Double = 60, maxAge: Double = 86_400, maxEntries: Int = 2000, maxBytes: Int = 64 << 20, path: String? = nil) {
+        public init(
+            ttl: Double = 60, maxAge: Double = 86_400, maxEntries: Int = 2000, maxBytes: Int = 64 << 20,
+            path: String? = nil
+        ) {
             self.ttl = ttl
             self.maxAge = maxAge
             self.maxEntries = max(1, maxEntries)
@@ -70,8 +73,10 @@ public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
     public internal(set) var totalBytes = 0
 
     /// Creates the cache and loads the file at `configuration.path`, if any (synchronously: call at start-up).
-    public init(upstream: Upstream, configuration: Configuration = Configuration(), clock: any WallClock = SystemWallClock(),
-                logger: Logger = Logger(label: "bff.search-cache")) {
+    public init(
+        upstream: Upstream, configuration: Configuration = Configuration(), clock: any WallClock = SystemWallClock(),
+        logger: Logger = Logger(label: "bff.search-cache")
+    ) {
         self.upstream = upstream
         self.configuration = configuration
         self.clock = clock
@@ -81,9 +86,16 @@ public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
         var loaded: [String: Entry] = [:]
         var bytes = 0
         var counter = 0
-        for stored in store?.loadAll() ?? [] {
+        // Most recent first, keeping what fits the (possibly smaller) bounds and the maximum age.
+        let now = clock.now()
+        for stored in (store?.loadAll() ?? []).reversed() {
+            let fits =
+                loaded.count < configuration.maxEntries && bytes + stored.pageJSON.count <= configuration.maxBytes
+            guard fits, now - stored.storedAt < configuration.maxAge, loaded[stored.key] == nil else {
+                store?.delete(key: stored.key)
+                continue
+            }
             counter = max(counter, stored.lastUse)
-            if let old = loaded[stored.key] { bytes -= old.pageJSON.count }
             loaded[stored.key] = Entry(
                 request: stored.request, page: stored.page, etag: stored.etag, storedAt: stored.storedAt,
                 pageJSON: stored.pageJSON, lastUse: stored.lastUse)
@@ -103,7 +115,7 @@ public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
         lookups += 1
         let key = SearchCache.key(request)
         let now = clock.now()
-        if let entry = entries[key], now - entry.storedAt >= configuration.maxAge, inFlight[key] == nil {
+        if let entry = entries[key], now - entry.storedAt >= configuration.maxAge {
             remove(key)  // too old to serve under any policy
         }
         switch policy {
@@ -144,7 +156,8 @@ public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
     /// The single-flight call for `key`: joins the one under way or starts one.
     func startFetch(_ request: SearchRequest, key: String) -> Task<Result<SearchPage, SearchError>, Never> {
         if let task = inFlight[key] { return task }
-        let etag = entries[key]?.etag
+        let cached = entries[key].map { (page: $0.page, etag: $0.etag) }
+        let etag = cached?.etag
         let upstream = self.upstream
         let task = Task<Result<SearchPage, SearchError>, Never> {
             let fetched: Result<ConditionalFetch, SearchError>
@@ -152,18 +165,22 @@ public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
                 if let conditional = upstream as? any ConditionalRepositorySearching {
                     fetched = .success(try await conditional.fetch(request, ifNoneMatch: etag))
                 } else {
-                    fetched = .success(.modified(try await upstream.search(request, policy: .revalidate).page, etag: nil))
+                    fetched = .success(
+                        .modified(try await upstream.search(request, policy: .revalidate).page, etag: nil))
                 }
             } catch {
                 fetched = .failure(error)
             }
-            return self.finish(request, key: key, fetched)
+            return self.finish(request, key: key, fetched, cached: cached)
         }
         inFlight[key] = task
         return task
     }
 
-    func finish(_ request: SearchRequest, key: String, _ fetched: Result<ConditionalFetch, SearchError>) -> Result<SearchPage, SearchError> {
+    func finish(
+        _ request: SearchRequest, key: String, _ fetched: Result<ConditionalFetch, SearchError>,
+        cached: (page: SearchPage, etag: String?)?
+    ) -> Result<SearchPage, SearchError> {
         inFlight[key] = nil
         let now = clock.now()
         switch fetched {
@@ -171,7 +188,13 @@ public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
             insert(request, key: key, page: page, etag: etag, now: now)
             return .success(page)
         case .success(.notModified):
-            guard var entry = entries[key] else { return .failure(.upstream(message: "GitHub answered 304 for an uncached search.")) }
+            guard var entry = entries[key] else {
+                guard let cached else {
+                    return .failure(.upstream(message: "GitHub answered 304 for an uncached search."))
+                }
+                insert(request, key: key, page: cached.page, etag: cached.etag, now: now)  // evicted meanwhile
+                return .success(cached.page)
+            }
             entry.storedAt = now
             entry.revalidationFailed = false
             entries[key] = entry

@@ -41,19 +41,23 @@ public struct Corpus: Sendable {
             let topicCount = Int(rng.next() % 5)
             var topics = Set<String>()
             for _ in 0..<topicCount { topics.insert(rng.pick(Words.topics)) }
-            if let language, rng.chance(0.5) { topics.insert(language.lowercased().replacingOccurrences(of: "+", with: "p")) }
+            if let language, rng.chance(0.5) {
+                topics.insert(language.lowercased().replacingOccurrences(of: "+", with: "p"))
+            }
             let rank = Double(ranks[i])
             let stars = Int(250_000 / rank) + Int(rng.next() % 7)
             let forks = Int(Double(stars) * (0.03 + 0.3 * rng.unit()))
             let created = Int(rng.next() % 3000)  // days after 2012-01-01
             let updated = created + Int(rng.next() % UInt64(max(1, 5000 - created)))
-            repos.append(CorpusRepository(
-                id: 10_000_000 + i * 13 + Int(rng.next() % 13), owner: owner, ownerID: 500_000 + ownerIndex * 7, name: name,
-                description: description, language: language,
-                topics: rng.chance(0.1) ? nil : topics.sorted(),
-                stars: stars, forks: forks,
-                createdAt: Corpus.timestamp(days: created, seconds: Int(rng.next() % 86_400)),
-                updatedAt: Corpus.timestamp(days: updated, seconds: Int(rng.next() % 86_400))))
+            repos.append(
+                CorpusRepository(
+                    id: 10_000_000 + i * 13 + Int(rng.next() % 13), owner: owner, ownerID: 500_000 + ownerIndex * 7,
+                    name: name,
+                    description: description, language: language,
+                    topics: rng.chance(0.1) ? nil : topics.sorted(),
+                    stars: stars, forks: forks,
+                    createdAt: Corpus.timestamp(days: created, seconds: Int(rng.next() % 86_400)),
+                    updatedAt: Corpus.timestamp(days: updated, seconds: Int(rng.next() % 86_400))))
         }
         repositories = repos
         owners = Set(ownerNames.map { $0.lowercased() })
@@ -74,7 +78,8 @@ public struct Corpus: Sendable {
         if index % 23 == 5 { return rng.pick(Words.unicode) }
         if rng.chance(0.06) { return nil }
         let template = rng.pick(Words.templates)
-        return template
+        return
+            template
             .replacingOccurrences(of: "{adj}", with: rng.pick(Words.adjectives))
             .replacingOccurrences(of: "{noun}", with: rng.pick(Words.nouns))
             .replacingOccurrences(of: "{lang}", with: language ?? "any language")

@@ -96,7 +96,10 @@ func bytesContain(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
                 if h[i] == first {
                     var k = 1
                     while k < n.count {
-                        if h[i + k] != n[k] { i += 1; continue outer }
+                        if h[i + k] != n[k] {
+                            i += 1
+                            continue outer
+                        }
                         k += 1
                     }
                     return true

@@ -37,6 +37,10 @@ public final class GitHubSimulator: @unchecked Sendable {
         public var rateLimited = 0
         /// Searches that carried the configured bearer token.
         public var authenticated = 0
+        /// Conditional searches answered 304 (free of budget, as on GitHub).
+        public var notModified = 0
+        /// All zero.
+        public init() {}
     }
 
     /// The corpus searched.
@@ -95,7 +99,9 @@ public final class GitHubSimulator: @unchecked Sendable {
         case (_, "/search/repositories"), (_, "/_sim/stats"), (_, "/_sim/faults"), (_, "/_sim/reset"):
             return .respond(.json(405, ["message": "Method Not Allowed"]), delayMilliseconds: 0)
         default:
-            return .respond(.json(404, ["message": "Not Found", "documentation_url": "https://docs.github.com/rest"]), delayMilliseconds: 0)
+            return .respond(
+                .json(404, ["message": "Not Found", "documentation_url": "https://docs.github.com/rest"]),
+                delayMilliseconds: 0)
         }
     }
 
@@ -117,10 +123,15 @@ public final class GitHubSimulator: @unchecked Sendable {
         }
     }
 
+    /// Gives back one unit of the budget (a 304 is free).
+    func refund() { lock.withLock { used = max(0, used - 1) } }
+
     var statsJSON: JSONValue {
         let s = stats
-        return ["requests": .int(s.requests), "served": .int(s.served), "rateLimited": .int(s.rateLimited),
-                "authenticated": .int(s.authenticated)]
+        return [
+            "requests": .int(s.requests), "served": .int(s.served), "rateLimited": .int(s.rateLimited),
+            "authenticated": .int(s.authenticated), "notModified": .int(s.notModified),
+        ]
     }
 
     func setFaults(_ body: [UInt8]) -> SimResponse {
@@ -134,7 +145,9 @@ public final class GitHubSimulator: @unchecked Sendable {
             return .json(400, ["message": .string(error.message)])
         }
         if let v = object["rateLimit"] {
-            guard let n = v.intValue, n >= 0 else { return .json(400, ["message": "rateLimit must be a non-negative integer"]) }
+            guard let n = v.intValue, n >= 0 else {
+                return .json(400, ["message": "rateLimit must be a non-negative integer"])
+            }
             rateLimit = n
         }
         faults = next

@@ -18,14 +18,20 @@ public enum SearchEngine {
         }
         if !query.users.isEmpty, !query.users.allSatisfy(corpus.owners.contains) {
             return validationFailed(
-                message: "The listed users and repositories cannot be searched either because the resources do not exist or you do not have permission to view them.",
+                message:
+                    "The listed users and repositories cannot be searched either because the resources do not exist or you do not have permission to view them.",
                 code: "invalid")
         }
         let perPage = min(100, max(1, request.parameter("per_page").flatMap { Int($0) } ?? 30))
         let page = max(1, request.parameter("page").flatMap { Int($0) } ?? 1)
         let start = (page - 1) * perPage
         if start >= 1000 {
-            return .json(422, ["message": "Only the first 1000 search results are available", "documentation_url": .string(documentation)])
+            return .json(
+                422,
+                [
+                    "message": "Only the first 1000 search results are available",
+                    "documentation_url": .string(documentation),
+                ])
         }
         let sort = request.parameter("sort") ?? ""
         let ascending = request.parameter("order") == "asc"
@@ -34,11 +40,15 @@ public enum SearchEngine {
             query.matches(repo) ? (repo, bestMatch ? query.score(repo) : 1) : nil
         }
         matches.sort { x, y in
-            let a = x.repo, b = y.repo
+            let a = x.repo
+            let b = y.repo
             switch sort {
             case "stars": if a.stars != b.stars { return ascending ? a.stars < b.stars : a.stars > b.stars }
             case "forks": if a.forks != b.forks { return ascending ? a.forks < b.forks : a.forks > b.forks }
-            case "updated": if a.updatedAt != b.updatedAt { return ascending ? a.updatedAt < b.updatedAt : a.updatedAt > b.updatedAt }
+            case "updated":
+                if a.updatedAt != b.updatedAt {
+                    return ascending ? a.updatedAt < b.updatedAt : a.updatedAt > b.updatedAt
+                }
             default:
                 if x.score != y.score { return ascending ? x.score < y.score : x.score > y.score }
                 if a.stars != b.stars { return a.stars > b.stars }
@@ -65,9 +75,12 @@ public enum SearchEngine {
     static func validationFailed(message: String?, code: String) -> SimResponse {
         var error: JSONObject = ["resource": "Search", "field": "q", "code": .string(code)]
         if let message { error["message"] = .string(message) }
-        return .json(422, [
-            "message": "Validation Failed", "errors": .array([.object(error)]), "documentation_url": .string(documentation),
-        ])
+        return .json(
+            422,
+            [
+                "message": "Validation Failed", "errors": .array([.object(error)]),
+                "documentation_url": .string(documentation),
+            ])
     }
 
     /// `next`, `last`, `first`, `prev` in GitHub's order; nil when there is a single page.
@@ -75,7 +88,8 @@ public enum SearchEngine {
         func url(_ p: Int) -> String {
             var items = request.query.filter { $0.0 != "page" }
             items.append(("page", String(p)))
-            return "\(baseURL)/search/repositories?" + items.map { "\(encode($0.0))=\(encode($0.1))" }.joined(separator: "&")
+            return "\(baseURL)/search/repositories?"
+                + items.map { "\(encode($0.0))=\(encode($0.1))" }.joined(separator: "&")
         }
         var links: [String] = []
         if page < lastPage {
@@ -95,7 +109,8 @@ public enum SearchEngine {
         var out = ""
         for b in s.utf8 {
             switch b {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"),
                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
                 out.append(Character(Unicode.Scalar(b)))
             default:

@@ -32,7 +32,9 @@ public struct SearchQuery: Sendable, Equatable {
     public init(_ q: String) throws(Invalid) {
         let trimmed = q.trimmingWhitespace()
         guard !trimmed.isEmpty else { throw Invalid(message: nil, code: "missing") }
-        guard trimmed.count <= 256 else { throw Invalid(message: "The search is longer than 256 characters.", code: "invalid") }
+        guard trimmed.count <= 256 else {
+            throw Invalid(message: "The search is longer than 256 characters.", code: "invalid")
+        }
         var fieldsSet = false
         for token in SearchQuery.tokens(String(trimmed)) {
             guard !token.quoted, let colon = token.text.firstIndex(of: ":") else {
@@ -96,7 +98,10 @@ public struct SearchQuery: Sendable, Equatable {
         }
         var magnitude = 0.0
         var v = Double(repo.stars) + 1
-        while v >= 10 { v /= 10; magnitude += 1 }
+        while v >= 10 {
+            v /= 10
+            magnitude += 1
+        }
         return s + magnitude * 0.5 + 1
     }
 
@@ -128,7 +133,9 @@ public struct SearchQuery: Sendable, Equatable {
         var inQuotes = false
         for c in s {
             if c == "\"" {
-                if inQuotes { if !current.isEmpty { out.append(Token(text: current, quoted: true)) } } else if !current.isEmpty {
+                if inQuotes {
+                    if !current.isEmpty { out.append(Token(text: current, quoted: true)) }
+                } else if !current.isEmpty {
                     out.append(Token(text: current, quoted: false))
                 }
                 current = ""

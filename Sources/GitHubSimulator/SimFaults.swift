@@ -29,7 +29,8 @@ public struct SimFaults: Sendable, Equatable {
     /// The switches as JSON (the body of `GET /_sim/faults`).
     public var json: JSONValue {
         [
-            "latencyMs": .int(latencyMs), "serverError": .bool(serverError), "serverErrorStatus": .int(serverErrorStatus),
+            "latencyMs": .int(latencyMs), "serverError": .bool(serverError),
+            "serverErrorStatus": .int(serverErrorStatus),
             "primaryRateLimit": .bool(primaryRateLimit), "secondaryRateLimit": .bool(secondaryRateLimit),
             "retryAfterSeconds": .int(retryAfterSeconds), "malformedJSON": .bool(malformedJSON), "hang": .bool(hang),
         ]
@@ -41,10 +42,14 @@ public struct SimFaults: Sendable, Equatable {
             switch key {
             case "latencyMs", "serverErrorStatus", "retryAfterSeconds":
                 guard let v = value.intValue, v >= 0 else { throw SimError("\(key) must be a non-negative integer") }
-                if key == "latencyMs" { latencyMs = v } else if key == "serverErrorStatus" {
+                if key == "latencyMs" {
+                    latencyMs = v
+                } else if key == "serverErrorStatus" {
                     guard (500...599).contains(v) else { throw SimError("serverErrorStatus must be 500...599") }
                     serverErrorStatus = v
-                } else { retryAfterSeconds = v }
+                } else {
+                    retryAfterSeconds = v
+                }
             case "serverError", "primaryRateLimit", "secondaryRateLimit", "malformedJSON", "hang":
                 guard let b = value.boolValue else { throw SimError("\(key) must be a boolean") }
                 switch key {

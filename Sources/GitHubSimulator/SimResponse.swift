@@ -11,8 +11,10 @@ public struct SimRequest: Sendable {
     public var body: [UInt8]
 
     /// Creates a request.
-    public init(method: String = "GET", path: String, query: [(String, String)] = [], headers: [(String, String)] = [],
-                body: [UInt8] = []) {
+    public init(
+        method: String = "GET", path: String, query: [(String, String)] = [], headers: [(String, String)] = [],
+        body: [UInt8] = []
+    ) {
         self.method = method
         self.path = path
         self.query = query
@@ -45,7 +47,8 @@ public struct SimResponse: Sendable, Equatable {
 
     /// A JSON response.
     public static func json(_ status: Int, _ value: JSONValue, headers: [(String, String)] = []) -> SimResponse {
-        SimResponse(status: status, headers: [("Content-Type", "application/json; charset=utf-8")] + headers, body: value.bytes)
+        SimResponse(
+            status: status, headers: [("Content-Type", "application/json; charset=utf-8")] + headers, body: value.bytes)
     }
 
     /// The first value of header `name` (case-insensitive).
@@ -58,7 +61,8 @@ public struct SimResponse: Sendable, Equatable {
     public var json: JSONValue? { try? JSONValue.parse(body) }
 
     public static func == (a: SimResponse, b: SimResponse) -> Bool {
-        a.status == b.status && a.body == b.body && a.headers.map { "\($0.0):\($0.1)" } == b.headers.map { "\($0.0):\($0.1)" }
+        a.status == b.status && a.body == b.body
+            && a.headers.map { "\($0.0):\($0.1)" } == b.headers.map { "\($0.0):\($0.1)" }
     }
 }
 

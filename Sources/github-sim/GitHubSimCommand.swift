@@ -34,10 +34,15 @@ struct GitHubSimCommand: ParsableCommand {
     @Option(help: "Number of repositories in the corpus.")
     var repositories = 5000
 
-    @Option(name: .customLong("rate-limit"), help: "Search requests allowed per minute before 403 (GitHub: 30 with a token).")
+    @Option(
+        name: .customLong("rate-limit"),
+        help: "Search requests allowed per minute before 403 (GitHub: 30 with a token).")
     var rateLimit = 30
 
-    @Option(help: "Require this bearer token when an Authorization header is sent (wrong token: 401). Prefer GITHUB_SIM_TOKEN.")
+    @Option(
+        help:
+            "Require this bearer token when an Authorization header is sent (wrong token: 401). Prefer GITHUB_SIM_TOKEN."
+    )
     var token: String?
 
     @Option(name: .customLong("latency-ms"), help: "Delay every search answer by this many milliseconds.")
@@ -91,7 +96,8 @@ struct GitHubSimCommand: ParsableCommand {
         let server = HTTPServer(configuration: serverConfiguration, logger: logger)
         simulator.install(on: server.router)
         try server.start()
-        let banner = "github-sim: \(simulator.corpus.repositories.count) repositories on http://\(host):\(server.port)\n"
+        let banner =
+            "github-sim: \(simulator.corpus.repositories.count) repositories on http://\(host):\(server.port)\n"
         FileHandle.standardOutput.write(Data(banner.utf8))
 
         signal(SIGINT, SIG_IGN)

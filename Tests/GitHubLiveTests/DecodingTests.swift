@@ -29,7 +29,7 @@ final class DecodingTests: XCTestCase {
         XCTAssertEqual(page.page, 1)
         XCTAssertTrue(page.hasMore)
         let first = page.repositories[0]
-        XCTAssertEqual(first.id, 1951148)
+        XCTAssertEqual(first.id, 1_951_148)
         XCTAssertEqual(first.fullName, "kennethreitz/legit")
         XCTAssertEqual(first.owner, "kennethreitz")
         XCTAssertEqual(first.avatarURL, "https://avatars.githubusercontent.com/u/119893")
@@ -96,15 +96,20 @@ final class DecodingTests: XCTestCase {
     }
 
     func testMalformedBodyThrows() {
-        XCTAssertThrowsError(try GitHubWire.decodePage(Data("{\"total_count\": 3, \"items\": [{\"id\":".utf8), request: SearchRequest(query: "a"), link: nil))
-        XCTAssertThrowsError(try GitHubWire.decodePage(Data("{\"items\": []}".utf8), request: SearchRequest(query: "a"), link: nil))
+        XCTAssertThrowsError(
+            try GitHubWire.decodePage(
+                Data("{\"total_count\": 3, \"items\": [{\"id\":".utf8), request: SearchRequest(query: "a"), link: nil))
+        XCTAssertThrowsError(
+            try GitHubWire.decodePage(Data("{\"items\": []}".utf8), request: SearchRequest(query: "a"), link: nil))
     }
 
     func testLinkHeaderParsing() {
         let link = LinkHeader(
-            "<https://api.github.com/search/repositories?q=a%2Cb&page=2>; rel=\"next\", <https://api.github.com/search/repositories?q=a,b&page=50>; rel=\"last\"")
+            "<https://api.github.com/search/repositories?q=a%2Cb&page=2>; rel=\"next\", <https://api.github.com/search/repositories?q=a,b&page=50>; rel=\"last\""
+        )
         XCTAssertEqual(link.next, "https://api.github.com/search/repositories?q=a%2Cb&page=2")
-        XCTAssertEqual(link.last, "https://api.github.com/search/repositories?q=a,b&page=50", "commas inside <> do not split")
+        XCTAssertEqual(
+            link.last, "https://api.github.com/search/repositories?q=a,b&page=50", "commas inside <> do not split")
         XCTAssertEqual(link.page(of: "last"), 50)
         XCTAssertNil(link.links["prev"])
         XCTAssertEqual(LinkHeader("garbage, <x>; foo=bar").links, [:])
@@ -112,14 +117,20 @@ final class DecodingTests: XCTestCase {
     }
 
     func testErrorBodyMessages() throws {
-        let decode = { (s: String) in try JSONDecoder().decode(GitHubWire.ErrorBody.self, from: Data(s.utf8)).humanMessage }
+        let decode = { (s: String) in
+            try JSONDecoder().decode(GitHubWire.ErrorBody.self, from: Data(s.utf8)).humanMessage
+        }
         XCTAssertEqual(
-            try decode(#"{"message":"Validation Failed","errors":[{"resource":"Search","field":"q","code":"missing"}]}"#),
+            try decode(
+                #"{"message":"Validation Failed","errors":[{"resource":"Search","field":"q","code":"missing"}]}"#),
             "Validation Failed: q missing")
         XCTAssertEqual(
-            try decode(#"{"message":"Validation Failed","errors":[{"message":"The search is longer than 256 characters.","code":"invalid"}]}"#),
+            try decode(
+                #"{"message":"Validation Failed","errors":[{"message":"The search is longer than 256 characters.","code":"invalid"}]}"#
+            ),
             "The search is longer than 256 characters.")
-        XCTAssertEqual(try decode(#"{"message":"Only the first 1000 search results are available"}"#),
+        XCTAssertEqual(
+            try decode(#"{"message":"Only the first 1000 search results are available"}"#),
             "Only the first 1000 search results are available")
     }
 }

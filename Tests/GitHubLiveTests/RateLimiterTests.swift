@@ -7,14 +7,17 @@ import XCTest
 /// Rate-limit bookkeeping with a manual clock, and the gateway's refusal to call while limited.
 final class RateLimiterTests: XCTestCase {
     func headers(remaining: Int, reset: Double, extra: [String: String] = [:]) -> [String: String] {
-        ["x-ratelimit-limit": "30", "x-ratelimit-remaining": "\(remaining)", "x-ratelimit-reset": "\(Int(reset))",
-         "x-ratelimit-resource": "search"].merging(extra) { $1 }
+        [
+            "x-ratelimit-limit": "30", "x-ratelimit-remaining": "\(remaining)", "x-ratelimit-reset": "\(Int(reset))",
+            "x-ratelimit-resource": "search",
+        ].merging(extra) { $1 }
     }
 
     func testPrimaryLimitBlocksUntilReset() async throws {
         let clock = ManualClock()
         let statuses = Recorder<UpstreamStatus>()
-        let limiter = RateLimiter(configuration: .init(minimumSpacing: .zero), clock: clock, onStatus: { statuses.append($0) })
+        let limiter = RateLimiter(
+            configuration: .init(minimumSpacing: .zero), clock: clock, onStatus: { statuses.append($0) })
         let error = await limiter.observe(status: 403, headers: headers(remaining: 0, reset: clock.now() + 100))
         XCTAssertEqual(error?.retryAfterSeconds, 100)
         do {
@@ -31,7 +34,9 @@ final class RateLimiterTests: XCTestCase {
         await limiter.release()
         let last = try XCTUnwrap(statuses.all.last)
         XCTAssertTrue(last.reachable)
-        XCTAssertEqual(last.rateLimit, RateLimit(limit: 30, remaining: 0, resetAt: Int(clock.now()) - 101 + 100, resource: "search"))
+        XCTAssertEqual(
+            last.rateLimit,
+            RateLimit(limit: 30, remaining: 0, resetAt: Int(clock.now()) - 101 + 100, resource: "search"))
         XCTAssertNotNil(last.message)
     }
 
@@ -71,13 +76,21 @@ final class RateLimiterTests: XCTestCase {
         await limiter.observeUnreachable(message: "down")
         await limiter.observeUnreachable(message: "down")
         XCTAssertEqual(statuses.all.count, 2)
-        XCTAssertEqual(statuses.all.last, UpstreamStatus(reachable: false, message: "down", rateLimit: RateLimit(limit: 30, remaining: 5, resetAt: Int(clock.now() + 50), resource: "search")))
+        XCTAssertEqual(
+            statuses.all.last,
+            UpstreamStatus(
+                reachable: false, message: "down",
+                rateLimit: RateLimit(limit: 30, remaining: 5, resetAt: Int(clock.now() + 50), resource: "search")))
     }
 
     func testConcurrencyIsCapped() async throws {
-        let limiter = RateLimiter(configuration: .init(maxConcurrentRequests: 1, minimumSpacing: .zero), clock: ManualClock())
+        let limiter = RateLimiter(
+            configuration: .init(maxConcurrentRequests: 1, minimumSpacing: .zero), clock: ManualClock())
         try await limiter.acquire()
-        let second = Task { try await limiter.acquire(); return true }
+        let second = Task {
+            try await limiter.acquire()
+            return true
+        }
         // The second caller is queued behind the first.
         await Task.yield()
         await limiter.release()
@@ -89,7 +102,8 @@ final class RateLimiterTests: XCTestCase {
     /// Loopback port 1 refuses connections: any call made would be `unavailable`.
     func testGatewayAnswersRateLimitedWithoutCalling() async throws {
         let clock = ManualClock()
-        let gateway = try GitHubGateway(configuration: .init(baseURL: "http://127.0.0.1:1", token: "sekrit-token"), clock: clock)
+        let gateway = try GitHubGateway(
+            configuration: .init(baseURL: "http://127.0.0.1:1", token: "sekrit-token"), clock: clock)
         _ = await gateway.rateLimiter.observe(status: 403, headers: headers(remaining: 0, reset: clock.now() + 30))
         do {
             _ = try await gateway.search(SearchRequest(query: "swift"))
@@ -102,7 +116,8 @@ final class RateLimiterTests: XCTestCase {
     func testPastCapIsAnsweredWithoutCalling() async throws {
         let gateway = try GitHubGateway(configuration: .init(baseURL: "http://127.0.0.1:1"), clock: ManualClock())
         let r = try await gateway.search(SearchRequest(query: "swift", page: 11, perPage: 100))
-        XCTAssertEqual(r.page, SearchPage(totalCount: 0, incompleteResults: false, repositories: [], page: 11, hasMore: false))
+        XCTAssertEqual(
+            r.page, SearchPage(totalCount: 0, incompleteResults: false, repositories: [], page: 11, hasMore: false))
     }
 
     func testConnectionRefusedIsUnavailableAndUnreachable() async throws {
@@ -127,8 +142,11 @@ final class RateLimiterTests: XCTestCase {
 
     func testRequestCarriesGitHubHeaders() throws {
         let gateway = try GitHubGateway(configuration: .init(baseURL: "https://api.github.com/", token: "t0k"))
-        let r = gateway.makeURLRequest(SearchRequest(query: "c++ language:C&x", sort: .bestMatch, page: 2, perPage: 50), ifNoneMatch: nil)
-        XCTAssertEqual(r.url?.absoluteString, "https://api.github.com/search/repositories?q=c%2B%2B%20language%3AC%26x&per_page=50&page=2")
+        let r = gateway.makeURLRequest(
+            SearchRequest(query: "c++ language:C&x", sort: .bestMatch, page: 2, perPage: 50), ifNoneMatch: nil)
+        XCTAssertEqual(
+            r.url?.absoluteString,
+            "https://api.github.com/search/repositories?q=c%2B%2B%20language%3AC%26x&per_page=50&page=2")
         XCTAssertEqual(r.value(forHTTPHeaderField: "Accept"), "application/vnd.github+json")
         XCTAssertEqual(r.value(forHTTPHeaderField: "X-GitHub-Api-Version"), "2022-11-28")
         XCTAssertEqual(r.value(forHTTPHeaderField: "User-Agent"), "bff/1.0")
@@ -137,6 +155,8 @@ final class RateLimiterTests: XCTestCase {
         XCTAssertEqual(sorted.url?.query, "q=a&sort=stars&order=asc&per_page=30&page=1")
         XCTAssertEqual(sorted.value(forHTTPHeaderField: "If-None-Match"), "\"e\"")
         let anonymous = try GitHubGateway(configuration: .init(token: nil))
-        XCTAssertNil(anonymous.makeURLRequest(SearchRequest(query: "a"), ifNoneMatch: nil).value(forHTTPHeaderField: "Authorization"))
+        XCTAssertNil(
+            anonymous.makeURLRequest(SearchRequest(query: "a"), ifNoneMatch: nil).value(
+                forHTTPHeaderField: "Authorization"))
     }
 }

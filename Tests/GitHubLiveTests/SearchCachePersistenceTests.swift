@@ -34,16 +34,41 @@ final class SearchCachePersistenceTests: XCTestCase {
     func testEvictionIsPersisted() async throws {
         let path = tempPath("cache.sqlite")
         let clock = ManualClock()
-        let fake = FakeSearch([.success(.modified(samplePage("a"), etag: nil)), .success(.modified(samplePage("b"), etag: nil))])
+        let fake = FakeSearch([
+            .success(.modified(samplePage("a"), etag: nil)), .success(.modified(samplePage("b"), etag: nil)),
+        ])
         let cache = SearchCache(upstream: fake, configuration: .init(maxEntries: 1, path: path), clock: clock)
         _ = try await cache.search(SearchRequest(query: "a"))
         _ = try await cache.search(SearchRequest(query: "b"))
         await cache.flush()
-        let restarted = SearchCache(upstream: FakeSearch(), configuration: .init(maxEntries: 1, path: path), clock: clock)
+        let restarted = SearchCache(
+            upstream: FakeSearch(), configuration: .init(maxEntries: 1, path: path), clock: clock)
         let count = await restarted.count
         XCTAssertEqual(count, 1)
         let b = try await restarted.search(SearchRequest(query: "b"))
         XCTAssertEqual(b.page, samplePage("b"))
+    }
+
+    func testRestartTrimsToSmallerBoundsAndDropsExpired() async throws {
+        let path = tempPath("cache.sqlite")
+        let clock = ManualClock()
+        let fake = FakeSearch((0..<3).map { .success(.modified(samplePage("p\($0)"), etag: nil)) })
+        let cache = SearchCache(upstream: fake, configuration: .init(path: path), clock: clock)
+        for q in ["a", "b", "c"] {
+            _ = try await cache.search(SearchRequest(query: q))
+            clock.advance(100)
+        }
+        await cache.flush()
+        let smaller = SearchCache(
+            upstream: FakeSearch(), configuration: .init(ttl: 1000, maxEntries: 2, path: path), clock: clock)
+        let kept = await smaller.count
+        XCTAssertEqual(kept, 2)
+        let c = try await smaller.search(SearchRequest(query: "c"), policy: .useCache)
+        XCTAssertEqual(c, SearchResponse(page: samplePage("p2"), cache: .hit), "the most recent entries were kept")
+        clock.advance(86_400)
+        let expired = SearchCache(upstream: FakeSearch(), configuration: .init(path: path), clock: clock)
+        let left = await expired.count
+        XCTAssertEqual(left, 0, "entries past maxAge are not loaded")
     }
 
     func testCorruptFileIsLoggedAndRebuilt() async throws {

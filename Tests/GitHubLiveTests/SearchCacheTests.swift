@@ -8,7 +8,9 @@ import XCTest
 final class SearchCacheTests: XCTestCase {
     let swift = SearchRequest(query: "swift")
 
-    func makeCache(_ fake: FakeSearch, _ clock: ManualClock, _ configuration: SearchCache<FakeSearch>.Configuration = .init())
+    func makeCache(
+        _ fake: FakeSearch, _ clock: ManualClock, _ configuration: SearchCache<FakeSearch>.Configuration = .init()
+    )
         -> SearchCache<FakeSearch>
     {
         SearchCache(upstream: fake, configuration: configuration, clock: clock)
@@ -35,7 +37,9 @@ final class SearchCacheTests: XCTestCase {
 
     func testStaleWhileRevalidateThenFresh() async throws {
         let clock = ManualClock()
-        let fake = FakeSearch([.success(.modified(samplePage("old"), etag: nil)), .success(.modified(samplePage("new"), etag: nil))])
+        let fake = FakeSearch([
+            .success(.modified(samplePage("old"), etag: nil)), .success(.modified(samplePage("new"), etag: nil)),
+        ])
         let cache = makeCache(fake, clock)
         _ = try await cache.search(swift)
         clock.advance(61)
@@ -69,7 +73,9 @@ final class SearchCacheTests: XCTestCase {
 
     func testRevalidateFetchesEvenWhenFresh() async throws {
         let clock = ManualClock()
-        let fake = FakeSearch([.success(.modified(samplePage("old"), etag: nil)), .success(.modified(samplePage("new"), etag: nil))])
+        let fake = FakeSearch([
+            .success(.modified(samplePage("old"), etag: nil)), .success(.modified(samplePage("new"), etag: nil)),
+        ])
         let cache = makeCache(fake, clock)
         _ = try await cache.search(swift)
         let r = try await cache.search(swift, policy: .revalidate)
@@ -81,7 +87,9 @@ final class SearchCacheTests: XCTestCase {
 
     func testInvalidQueryIsNeverServedStale() async throws {
         let clock = ManualClock()
-        let fake = FakeSearch([.success(.modified(samplePage("old"), etag: nil)), .failure(.invalidQuery(message: "bad"))])
+        let fake = FakeSearch([
+            .success(.modified(samplePage("old"), etag: nil)), .failure(.invalidQuery(message: "bad")),
+        ])
         let cache = makeCache(fake, clock)
         _ = try await cache.search(swift)
         do {
@@ -94,7 +102,9 @@ final class SearchCacheTests: XCTestCase {
 
     func testMaxAgeExpiryGoesUpstreamAndThrows() async throws {
         let clock = ManualClock()
-        let fake = FakeSearch([.success(.modified(samplePage("old"), etag: nil)), .failure(.unavailable(message: "down"))])
+        let fake = FakeSearch([
+            .success(.modified(samplePage("old"), etag: nil)), .failure(.unavailable(message: "down")),
+        ])
         let cache = makeCache(fake, clock, .init(ttl: 60, maxAge: 300))
         _ = try await cache.search(swift)
         clock.advance(301)
@@ -123,7 +133,9 @@ final class SearchCacheTests: XCTestCase {
         let clock = ManualClock()
         let fake = FakeSearch((0..<4).map { .success(.modified(samplePage("p\($0)"), etag: nil)) })
         let cache = makeCache(fake, clock, .init(maxEntries: 2))
-        let a = SearchRequest(query: "a"), b = SearchRequest(query: "b"), c = SearchRequest(query: "c")
+        let a = SearchRequest(query: "a")
+        let b = SearchRequest(query: "b")
+        let c = SearchRequest(query: "c")
         _ = try await cache.search(a)
         _ = try await cache.search(b)
         _ = try await cache.search(a)  // a is now more recent than b
@@ -141,7 +153,8 @@ final class SearchCacheTests: XCTestCase {
     func testLRUBoundByBytes() async throws {
         let clock = ManualClock()
         let size = try JSONEncoder().encode(samplePage("p0", descriptionBytes: 1000)).count
-        let fake = FakeSearch((0..<3).map { .success(.modified(samplePage("p\($0)", descriptionBytes: 1000), etag: nil)) })
+        let fake = FakeSearch(
+            (0..<3).map { .success(.modified(samplePage("p\($0)", descriptionBytes: 1000), etag: nil)) })
         let cache = makeCache(fake, clock, .init(maxEntries: 100, maxBytes: size * 2 + size / 2))
         for q in ["a", "b", "c"] { _ = try await cache.search(SearchRequest(query: q)) }
         let count = await cache.count
@@ -181,7 +194,8 @@ final class SearchCacheTests: XCTestCase {
 
     func testETagRevalidationUsesNotModified() async throws {
         let clock = ManualClock()
-        let fake = FakeSearch([.success(.modified(samplePage("e"), etag: "\"abc\"")), .success(.notModified)], conditional: true)
+        let fake = FakeSearch(
+            [.success(.modified(samplePage("e"), etag: "\"abc\"")), .success(.notModified)], conditional: true)
         let cache = makeCache(fake, clock)
         _ = try await cache.search(swift)
         clock.advance(61)
