@@ -69,9 +69,25 @@ public final class HTTPResponder: @unchecked Sendable {
     }
 
     private func addHeaders(_ out: UnsafeMutablePointer<evkeyvalq>?, _ headers: [(String, String)]) {
-        for (n, v) in owner.config.commonHeaders { evhttp_add_header(out, n, v) }
-        for (n, v) in headers { evhttp_add_header(out, n, v) }
+        for (n, v) in owner.config.commonHeaders { addHeader(out, n, v) }
+        for (n, v) in headers { addHeader(out, n, v) }
         if owner.server.state == .draining { evhttp_add_header(out, "Connection", "close") }
+    }
+
+    /// `evhttp_add_header` with the two strings NUL-terminated in a stack buffer: passing a small
+    /// Swift string as `const char *` otherwise allocates a temporary C string on the heap.
+    private func addHeader(_ out: UnsafeMutablePointer<evkeyvalq>?, _ name: String, _ value: String) {
+        var name = name, value = value
+        let n = name.utf8.count, v = value.utf8.count
+        guard n + v + 2 <= 1024 else { return _ = evhttp_add_header(out, name, value) }
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: n + v + 2) { buf in
+            let base = UnsafeMutableRawPointer(buf.baseAddress!)
+            name.withUTF8 { if let p = $0.baseAddress { base.copyMemory(from: p, byteCount: n) } }
+            buf[n] = 0
+            value.withUTF8 { if let p = $0.baseAddress { base.advanced(by: n + 1).copyMemory(from: p, byteCount: v) } }
+            buf[n + v + 1] = 0
+            _ = evhttp_add_header(out, buf.baseAddress!, buf.baseAddress! + n + 1)
+        }
     }
 
     private func finished(status: Int) {

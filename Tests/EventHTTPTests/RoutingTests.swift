@@ -78,6 +78,20 @@ final class RoutingTests: XCTestCase {
         XCTAssertFalse(loop.inEventLoop)
     }
 
+    func testResponseHeadersOfEverySizeArriveIntact() throws {
+        let long = String(repeating: "v", count: 2000)
+        let t = try TestServer(routes: { router in
+            router.get("/headers") { _ in
+                HTTPResponse(status: 200, headers: [("X-Empty", ""), ("X-Small", "é1"), ("X-Long", long)], body: Array("ok".utf8))
+            }
+        })
+        let r = try WireConnection.get(port: t.port, path: "/headers")
+        XCTAssertEqual(r.header("X-Empty"), "")
+        XCTAssertEqual(r.header("X-Small"), "é1")
+        XCTAssertEqual(r.header("X-Long"), long)
+        XCTAssertEqual(r.text, "ok")
+    }
+
     func testRouterMatchingIsExact() throws {
         let t = try TestServer(configure: { $0.publicDirectory = nil })
         for path in ["/hello/", "/hello/x", "/items", "/items/1/2"] {
