@@ -95,7 +95,9 @@ public final class GitHubGateway: ConditionalRepositorySearching {
         sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
         sessionConfiguration.urlCache = nil
         sessionConfiguration.httpCookieStorage = nil
-        self.session = URLSession(configuration: sessionConfiguration)
+        // Repository search never redirects; following one would resend `Authorization` to
+        // wherever the redirect points (corelibs copies the original request's headers).
+        self.session = URLSession(configuration: sessionConfiguration, delegate: RefuseRedirects(), delegateQueue: nil)
     }
 
     deinit { session.invalidateAndCancel() }
@@ -125,25 +127,34 @@ public final class GitHubGateway: ConditionalRepositorySearching {
         } catch {
             result = .failure(error)
         }
-        await rateLimiter.release()
         let elapsed = ContinuousClock.now - started
+        // The slot is released only after the answer was observed, so a queued caller cannot slip a
+        // request past a 403 or `remaining: 0` that this answer carries.
+        let outcome: Result<ConditionalFetch, SearchError>
         switch result {
         case .failure(let error):
             let message = redact(GitHubGateway.unreachableMessage(error, timeout: configuration.requestTimeout))
             logger.warning(
                 "github search failed", metadata: ["path": "\(urlRequest.url?.path ?? "")", "error": "\(message)"])
             await rateLimiter.observeUnreachable(message: message)
-            throw SearchError.unavailable(message: message)
+            outcome = .failure(.unavailable(message: message))
         case .success(let (data, response)):
-            guard let http = response as? HTTPURLResponse else {
-                throw SearchError.upstream(message: "GitHub answered with something other than HTTP.")
+            if let http = response as? HTTPURLResponse {
+                let ms = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
+                logger.debug(
+                    "github search", metadata: ["status": "\(http.statusCode)", "page": "\(request.page)", "ms": "\(ms)"])
+                do {
+                    outcome = .success(try await interpret(
+                        status: http.statusCode, headers: GitHubGateway.lowercasedHeaders(http), data: data, request: request))
+                } catch {
+                    outcome = .failure(error)
+                }
+            } else {
+                outcome = .failure(.upstream(message: "GitHub answered with something other than HTTP."))
             }
-            logger.debug(
-                "github search",
-                metadata: ["status": "\(http.statusCode)", "page": "\(request.page)", "ms": "\(elapsed)"])
-            return try await interpret(
-                status: http.statusCode, headers: GitHubGateway.lowercasedHeaders(http), data: data, request: request)
         }
+        await rateLimiter.release()
+        return try outcome.get()
     }
 
     func interpret(status: Int, headers: [String: String], data: Data, request: SearchRequest) async throws(SearchError)
@@ -207,5 +218,16 @@ public final class GitHubGateway: ConditionalRepositorySearching {
     func redact(_ text: String) -> String {
         guard let token = configuration.token, !token.isEmpty else { return text }
         return text.replacingOccurrences(of: token, with: "[redacted]")
+    }
+}
+
+/// A session delegate that refuses every redirect: the 3xx answer itself reaches the gateway
+/// (and becomes an `upstream` error), and the bearer token never travels to another URL.
+final class RefuseRedirects: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
     }
 }
