@@ -114,7 +114,7 @@ median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print (NR % 
 start_server c "$C_PORT" "$OUT/c-baseline" "$C_PORT"
 NAMES=(c)
 if [[ $C_ONLY -eq 0 ]]; then
-    start_server swift "$SWIFT_PORT" "$BFF" --port "$SWIFT_PORT" --threads 1 --bench-routes --log-level warning
+    start_server swift "$SWIFT_PORT" "$BFF" --port "$SWIFT_PORT" --threads 1 --bench-routes --log-level warning --cache-file none
     NAMES+=(swift)
 fi
 port_of() { if [[ $1 == c ]]; then echo "$C_PORT"; else echo "$SWIFT_PORT"; fi; }

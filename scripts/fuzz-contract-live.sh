@@ -2,4 +2,4 @@
 # Contract fuzzing (schemathesis) against a live bff backed by the GitHub simulator.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec scripts/with-servers.sh scripts/fuzz-contract.sh '$BFF_URL'
+exec scripts/with-servers.sh scripts/fuzz-contract.sh

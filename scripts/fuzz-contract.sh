@@ -13,11 +13,12 @@
 #   FUZZ_REPORT_DIR    where a JUnit report goes (default artifacts/fuzz)
 set -euo pipefail
 
-if [[ $# -ne 1 ]]; then
-    echo "usage: $0 URL   (the base URL of a running bff, e.g. http://127.0.0.1:8080)" >&2
+URL="${1:-${BFF_URL:-}}"
+if [[ -z "$URL" || $# -gt 1 ]]; then
+    echo "usage: $0 [URL]   (the base URL of a running bff, e.g. http://127.0.0.1:8080; default \$BFF_URL)" >&2
     exit 2
 fi
-BASE="${1%/}"
+BASE="${URL%/}"
 case "$BASE" in
     http://127.*|http://localhost*|http://\[::1\]*) ;;
     *) echo "fuzz-contract: refusing $BASE: only loopback servers are fuzzed" >&2; exit 2 ;;

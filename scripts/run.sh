@@ -9,11 +9,18 @@ scripts/install-deps.sh
 demo=0
 if [[ "${1:-}" == "--demo" ]]; then demo=1; shift; fi
 swift build -c release --product bff
-if ((demo)); then
-  swift build -c release --product github-sim
-  .build/release/github-sim --port "${SIM_PORT:-9090}" &
-  sim=$!
-  trap 'kill $sim 2>/dev/null' EXIT
-  export GITHUB_API_URL="http://127.0.0.1:${SIM_PORT:-9090}"
+if ((demo == 0)); then
+  exec .build/release/bff "$@"  # signals go straight to bff, which drains on SIGTERM/SIGINT
 fi
-.build/release/bff "$@"
+swift build -c release --product github-sim
+sim_port="${SIM_PORT:-9090}"
+.build/release/github-sim --port "$sim_port" &
+sim=$!
+for _ in $(seq 100); do curl -fsS -o /dev/null "http://127.0.0.1:$sim_port/_sim/stats" && break; sleep 0.1; done
+GITHUB_API_URL="http://127.0.0.1:$sim_port" .build/release/bff "$@" &
+bff=$!
+trap 'kill -TERM $bff 2>/dev/null' TERM INT   # forward: bff drains, then both exit
+wait $bff || true
+wait $bff 2>/dev/null || true
+kill $sim 2>/dev/null || true
+wait $sim 2>/dev/null || true

@@ -93,8 +93,8 @@ extension Application {
         case .success(let v): value = v
         }
         let key = req.header("Idempotency-Key")
-        if let key, key.isEmpty || key.utf8.count > 200 {
-            return res.send(HTTPError(400, "Idempotency-Key must be 1 to 200 characters"))
+        if let key, key.isEmpty || key.utf8.count > 255 {
+            return res.send(HTTPError(400, "Idempotency-Key must be 1 to 255 characters"))
         }
         let clock = now
         onOwner(of: id, req, res) { home in
