@@ -11,6 +11,8 @@ final class AppMetrics: Sendable {
     let inputs: CoreMetrics.Counter
     let events: CoreMetrics.Counter
     let coalesced: CoreMetrics.Counter
+    /// `bff_sessions_ended_total` by reason (the reasons are the contract's: deleted, expired, shutdown).
+    private let ended: [String: CoreMetrics.Counter]
 
     init() {
         registry = PrometheusCollectorRegistry()
@@ -26,10 +28,15 @@ final class AppMetrics: Sendable {
         inputs = CoreMetrics.Counter(label: "bff_inputs_total", factory: f)
         events = CoreMetrics.Counter(label: "bff_events_total", factory: f)
         coalesced = CoreMetrics.Counter(label: "bff_coalesced_state_frames_total", factory: f)
+        var ended: [String: CoreMetrics.Counter] = [:]
+        for reason in ["deleted", "expired", "shutdown"] {
+            ended[reason] = CoreMetrics.Counter(label: "bff_sessions_ended_total", dimensions: [("reason", reason)], factory: f)
+        }
+        self.ended = ended
     }
 
     func sessionEnded(reason: String) {
-        CoreMetrics.Counter(label: "bff_sessions_ended_total", dimensions: [("reason", reason)], factory: factory).increment()
+        ended[reason]?.increment()
     }
 
     /// The Prometheus text exposition, with process metrics appended.

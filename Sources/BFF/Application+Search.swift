@@ -24,7 +24,7 @@ extension Application {
     }
 
     static func searchRequest(from q: [String: String], maxPerPage: Int) -> Result<SearchRequest, HTTPError> {
-        guard let text = q["q"]?.trimmingCharacters(in: " \t\n\r"), !text.isEmpty else {
+        guard let text = q["q"]?.trimmingHTTPWhitespace(), !text.isEmpty else {
             return .failure(HTTPError(400, "query parameter 'q' is required and must not be blank"))
         }
         guard text.utf8.count <= 256 else { return .failure(HTTPError(400, "query parameter 'q' is longer than 256 bytes")) }

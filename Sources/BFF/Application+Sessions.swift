@@ -48,7 +48,7 @@ extension Application {
         let id = req.parameters["id"] ?? ""
         guard let home = home(of: id) else { return res.send(Application.noSession(id)) }
         let host = sessionLoops[req.loop.index]
-        let lastEventID = req.header("Last-Event-ID").flatMap { Int($0.trimmingCharacters(in: " \t")) }
+        let lastEventID = req.header("Last-Event-ID").flatMap { Int($0.trimmingHTTPWhitespace()) }
         let isHead = req.method == .HEAD
         let (config, clock) = (configuration, now)
         let work: @Sendable () -> Void = {
@@ -107,15 +107,6 @@ extension Application {
     }
 }
 
-extension String {
-    func trimmingCharacters(in set: String) -> String {
-        var s = Substring(self)
-        while let f = s.first, set.contains(f) { s.removeFirst() }
-        while let l = s.last, set.contains(l) { s.removeLast() }
-        return String(s)
-    }
-}
-
 /// The body of an input POST: `{"value": …}`, `{}` or empty, as `application/json`.
 enum InputBody {
     static func parse(_ req: HTTPRequest) -> Result<JSONValue, HTTPError> {
@@ -123,7 +114,7 @@ enum InputBody {
         let blank = body.allSatisfy { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
         if blank { return .success(.null) }
         let type = req.header("Content-Type") ?? ""
-        let media = type.split(separator: ";").first.map { String($0).trimmingCharacters(in: " \t").lowercased() } ?? ""
+        let media = type.split(separator: ";").first.map { $0.trimmingHTTPWhitespace().lowercased() } ?? ""
         guard media == "application/json" || (media.hasPrefix("application/") && media.hasSuffix("+json")) else {
             let got = type.isEmpty ? "no Content-Type" : "'\(type.prefix(100))'"
             return .failure(HTTPError(415, "inputs must be sent as application/json; got \(got)"))

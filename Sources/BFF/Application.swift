@@ -83,11 +83,7 @@ public final class Application: @unchecked Sendable {
     // MARK: internals shared by the routes
 
     /// Monotonic seconds.
-    func now() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
+    func now() -> Double { Double(monotonicNanos()) / 1e9 }
 
     /// Reserves a session slot; false at the limit.
     func reserveSession() -> Bool {

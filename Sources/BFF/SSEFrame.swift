@@ -12,8 +12,15 @@ enum SSEFrame {
 
     /// One event whose data is a JSON text (compact JSON never contains a raw line break).
     static func event(id: Int?, name: String, json: JSONValue) -> [UInt8] {
+        var data: [UInt8] = []
+        json.write(into: &data)
+        return event(id: id, name: name, data: data)
+    }
+
+    /// One event whose data is already-encoded compact JSON (one line, no CR or LF).
+    static func event(id: Int?, name: String, data: [UInt8]) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(96)
+        out.reserveCapacity(data.count + 48)
         if let id {
             out.append(contentsOf: "id: ".utf8)
             JSONValue.writeInt(id, into: &out)
@@ -22,7 +29,7 @@ enum SSEFrame {
         out.append(contentsOf: "event: ".utf8)
         out.append(contentsOf: name.utf8.filter { $0 != 0x0A && $0 != 0x0D })
         out.append(contentsOf: "\ndata: ".utf8)
-        json.write(into: &out)
+        out.append(contentsOf: data)
         out.append(contentsOf: [0x0A, 0x0A])
         return out
     }

@@ -50,16 +50,26 @@ final class Session: @unchecked Sendable {
     /// Publishes one view-model change: numbers it, frames it once, keeps it for replay, and hands
     /// it to every stream.
     func emit(viewModel: String, _ event: ViewModelEvent) {
+        emit(viewModel: viewModel, data: Session.eventData(event), isSignal: !event.signals.isEmpty)
+    }
+
+    /// Publishes a change whose `data:` JSON is already encoded (a status change is encoded once per
+    /// loop, not once per session).
+    func emit(viewModel: String, data: [UInt8], isSignal: Bool) {
         guard !isEnded else { return }
         seq += 1
+        let frame = SSEFrame.event(id: seq, name: viewModel, data: data)
+        history.append(.init(seq: seq, frame: frame, isSignal: isSignal))
+        home.app.metrics.events.increment()
+        for stream in streams { stream.deliverFromSession(frame, isSignal: isSignal) }
+    }
+
+    /// The `data:` JSON of an event: `{"inputSeq", "outputs"?, "signals"?}`.
+    static func eventData(_ event: ViewModelEvent) -> [UInt8] {
         var data: JSONObject = ["inputSeq": .optional(event.inputSeq)]
         if !event.outputs.isEmpty { data["outputs"] = .object(event.outputs) }
         if !event.signals.isEmpty { data["signals"] = .object(event.signals) }
-        let frame = SSEFrame.event(id: seq, name: viewModel, json: .object(data))
-        let isSignal = !event.signals.isEmpty
-        history.append(.init(seq: seq, frame: frame, isSignal: isSignal))
-        home.app.metrics.events.increment()
-        for stream in streams { stream.deliverFromSession(frame, seq: seq, isSignal: isSignal) }
+        return data.bytes
     }
 
     /// The outcome of offering one input.

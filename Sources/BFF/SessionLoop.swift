@@ -69,7 +69,8 @@ final class SessionLoop: @unchecked Sendable {
     /// The shared status changed: update the copy and tell every session here.
     func statusChanged(_ event: ViewModelEvent) {
         statusSnapshot.merge(event.outputs)
-        for s in sessions.values { s.emit(viewModel: "status", event) }
+        let data = Session.eventData(event)
+        for s in sessions.values { s.emit(viewModel: "status", data: data, isSignal: !event.signals.isEmpty) }
     }
 
     // MARK: hosted streams

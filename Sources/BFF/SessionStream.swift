@@ -33,7 +33,7 @@ final class SessionStream: @unchecked Sendable {
 
     // MARK: called on the session's loop
 
-    func deliverFromSession(_ frame: [UInt8], seq: Int, isSignal: Bool) {
+    func deliverFromSession(_ frame: [UInt8], isSignal: Bool) {
         if host === sessionHome {
             deliver(frame, isSignal: isSignal)
         } else {
@@ -123,7 +123,7 @@ final class SessionStream: @unchecked Sendable {
         host.unregister(self)
     }
 
-    /// Drops the connection (too far behind on signals).
+    /// Ends the response (too far behind on signals); the client reconnects with Last-Event-ID.
     private func close() {
         guard let http else { return }
         http.end()

@@ -74,11 +74,6 @@ public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
         event_base_loop(base, 0)
     }
 
-    /// Asks the loop to return from `run()` after the current iteration. Safe from any thread.
-    public func stop() {
-        execute { event_base_loopbreak(self.base) }
-    }
-
     /// Starts a dedicated thread that runs this loop; returns the thread for `join`.
     func startThread(name: String) -> pthread_t {
         final class Box { let loop: EventLoop; let name: String; init(_ l: EventLoop, _ n: String) { loop = l; name = n } }

@@ -1,11 +1,11 @@
 import CLibevent
 
-/// A request as handlers see it: a value copied out of evhttp, safe to keep and to send to other
-/// threads. Headers are copied lazily-free: all of them are read once, up front (they are few).
+/// A request as handlers see it: a value copied out of evhttp (headers and body included), safe to
+/// keep and to send to other threads.
 public struct HTTPRequest: Sendable {
     public var method: HTTPMethod
-    /// The percent-decoded path ("/api/sessions/x"). Decoded segments containing "/" stay encoded
-    /// in `rawPath` and make `pathSegments` nil for static files.
+    /// The percent-decoded path ("/api/sessions/x"), for messages; routing and static files work on
+    /// `rawPath` segment by segment, so an encoded "/" never splits a segment.
     public var path: String
     /// The path exactly as sent (before `?`).
     public var rawPath: String
@@ -17,8 +17,6 @@ public struct HTTPRequest: Sendable {
     public var parameters: [String: String] = [:]
     /// The loop that owns the connection; replies must be sent there.
     public let loop: EventLoop
-    /// The peer's address ("127.0.0.1:5555"); filled when debug logging is on (it costs a string per request).
-    public var remoteAddress: String
 
     /// The first value of header `name` (case-insensitive).
     public func header(_ name: String) -> String? {
@@ -46,7 +44,7 @@ public struct HTTPRequest: Sendable {
 
     public init(
         method: HTTPMethod, rawPath: String, rawQuery: String?, headers: [(String, String)], body: [UInt8],
-        loop: EventLoop, remoteAddress: String = ""
+        loop: EventLoop
     ) {
         self.method = method
         self.rawPath = rawPath
@@ -55,7 +53,6 @@ public struct HTTPRequest: Sendable {
         self.headers = headers
         self.body = body
         self.loop = loop
-        self.remoteAddress = remoteAddress
     }
 }
 

@@ -14,10 +14,8 @@ public final class HTTPResponder: @unchecked Sendable {
     let isHead: Bool
     var route: String = "unmatched"
     var routeIndex = RouteMetricsCache.unmatchedRoute
-    var method: HTTPMethod
+    let method: HTTPMethod
     private(set) var stream: HTTPStream?
-    /// Called on `loop` if the connection closes before the response is complete.
-    public var onClose: (() -> Void)?
 
     init(request: OpaquePointer, owner: LoopHTTP, connection: ConnectionState?, method: HTTPMethod, startNanos: UInt64) {
         self.request = request
@@ -60,7 +58,7 @@ public final class HTTPResponder: @unchecked Sendable {
         guard let req = request, stream == nil else { return nil }
         addHeaders(evhttp_request_get_output_headers(req), headers)
         evhttp_send_reply_start(req, Int32(status), HTTPStatus.reason(status))
-        let s = HTTPStream(responder: self, owner: owner)
+        let s = HTTPStream(responder: self)
         stream = s
         connection?.startCloseWatch()
         owner.metrics.openStreams.increment()
@@ -126,8 +124,5 @@ public final class HTTPResponder: @unchecked Sendable {
             owner.metrics.openStreams.decrement()
             s.markClosed(notify: true)
         }
-        let cb = onClose
-        onClose = nil
-        cb?()
     }
 }

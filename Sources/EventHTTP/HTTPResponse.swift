@@ -84,6 +84,15 @@ public enum HTTPStatus {
     }
 }
 
+extension StringProtocol {
+    /// Without leading and trailing HTTP whitespace (space, tab, CR, LF).
+    public func trimmingHTTPWhitespace() -> String {
+        let ws: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" }
+        guard let first = firstIndex(where: { !ws($0) }), let last = lastIndex(where: { !ws($0) }) else { return "" }
+        return String(self[first...last])
+    }
+}
+
 extension String {
     /// ASCII case-insensitive equality (header names).
     public func caseInsensitiveEquals(_ other: String) -> Bool {

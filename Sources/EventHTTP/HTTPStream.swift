@@ -3,15 +3,13 @@
 /// Threading: bound to its responder's loop, like the responder.
 public final class HTTPStream: @unchecked Sendable {
     private let responder: HTTPResponder
-    private unowned(unsafe) let owner: LoopHTTP
     /// Called once on the loop when the peer went away (not when `end()` was called).
     public var onClose: (() -> Void)?
     /// True after `end()` or after the peer left.
     public private(set) var isClosed = false
 
-    init(responder: HTTPResponder, owner: LoopHTTP) {
+    init(responder: HTTPResponder) {
         self.responder = responder
-        self.owner = owner
     }
 
     /// The loop that owns the stream.

@@ -39,7 +39,7 @@ final class LoopHTTP: @unchecked Sendable {
         router = server.router
         logger = server.logger
         debugLogging = server.logger.logLevel <= .debug
-        let cfg = server.configuration
+        let cfg = config
         let http = evhttp_new(loop.base)!
         self.http = http
         let arg = Unmanaged.passUnretained(self).toOpaque()
@@ -174,9 +174,12 @@ final class LoopHTTP: @unchecked Sendable {
             }
         }
         var request = HTTPRequest(
-            method: method, rawPath: rawPath, rawQuery: rawQuery, headers: headers, body: body, loop: loop,
-            remoteAddress: debugLogging ? (evcon.map(peerAddress) ?? "") : "")
-        switch router.match(method: method, rawPath: rawPath) {
+            method: method, rawPath: rawPath, rawQuery: rawQuery, headers: headers, body: body, loop: loop)
+        var match = router.match(method: method, rawPath: rawPath)
+        if knownMethod == nil, case .notFound = match, router.fallback != nil {
+            match = .methodNotAllowed(allow: [.GET, .HEAD], route: "static")  // what static files allow
+        }
+        switch match {
         case .handler(let handler, let route, let routeIndex, let parameters):
             responder.route = route
             responder.routeIndex = routeIndex
@@ -189,13 +192,7 @@ final class LoopHTTP: @unchecked Sendable {
                 status: 405, detail: "method \(knownMethod?.rawValue ?? "(unrecognized)") is not allowed on \(request.path); allowed: \(list)",
                 headers: [("Allow", list)]))
         case .notFound:
-            if knownMethod == nil && router.fallback != nil {
-                responder.route = "static"
-                responder.routeIndex = RouteMetricsCache.staticRoute
-                responder.send(HTTPResponse.problem(
-                    status: 405, detail: "this request method is not allowed on \(request.path); allowed: GET, HEAD",
-                    headers: [("Allow", "GET, HEAD")]))
-            } else if let fallback = router.fallback {
+            if let fallback = router.fallback {
                 responder.route = "static"
                 responder.routeIndex = RouteMetricsCache.staticRoute
                 fallback(request, responder)
@@ -203,14 +200,6 @@ final class LoopHTTP: @unchecked Sendable {
                 responder.send(HTTPResponse.problem(status: 404, detail: "no resource at \(request.path)"))
             }
         }
-    }
-
-    private func peerAddress(_ evcon: OpaquePointer) -> String {
-        var address: UnsafeMutablePointer<CChar>?
-        var port: UInt16 = 0
-        evhttp_connection_get_peer(evcon, &address, &port)
-        guard let address else { return "" }
-        return "\(String(cString: address)):\(port)"
     }
 
     /// Records the request metrics and the debug log line for one answered request.
@@ -229,8 +218,8 @@ final class LoopHTTP: @unchecked Sendable {
     }
 }
 
-/// Monotonic time in nanoseconds.
-func monotonicNanos() -> UInt64 {
+/// Monotonic time in nanoseconds (CLOCK_MONOTONIC; vDSO, no system call).
+public func monotonicNanos() -> UInt64 {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)

@@ -21,9 +21,6 @@ public final class LoopTimer {
         event_add(event, &tv)
     }
 
-    /// True until the timer fired (one-shot) or was cancelled.
-    public var isArmed: Bool { event != nil }
-
     private func fire() {
         let w = work
         if !repeats { cancel() }

@@ -71,7 +71,7 @@ public final class Router: @unchecked Sendable {
         var path = rawPath
         return path.withUTF8 { bytes -> Match in
             let count = Router.segmentCount(bytes)
-            if let index = exact.isEmpty ? nil : literalIndex(bytes, count: count) {
+            if Router.needsNormalising(bytes), let index = literalIndex(bytes) {
                 return outcome(index: index, method: method, parameters: [:]) ?? methodNotAllowed([index])
             }
             var matched: [Int] = []
@@ -84,8 +84,20 @@ public final class Router: @unchecked Sendable {
         }
     }
 
-    /// A literal route matching a path with repeated or trailing slashes ("//healthz/").
-    private func literalIndex(_ bytes: UnsafeBufferPointer<UInt8>, count: Int) -> Int? {
+    /// True for paths with repeated or trailing slashes ("//healthz/"): only those can match a
+    /// literal route that the exact lookup missed.
+    private static func needsNormalising(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var previousSlash = false
+        for b in bytes {
+            let slash = b == UInt8(ascii: "/")
+            if slash && previousSlash { return true }
+            previousSlash = slash
+        }
+        return previousSlash && bytes.count > 1
+    }
+
+    /// The literal route for a path once repeated and trailing slashes are dropped.
+    private func literalIndex(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
         var normalized = ""
         var i = 0
         while i < bytes.count {

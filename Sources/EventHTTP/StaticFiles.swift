@@ -58,7 +58,8 @@ public struct StaticFiles: Sendable {
         ]
         if type.hasPrefix("text/html") { headers += htmlHeaders }
         if let inm = request.header("If-None-Match") {
-            if inm.split(separator: ",").contains(where: { $0.trimmingSpaces == etag || $0.trimmingSpaces == "*" || $0.trimmingSpaces == "W/" + etag }) {
+            let candidates = inm.split(separator: ",").map { $0.trimmingHTTPWhitespace() }
+            if candidates.contains(where: { $0 == etag || $0 == "*" || $0 == "W/" + etag }) {
                 return HTTPResponse(status: 304, headers: headers)
             }
         } else if let ims = request.header("If-Modified-Since"), let since = HTTPDate.parse(ims), mtime <= since {
@@ -125,15 +126,6 @@ public struct StaticFiles: Sendable {
         case "webmanifest": return "application/manifest+json"
         default: return "application/octet-stream"
         }
-    }
-}
-
-extension Substring {
-    var trimmingSpaces: Substring {
-        var s = self
-        while s.first == " " { s.removeFirst() }
-        while s.last == " " { s.removeLast() }
-        return s
     }
 }
 
