@@ -39,11 +39,8 @@ extension SearchCache {
 
     /// Drops entries past `maxAge`, then least recently used ones until both bounds hold.
     func enforceBounds(now: Double) {
-        if entries.count > 0 {
-            for (key, entry) in entries where now - entry.storedAt >= configuration.maxAge {
-                remove(key)
-            }
-        }
+        let expired = entries.compactMap { now - $0.value.storedAt >= configuration.maxAge ? $0.key : nil }
+        for key in expired { remove(key) }
         while entries.count > configuration.maxEntries || totalBytes > configuration.maxBytes {
             guard let oldest = entries.min(by: { $0.value.lastUse < $1.value.lastUse })?.key else { return }
             remove(oldest)

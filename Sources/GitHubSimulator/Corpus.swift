@@ -1,3 +1,4 @@
+import Foundation
 /// The simulator's deterministic set of repositories: the same seed and count give the same
 /// corpus on every machine. Stars and forks follow a Zipf distribution; some descriptions carry
 /// hostile HTML and tricky Unicode; some languages and descriptions are null; some repositories
@@ -101,33 +102,5 @@ public struct Corpus: Sendable {
         let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
         func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
         return "\(y)-\(two(m))-\(two(d))T\(two(seconds / 3600)):\(two(seconds / 60 % 60)):\(two(seconds % 60))Z"
-    }
-}
-
-extension String {
-    func replacingOccurrences(of target: String, with replacement: String) -> String {
-        guard !target.isEmpty else { return self }
-        var out = ""
-        var rest = self[...]
-        while let r = rest.range(of: target) {
-            out += rest[..<r.lowerBound]
-            out += replacement
-            rest = rest[r.upperBound...]
-        }
-        return out + rest
-    }
-}
-
-extension Substring {
-    func range(of target: String) -> Range<Substring.Index>? {
-        guard let first = target.first else { return nil }
-        var i = startIndex
-        while i < endIndex {
-            if self[i] == first, self[i...].hasPrefix(target) {
-                return i..<index(i, offsetBy: target.count)
-            }
-            i = index(after: i)
-        }
-        return nil
     }
 }

@@ -49,6 +49,9 @@ public final class GitHubSimulator: @unchecked Sendable {
     private let lock = NSLock()
     private var faultState: SimFaults
     private var limit: Int
+    /// The configured switches and budget, restored by `reset()`.
+    private let initialFaults: SimFaults
+    private let initialLimit: Int
     private var windowReset = 0.0
     private var used = 0
     private var counters = Stats()
@@ -59,6 +62,8 @@ public final class GitHubSimulator: @unchecked Sendable {
         token = configuration.token
         faultState = configuration.faults
         limit = max(0, configuration.rateLimit)
+        initialFaults = configuration.faults
+        initialLimit = limit
     }
 
     /// The current fault switches.
@@ -76,13 +81,14 @@ public final class GitHubSimulator: @unchecked Sendable {
     /// The counters so far.
     public var stats: Stats { lock.withLock { counters } }
 
-    /// Clears counters, the budget window and all faults.
+    /// Clears counters and the budget window, and restores the switches and budget it started with.
     public func reset() {
         lock.withLock {
             counters = Stats()
             used = 0
             windowReset = 0
-            faultState = SimFaults()
+            faultState = initialFaults
+            limit = initialLimit
         }
     }
 
@@ -138,19 +144,28 @@ public final class GitHubSimulator: @unchecked Sendable {
         guard let object = (try? JSONValue.parse(body))?.objectValue else {
             return .json(400, ["message": "the body must be a JSON object of fault switches"])
         }
-        var next = faults
-        do throws(SimError) {
-            try next.merge(object)
-        } catch {
-            return .json(400, ["message": .string(error.message)])
-        }
+        var newLimit: Int?
         if let v = object["rateLimit"] {
             guard let n = v.intValue, n >= 0 else {
                 return .json(400, ["message": "rateLimit must be a non-negative integer"])
             }
-            rateLimit = n
+            newLimit = n
         }
-        faults = next
-        return .json(200, next.json)
+        // Read, merge and write under one lock: concurrent POSTs (several loops) lose no switch.
+        let merged: Result<SimFaults, SimError> = lock.withLock {
+            var next = faultState
+            do throws(SimError) {
+                try next.merge(object)
+            } catch {
+                return .failure(error)
+            }
+            faultState = next
+            if let newLimit { limit = newLimit }
+            return .success(next)
+        }
+        switch merged {
+        case .failure(let error): return .json(400, ["message": .string(error.message)])
+        case .success(let next): return .json(200, next.json)
+        }
     }
 }

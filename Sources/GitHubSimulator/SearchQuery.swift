@@ -1,3 +1,4 @@
+import Foundation
 /// A parsed GitHub repository search `q`: free-text terms and the common qualifiers.
 ///
 /// Supported: free text (quoted phrases too), `language:`, `stars:`, `forks:` (`N`, `>N`, `>=N`,
@@ -160,14 +161,4 @@ extension String {
         return s
     }
 
-    func components(separatedBy separator: String) -> [String] {
-        var parts: [String] = []
-        var rest = self[...]
-        while let r = rest.range(of: separator) {
-            parts.append(String(rest[..<r.lowerBound]))
-            rest = rest[r.upperBound...]
-        }
-        parts.append(String(rest))
-        return parts
-    }
 }

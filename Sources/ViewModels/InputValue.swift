@@ -23,7 +23,8 @@ struct InputValue {
     /// An integer value (a number with an exact integer value).
     func integer(_ what: String = "an integer") throws(InputError) -> Int {
         guard let i = value.intValue else {
-            let got = value.typeDescription == "a number" ? "a non-integer number" : value.typeDescription
+            let got: String
+            if case .double = value { got = "a non-integer number" } else { got = value.typeDescription }
             throw invalid("expected \(what), got \(got)")
         }
         return i
@@ -31,12 +32,13 @@ struct InputValue {
 
     /// One of a fixed set of strings, converted by `make`.
     func oneOf<T: RawRepresentable & CaseIterable>(_ type: T.Type) throws(InputError) -> T where T.RawValue == String {
+        if case .string(let s) = value, let v = T(rawValue: s) { return v }
+        // the list of allowed values is built only for the error, not on every valid input
         let allowed = T.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
         guard case .string(let s) = value else {
             throw invalid("expected one of \(allowed), got \(value.typeDescription)")
         }
-        guard let v = T(rawValue: s) else { throw invalid("expected one of \(allowed), got \"\(s)\"") }
-        return v
+        throw invalid("expected one of \(allowed), got \"\(s)\"")
     }
 
     /// No value: absent (`null`) or an empty object.

@@ -87,12 +87,15 @@ final class RateLimiterTests: XCTestCase {
         let limiter = RateLimiter(
             configuration: .init(maxConcurrentRequests: 1, minimumSpacing: .zero), clock: ManualClock())
         try await limiter.acquire()
+        let acquiredSecond = Recorder<Bool>()
         let second = Task {
             try await limiter.acquire()
+            acquiredSecond.append(true)
             return true
         }
-        // The second caller is queued behind the first.
-        await Task.yield()
+        // The second caller is queued behind the first: give it every chance to run, it must not get in.
+        for _ in 0..<50 { await Task.yield() }
+        XCTAssertEqual(acquiredSecond.all, [], "a second request got a slot while the only one was taken")
         await limiter.release()
         let acquired = try await second.value
         XCTAssertTrue(acquired)

@@ -41,8 +41,8 @@ final class SearchCachePersistenceTests: XCTestCase {
         _ = try await cache.search(SearchRequest(query: "a"))
         _ = try await cache.search(SearchRequest(query: "b"))
         await cache.flush()
-        let restarted = SearchCache(
-            upstream: FakeSearch(), configuration: .init(maxEntries: 1, path: path), clock: clock)
+        // Restart with room for more: only the file's contents decide, so "a" must be gone from it.
+        let restarted = SearchCache(upstream: FakeSearch(), configuration: .init(maxEntries: 10, path: path), clock: clock)
         let count = await restarted.count
         XCTAssertEqual(count, 1)
         let b = try await restarted.search(SearchRequest(query: "b"))
