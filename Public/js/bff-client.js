@@ -9,7 +9,7 @@
 const DEFAULT_STORAGE_KEY = "bff.sessionId";
 
 /** Connection states reported through `onConnection`. */
-export const ConnectionState = Object.freeze({
+const ConnectionState = Object.freeze({
     connecting: "connecting",
     open: "open",
     reconnecting: "reconnecting",
@@ -59,7 +59,6 @@ export class BffClient {
         this._connectionListeners = new Set();
         this._sessionListeners = new Set();
         this._errorListeners = new Set();
-        this._eventListeners = new Set();
         this._viewModelNames = new Set();
 
         this._source = null;
@@ -121,12 +120,6 @@ export class BffClient {
     onError(callback) {
         this._errorListeners.add(callback);
         return () => this._errorListeners.delete(callback);
-    }
-
-    /** Calls `callback(name, data, id)` for every stream event applied (a tap for debugging and tests). */
-    onEvent(callback) {
-        this._eventListeners.add(callback);
-        return () => this._eventListeners.delete(callback);
     }
 
     /** The last known value of an output, or `undefined`. */
@@ -411,7 +404,6 @@ export class BffClient {
             }
             for (const [output, value, previous] of changed) this._notifyOutput(viewModel, output, value, previous);
         }
-        this._emit(this._eventListeners, "snapshot", snapshot, this.seq);
     }
 
     _onViewModelEvent(source, viewModel, event) {
@@ -430,7 +422,6 @@ export class BffClient {
         for (const [signal, value] of Object.entries(data.signals ?? {})) {
             this._emit(this._signalListeners.get(key(viewModel, signal)), value);
         }
-        this._emit(this._eventListeners, viewModel, data, id);
     }
 
     _onEnd(source, event) {
