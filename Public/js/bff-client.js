@@ -9,7 +9,7 @@
 const DEFAULT_STORAGE_KEY = "bff.sessionId";
 
 /** Connection states reported through `onConnection`. */
-export const ConnectionState = Object.freeze({
+const ConnectionState = Object.freeze({
     connecting: "connecting",
     open: "open",
     reconnecting: "reconnecting",
@@ -59,7 +59,6 @@ export class BffClient {
         this._connectionListeners = new Set();
         this._sessionListeners = new Set();
         this._errorListeners = new Set();
-        this._eventListeners = new Set();
         this._viewModelNames = new Set();
 
         this._source = null;
@@ -123,12 +122,6 @@ export class BffClient {
         return () => this._errorListeners.delete(callback);
     }
 
-    /** Calls `callback(name, data, id)` for every stream event applied (a tap for debugging and tests). */
-    onEvent(callback) {
-        this._eventListeners.add(callback);
-        return () => this._eventListeners.delete(callback);
-    }
-
     /** The last known value of an output, or `undefined`. */
     get(viewModel, output) {
         return this._outputs.get(viewModel)?.get(output);
@@ -149,6 +142,9 @@ export class BffClient {
         if (stored) {
             this._ready = Promise.resolve(this._useSession(stored, { reason: "resumed" }));
         } else {
+            // Creating the session is the first step of connecting: say so, or the page would show
+            // the initial `closed` state ("Disconnected") for as long as POST /api/sessions takes.
+            this._setConnection(ConnectionState.connecting);
             this._ready = this._createSession().then((id) => this._useSession(id, { reason: "created" }));
         }
         return this._ready;
@@ -165,12 +161,16 @@ export class BffClient {
         this._setConnection(ConnectionState.closed);
     }
 
-    /** Deletes the session on the server and forgets it locally. */
+    /**
+     * Deletes the session on the server and forgets it locally. Inputs sent afterwards are refused
+     * until `start()` is called again (which creates a new session).
+     */
     async deleteSession() {
         const id = this.sessionId;
         this.stop();
         this.storage?.removeItem(this.storageKey);
         this.sessionId = null;
+        this._ready = null; // the old promise still resolves to the deleted id
         if (id) await fetch(this._url(`/api/sessions/${encodeURIComponent(id)}`), { method: "DELETE" });
     }
 
@@ -183,7 +183,9 @@ export class BffClient {
      * instead of queued again (use it for text fields).
      *
      * Never rejects: resolves with `{ok: true, inputSeq}` or `{ok: false, problem}`; failures are also
-     * reported to `onError`. The reply carries no view state — outputs arrive on the stream.
+     * reported to `onError`, except an input refused because the client is stopped (`stop()` or
+     * `deleteSession()` was called): that one only resolves `{ok: false}`, it is the page's own doing.
+     * The reply carries no view state — outputs arrive on the stream.
      */
     send(viewModel, input, value, options = {}) {
         return new Promise((resolve) => {
@@ -215,7 +217,7 @@ export class BffClient {
     }
 
     async _post(item, renewed = false) {
-        await this._whenSession();
+        if (!(await this._whenSession())) return { ok: false, problem: stoppedProblem() };
         const body = item.value === undefined ? "{}" : JSON.stringify({ value: item.value });
         const idempotencyKey = randomKey();
         const path = `/api/sessions/${encodeURIComponent(this.sessionId)}/` +
@@ -245,7 +247,7 @@ export class BffClient {
                 continue;
             }
             if (response.status === 404 && !renewed && (await this._sessionIsGone())) {
-                await this._renew("not-found");
+                await this._renew("not-found").catch(() => {}); // a stop meanwhile: the retry refuses
                 return this._post(item, true);
             }
             return this._fail(problem, item);
@@ -300,10 +302,21 @@ export class BffClient {
         return this._renewing;
     }
 
+    /**
+     * Waits for a usable session; false when the client is stopped (before or while waiting), so an
+     * input is never posted to a stopped or deleted session (`/api/sessions/null/…`). A `send` before
+     * the first `start()` starts the client.
+     */
     async _whenSession() {
+        if (this._stopped) return false;
         if (!this._ready) this.start();
-        await this._ready;
-        if (this._renewing) await this._renewing;
+        try {
+            await this._ready;
+            if (this._renewing) await this._renewing;
+        } catch {
+            return false; // session creation gave up because the client was stopped
+        }
+        return !this._stopped && this.sessionId !== null;
     }
 
     /** True only when the server says the session does not exist (404 on its state). */
@@ -391,7 +404,6 @@ export class BffClient {
             }
             for (const [output, value, previous] of changed) this._notifyOutput(viewModel, output, value, previous);
         }
-        this._emit(this._eventListeners, "snapshot", snapshot, this.seq);
     }
 
     _onViewModelEvent(source, viewModel, event) {
@@ -410,7 +422,6 @@ export class BffClient {
         for (const [signal, value] of Object.entries(data.signals ?? {})) {
             this._emit(this._signalListeners.get(key(viewModel, signal)), value);
         }
-        this._emit(this._eventListeners, viewModel, data, id);
     }
 
     _onEnd(source, event) {
@@ -420,12 +431,9 @@ export class BffClient {
         if (reason === "expired" || reason === "deleted") {
             this._renew(reason);
         } else {
-            // "shutdown" (or anything new): the server is going away; come back with backoff and let
-            // the session probe decide whether the session survived.
-            this._failures += 1;
-            this._setConnection(ConnectionState.reconnecting);
-            clearTimeout(this._retryTimer);
-            this._retryTimer = setTimeout(() => this._streamFailed(), this._backoffDelay(this._failures));
+            // "shutdown" (or anything new): the server is going away. Handled as a hard stream failure:
+            // one failure counted, the session probe, then one backoff before reopening (not two).
+            this._streamFailed();
         }
     }
 
@@ -533,6 +541,11 @@ async function readProblem(response) {
     if (body && typeof body === "object" && "status" in body) return body;
     return { type: "about:blank", title: response.statusText || "Error", status: response.status,
              detail: `the server answered ${response.status}` };
+}
+
+function stoppedProblem() {
+    return { type: "about:blank", title: "Client stopped", status: 0,
+             detail: "the input was not sent: the client is stopped (start it again to send)" };
 }
 
 function networkProblem(error) {

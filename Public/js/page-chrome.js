@@ -31,7 +31,6 @@ export function bindPageChrome(client, { connectionBanner, sessionNotice, inputE
     if (sessionNotice) {
         let timer = null;
         client.onSession((session) => {
-            document.documentElement.dataset.sessionId = session.id;
             clearTimeout(timer);
             setBanner(sessionNotice, REPLACED_TEXT[session.cause] ?? "");
             timer = setTimeout(() => setBanner(sessionNotice, ""), NOTICE_MS);

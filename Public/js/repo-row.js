@@ -68,7 +68,7 @@ export function isWebURL(text) {
 }
 
 /** "3 days ago" style text for a date (empty for an invalid one). */
-export function formatRelative(date, now = Date.now()) {
+function formatRelative(date, now = Date.now()) {
     const seconds = (date.getTime() - now) / 1000;
     if (Number.isNaN(seconds)) return "";
     for (const [unit, size] of UNITS) {

@@ -42,7 +42,7 @@ ui.query.addEventListener("keydown", (event) => {
 ui.loadMore.addEventListener("click", () => client.send("search", "loadMore", undefined, { coalesce: true }));
 ui.results.addEventListener("click", (event) => {
     const row = event.target.closest(".repo");
-    if (!row || event.target.closest("a")) return;
+    if (!row) return;
     row.classList.add("selected");
     client.send("search", "select", Number(row.dataset.repoId));
 });

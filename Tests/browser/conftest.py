@@ -2,7 +2,6 @@
 
 Environment:
   BFF_BIN, SIM_BIN        the executables (default .build/debug/bff and .build/debug/github-sim)
-  BROWSER_TEST_GITHUB     "sim" (default when SIM_BIN exists) or "stub" (github_stub.py)
   BROWSER_TEST_BFF_URL    use an already running server instead of starting one (restart tests skip)
   CHROMIUM_BIN, CHROMEDRIVER_BIN   default /usr/bin/chromium and /usr/bin/chromedriver
 Screenshots go to artifacts/screenshots/ at the repository root.
@@ -16,7 +15,6 @@ import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
-from github_stub import Stub
 from github_sim import SimulatorControl
 from support import free_port, wait_for_http
 
@@ -26,7 +24,7 @@ LOGS = ROOT / "artifacts" / "browser-logs"
 
 
 class ServerProcess:
-    """The real `bff` on a fixed port, restartable on the same port (to test recovery)."""
+    """The real `bff` on a fixed port; stop() and start() again reuse the port (to test recovery)."""
 
     def __init__(self, binary, github_url, port=None, name="bff"):
         self.binary = binary
@@ -59,10 +57,6 @@ class ServerProcess:
                 self.process.wait()
         self.process = None
 
-    def restart(self):
-        self.stop()
-        self.start()
-
 
 def _binary(env_name, default):
     path = Path(os.environ.get(env_name, ROOT / default))
@@ -71,16 +65,10 @@ def _binary(env_name, default):
 
 @pytest.fixture(scope="session")
 def github():
-    """The GitHub the server talks to, with the switches the tests need (see github_sim.py)."""
+    """The GitHub simulator the server talks to, with the switches the tests need (see github_sim.py)."""
     sim_bin = _binary("SIM_BIN", ".build/debug/github-sim")
-    mode = os.environ.get("BROWSER_TEST_GITHUB", "sim" if sim_bin else "stub")
-    if mode == "stub":
-        stub = Stub()
-        yield SimulatorControl.for_stub(stub)
-        stub.stop()
-        return
     if sim_bin is None:
-        pytest.fail("BROWSER_TEST_GITHUB=sim but github-sim is not built (set SIM_BIN)")
+        pytest.fail("github-sim is not built: run `swift build --product github-sim` or set SIM_BIN")
     control = SimulatorControl.start(sim_bin, LOGS)
     yield control
     control.stop()

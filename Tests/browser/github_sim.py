@@ -1,7 +1,7 @@
-"""How the browser tests drive the GitHub they run against: the Swift simulator or github_stub.py.
+"""How the browser tests drive the GitHub they run against: the Swift simulator (`github-sim`).
 
-SimulatorControl hides the difference: `url`, `rate_limit(seconds)`, `reset()` and `hostile_query`
-(a query whose results carry HTML and script in their descriptions).
+SimulatorControl gives `url`, `rate_limit(seconds)`, `reset()` and `hostile_query` (a query whose
+results carry HTML and script in their descriptions).
 """
 
 import json
@@ -11,19 +11,12 @@ import urllib.request
 
 
 class SimulatorControl:
-    def __init__(self, url, rate_limit, reset, hostile_query, process=None, stub=None):
+    def __init__(self, url, rate_limit, reset, hostile_query, process=None):
         self.url = url
         self._rate_limit = rate_limit  # seconds -> (path, JSON body)
         self._reset = reset
         self.hostile_query = hostile_query
         self._process = process
-        self._stub = stub
-
-    @classmethod
-    def for_stub(cls, stub):
-        return cls(f"http://127.0.0.1:{stub.port}",
-                   lambda seconds: (f"/_control/rate-limit?seconds={seconds}", {}),
-                   ("/_control/reset", {}), "hostile", stub=stub)
 
     @classmethod
     def start(cls, binary, logs):

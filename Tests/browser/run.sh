@@ -7,11 +7,13 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 cd "$root"
 
+# CI installs chromium with `scripts/install-deps.sh --test`; this is only the fallback for a machine
+# that lacks it (same packages and flags: no recommends, sudo when not root).
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
-    echo "browser tests: installing chromium and chromium-driver" >&2
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq chromium chromium-driver >/dev/null
+    echo "browser tests: chromium or chromedriver missing; installing chromium and chromium-driver" >&2
+    sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null
 fi
 
 python="${PYTHON:-python3}"
@@ -22,7 +24,9 @@ fi
 
 for binary in "${BFF_BIN:-.build/debug/bff}" "${SIM_BIN:-.build/debug/github-sim}"; do
     if [ ! -x "$binary" ]; then
-        echo "browser tests: $binary is missing; build it with swift build --product bff --product github-sim" >&2
+        # Two commands: given several --product options, SwiftPM builds only the last one.
+        echo "browser tests: $binary is missing; build it with" \
+             "'swift build --product bff && swift build --product github-sim'" >&2
         exit 1
     fi
 done

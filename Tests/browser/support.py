@@ -13,20 +13,6 @@ def free_port():
         return s.getsockname()[1]
 
 
-def wait_for_port(port, process=None, timeout=30.0):
-    """Waits until something accepts TCP connections on 127.0.0.1:port."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process is not None and process.poll() is not None:
-            raise RuntimeError(f"process exited with {process.returncode} before listening on {port}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise TimeoutError(f"nothing listens on port {port} after {timeout}s")
-
-
 def wait_for_http(url, status=200, timeout=30.0, process=None):
     """Polls `url` until it answers `status` (the server's own readiness signal) or times out."""
     deadline = time.monotonic() + timeout

@@ -1,5 +1,7 @@
 """The search screen against the real server and the GitHub simulator."""
 
+import urllib.request
+
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
@@ -35,7 +37,9 @@ def test_type_and_search_shows_results(bff, browser, screenshot):
     assert first.find_element(By.CSS_SELECTOR, "img.avatar").get_attribute("alt") == repositories[0]["owner"]
     if repositories[0]["description"]:
         assert first.find_element(By.CSS_SELECTOR, ".repo-description").text == repositories[0]["description"]
-    assert first.find_element(By.CSS_SELECTOR, ".stars").get_attribute("title").endswith("stars")
+    # The title is the full number in the page's locale (the browser runs with --lang=en-US).
+    stars = repositories[0]["stars"]
+    assert first.find_element(By.CSS_SELECTOR, ".stars").get_attribute("title") == f"{stars:,} stars"
     assert first.find_element(By.CSS_SELECTOR, "time.updated").get_attribute("datetime") == repositories[0]["updatedAt"]
     total = output(browser, "search", "totalCount")
     assert f"{total:,}" in by_id(browser, "result-count").text
@@ -116,7 +120,22 @@ def test_selecting_a_row_opens_the_repository_url(bff, browser, screenshot):
     search(browser, "swift")
     repositories = output(browser, "search", "repositories")
 
+    # The highlight is the page's own state, set by the click before any reply. A DOM query after
+    # click() could race the `deselect` signal on a fast loopback, so a MutationObserver installed
+    # before the click records every row that became `.repo.selected`.
+    browser.execute_script("""
+        window.__selected = [];
+        new MutationObserver((records) => {
+            for (const r of records) {
+                if (r.target.matches('.repo.selected')) window.__selected.push(r.target.dataset.repoId);
+            }
+        }).observe(document.getElementById('results'),
+                   {subtree: true, attributes: true, attributeFilter: ['class']});
+    """)
+    first_row = browser.find_elements(By.CSS_SELECTOR, "#results > li.repo")[0]
     browser.find_elements(By.CSS_SELECTOR, "#results .repo-open")[0].click()
+    assert browser.execute_script("return window.__selected") == [first_row.get_attribute("data-repo-id")], \
+        "the clicked row was not highlighted as .repo.selected"
     opened = wait(browser, lambda d: d.execute_script("return window.__opened.length && window.__opened"))
     assert opened[0] == [repositories[0]["url"], "_blank", "noopener"]
     wait(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, "#results .repo.selected"),
@@ -157,6 +176,15 @@ def test_dark_scheme(bff, screenshot):
 
 
 def test_pages_break_no_content_security_rule(bff, browser):
+    # The browser can only report violations of a policy the server sends: check the header itself.
+    with urllib.request.urlopen(f"{bff.url}/", timeout=5) as response:
+        policy = response.headers.get("Content-Security-Policy")
+    assert policy, "no Content-Security-Policy header on /"
+    directives = {d.split()[0]: d.split()[1:] for d in (p.strip() for p in policy.split(";")) if d}
+    assert "'self'" in directives.get("script-src", []), policy
+    assert "'unsafe-inline'" not in policy, policy
+    assert "'unsafe-eval'" not in directives.get("script-src", []), policy
+
     open_page(browser, bff)
     search(browser, "swift")
     violations = browser.execute_script("return window.__cspViolations")
