@@ -4,7 +4,8 @@
 #   scripts/install-deps.sh --test     also test deps (chromium + driver, python3-venv for the Python tools)
 set -euo pipefail
 pkgs=(libevent-dev libsqlite3-dev pkg-config libcurl4-openssl-dev ca-certificates)
-if [[ "${1:-}" == "--test" ]]; then pkgs+=(chromium chromium-driver python3-venv)  # wrk: scripts/bench-http.sh installs it; fi
+# (wrk is installed by scripts/bench-http.sh, which alone uses it)
+if [[ "${1:-}" == "--test" ]]; then pkgs+=(chromium chromium-driver python3-venv); fi
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then
