@@ -27,7 +27,10 @@ final class LoadConnection {
     init(loop: LoadLoop, target: Target) throws {
         self.loop = loop
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw WireError.system("socket", errno) }
+        guard fd >= 0 else {
+            isClosed = true
+            throw WireError.system("socket", errno)
+        }
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         var addr = sockaddr_in()
@@ -39,10 +42,21 @@ final class LoadConnection {
         }
         if rc != 0 && errno != EINPROGRESS {
             let e = errno
+            isClosed = true
             Glibc.close(fd)
             throw WireError.system("connect", e)
         }
-        loop.register(self)
+        do {
+            try loop.register(self)
+        } catch {
+            isClosed = true
+            Glibc.close(fd)
+            throw error
+        }
+    }
+
+    deinit {
+        if !isClosed { Glibc.close(fd) }
     }
 
     /// Queues `bytes` and writes what the socket takes now.
@@ -70,6 +84,15 @@ final class LoadConnection {
         onClose = { _ in }
         onEvent = { _ in }
         callback(error)
+    }
+
+    /// Closes the socket without callbacks and without touching the loop (which is going away).
+    func detach() {
+        guard !isClosed else { return }
+        isClosed = true
+        Glibc.close(fd)
+        onClose = { _ in }
+        onEvent = { _ in }
     }
 
     func handle(events: UInt32) {

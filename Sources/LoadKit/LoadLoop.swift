@@ -23,6 +23,8 @@ public final class LoadLoop {
     var readBuffer = [UInt8](repeating: 0, count: 256 * 1024)
     /// Set to stop `run` at the next iteration.
     public var stopRequested = false
+    /// Set by `close()`: no more connections or timers are accepted.
+    private(set) var isClosed = false
 
     /// Creates the epoll instance and its timer.
     public init() throws {
@@ -32,8 +34,22 @@ public final class LoadLoop {
     }
 
     deinit {
-        close(epollFD)
-        close(timerFD)
+        // Connections can outlive the loop (a pool or stream still holds them): close their
+        // sockets here without callbacks, so they neither leak nor reach back into this loop.
+        for case let connection? in connections { connection.detach() }
+        Glibc.close(epollFD)
+        Glibc.close(timerFD)
+    }
+
+    /// Closes every registered connection (their `onClose` runs with `nil`) and drops every
+    /// timer, which also releases what the timers' closures hold. The loop is finished
+    /// afterwards: new connections fail with `.closed` and new timers are ignored.
+    public func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        for case let connection? in connections { connection.close() }
+        timers = TimerHeap()
+        armedDeadline = .max
     }
 
     /// Now, in monotonic nanoseconds.
@@ -41,6 +57,7 @@ public final class LoadLoop {
 
     /// Runs `action` on the loop at `deadline` (monotonic nanoseconds), or at once if past.
     public func schedule(at deadline: UInt64, _ action: @escaping () -> Void) {
+        guard !isClosed else { return }
         timers.insert(deadline, action)
         if deadline < armedDeadline { arm(deadline) }
     }
@@ -55,7 +72,8 @@ public final class LoadLoop {
         Epoll.timerArm(timerFD, deadline: deadline)
     }
 
-    func register(_ connection: LoadConnection) {
+    func register(_ connection: LoadConnection) throws(WireError) {
+        guard !isClosed else { throw .closed }
         let fd = Int(connection.fd)
         if fd >= connections.count { connections += Array(repeating: nil, count: fd - connections.count + 1024) }
         connections[fd] = connection

@@ -37,6 +37,17 @@ public final class RequestPool {
         hostLine = Array(" HTTP/1.1\r\nHost: \(target.host):\(target.port)\r\n".utf8)
     }
 
+    deinit {
+        // The connections' callbacks point at this pool and its slots: silence them before
+        // closing, in case the pool goes away while its connections are still registered.
+        for slot in slots {
+            guard let connection = slot.connection else { continue }
+            connection.onEvent = { _ in }
+            connection.onClose = { _ in }
+            connection.close()
+        }
+    }
+
     /// Requests waiting for a free connection.
     public var queued: Int { queue.count - queueHead }
 
@@ -95,7 +106,10 @@ public final class RequestPool {
             } catch {
                 slot.inFlight = nil
                 slot.connection = nil
-                pending.completion(.failure(error as? WireError ?? .closed))
+                // Never call the completion from inside `submit`: a closed-loop caller resubmits
+                // from it, and with a persistent failure (EMFILE) that would recurse without bound.
+                let failure = error as? WireError ?? .closed
+                loop.schedule(after: 0) { pending.completion(.failure(failure)) }
                 loop.schedule(after: 0.01) { [weak self] in self?.dispatch() }
                 return
             }
@@ -114,8 +128,10 @@ public final class RequestPool {
                 guard let response = slot.response, let pending = slot.inFlight else { return }
                 slot.response = nil
                 slot.inFlight = nil
-                pending.completion(.success(response))
+                // Retire a connection the server is closing before the completion runs, so a
+                // request submitted from the completion gets a fresh connection, not this one.
                 if response.header("Connection")?.lowercased() == "close" { slot.connection?.close() }
+                pending.completion(.success(response))
                 self.dispatch()
             }
         }

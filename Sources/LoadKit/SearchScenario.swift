@@ -55,6 +55,7 @@ public struct SearchScenario {
     /// Runs the scenario against `target`.
     public static func run(target: Target, options: Options) throws -> LoadReport {
         let loop = try LoadLoop()
+        defer { loop.close() }
         let pool = RequestPool(loop: loop, target: target, size: options.connections)
         SystemProbe.raiseOpenFileLimit(to: options.sessions + options.connections + 256)
         let upstreamBefore = upstreamRequests(target: target, simURL: options.simURL)
@@ -68,15 +69,22 @@ public struct SearchScenario {
         let start = LoadLoop.now()
         let end = start + UInt64(options.duration * 1e9)
 
-        func post(_ session: Session, _ input: String, _ body: String, awaited: Bool) {
+        /// Posts one input of the session's current action. With `then`, a 202 runs `then` (the
+        /// action's next input) instead of awaiting results, so inputs reach the server in order.
+        func post(_ session: Session, _ input: String, _ body: String, then: (() -> Void)? = nil) {
+            let action = session.scheduled
             pool.submit("POST", session.base + input, headers: [("Content-Type", "application/json")],
                         body: Array(body.utf8)) { result in
+                // A reply for an action that already timed out must not touch the next action.
+                let current = session.scheduled == action && session.waitingFor != nil
                 guard case .success(let r) = result, r.status == 202 else {
                     postErrors += 1
-                    if awaited { session.waitingFor = nil; scheduleNext(session) }
+                    if current { session.waitingFor = nil; scheduleNext(session) }
                     return
                 }
-                guard awaited, let seq = LoadSession.inputSeq(in: r.text) else { return }
+                guard current else { return }
+                if let then { return then() }
+                guard let seq = LoadSession.inputSeq(in: r.text) else { return }
                 session.waitingFor = seq
                 // The stream may deliver the result before the 202 arrives on the other connection.
                 if session.finishedSeq >= seq { complete(session, at: session.finishedAt) }
@@ -99,18 +107,18 @@ public struct SearchScenario {
             let u = mix.nextUniform()
             if session.query != nil && session.hasMore && u < 0.2 {
                 session.page += 1
-                post(session, "loadMore", "", awaited: true)
+                post(session, "loadMore", "")
             } else if session.query != nil && u < 0.35 {
                 let sorts = ["best-match", "stars", "forks", "updated"].filter { $0 != session.sort }
                 session.sort = sorts[Int(mix.nextUniform() * Double(sorts.count))]
                 session.page = 1
-                post(session, "sort", "{\"value\":\"\(session.sort)\"}", awaited: true)
+                post(session, "sort", "{\"value\":\"\(session.sort)\"}")
             } else {
                 let query = mix.nextQuery()
                 session.query = query
                 session.page = 1
-                post(session, "query", "{\"value\":\"\(query)\"}", awaited: false)
-                post(session, "submit", "", awaited: true)
+                // `submit` only after `query` was accepted: on two connections they could arrive reversed.
+                post(session, "query", "{\"value\":\"\(query)\"}") { post(session, "submit", "") }
             }
             session.key = "\(session.query ?? "")|\(session.sort)|\(session.page)"
             session.repeatSearch = served.contains(session.key)

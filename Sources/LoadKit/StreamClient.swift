@@ -57,8 +57,20 @@ public final class StreamClient {
         }
         connection.onClose = { [unowned self] error in
             isClosed = true
-            onClose(error)
+            let callback = onClose
+            // The owner's callbacks often capture what holds this stream: drop them once closed.
+            onEvent = { _, _ in }
+            onHead = { _ in }
+            onClose = { _ in }
+            callback(error)
         }
+    }
+
+    deinit {
+        // The connection's callbacks refer to this object: silence them, then close it.
+        connection.onEvent = { _ in }
+        connection.onClose = { _ in }
+        connection.close()
     }
 
     /// Closes the stream (`onClose` gets `nil`).
