@@ -144,7 +144,6 @@ public struct LatencyScenario {
             lost += session.pending.keys.reduce(0) { $0 + (expected.contains($1) ? 1 : 0) }
         }
         unmatched = sessions.reduce(0) { $0 + $1.early.count }
-        loop.stopRequested = false
 
         var report = LoadReport(scenario: "latency")
         report.add("sessions", .int(sessions.count))

@@ -16,8 +16,6 @@ final class LoadConnection {
     private var connected = false
     private(set) var isClosed = false
 
-    /// Called once the TCP connection is up.
-    var onConnect: () -> Void = {}
     /// Called for every response event.
     var onEvent: (HTTPResponseParser.Event) -> Void = { _ in }
     /// Called once when the connection closes; the error is `nil` for a clean close by us.
@@ -71,9 +69,6 @@ final class LoadConnection {
         if connected { flush() }
     }
 
-    /// Marks the next response as having no body (a `HEAD` request).
-    func expectNoBody() { parser.nextResponseHasNoBody = true }
-
     /// Closes the socket; `onClose` gets `error` (nil for an intended close).
     func close(_ error: WireError? = nil) {
         guard !isClosed else { return }
@@ -102,8 +97,6 @@ final class LoadConnection {
             getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
             if error != 0 { return close(.system("connect", error)) }
             connected = true
-            onConnect()
-            if isClosed { return }
         }
         if events & Epoll.output != 0 { flush() }
         if events & (Epoll.input | Epoll.readHangUp | Epoll.hangUp | Epoll.error) != 0 { readAll() }

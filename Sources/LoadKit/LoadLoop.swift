@@ -21,8 +21,6 @@ public final class LoadLoop {
     private var events = [UInt8](repeating: 0, count: 1024 * Epoll.eventSize)
     /// The receive buffer all connections share (they run one at a time on this thread).
     var readBuffer = [UInt8](repeating: 0, count: 256 * 1024)
-    /// Set to stop `run` at the next iteration.
-    public var stopRequested = false
     /// Set by `close()`: no more connections or timers are accepted.
     private(set) var isClosed = false
 
@@ -86,21 +84,24 @@ public final class LoadLoop {
         connections[Int(connection.fd)] = nil
     }
 
-    /// Runs until `condition` becomes true (checked after every batch of events and timers),
-    /// `stopRequested` is set, or `timeout` seconds pass. Returns whether `condition` held.
+    /// Runs until `condition` becomes true (checked after every batch of events and timers)
+    /// or `timeout` seconds pass. Returns whether `condition` held.
     @discardableResult
     public func run(timeout: Double = .infinity, until condition: () -> Bool = { false }) -> Bool {
-        let end = timeout.isFinite ? Self.now() + UInt64(timeout * 1e9) : UInt64.max
-        var endTimerSet = false
+        let end = timeout.isFinite ? Self.now() + UInt64(max(0, timeout) * 1e9) : UInt64.max
         while true {
             runDueTimers()
             if condition() { return true }
-            if stopRequested || Self.now() >= end { return false }
-            if !endTimerSet && end != .max {
-                endTimerSet = true
-                schedule(at: end) {}
+            let now = Self.now()
+            if now >= end { return false }
+            // Timers wake the loop through the timerfd; the end of the run bounds the wait itself
+            // (rounded up to whole milliseconds, so the loop never wakes before `end`).
+            var wait: Int32 = timers.isEmpty ? 1000 : -1
+            if end != .max {
+                let untilEnd = Int32(clamping: (end - now + 999_999) / 1_000_000)
+                wait = wait < 0 ? untilEnd : min(wait, untilEnd)
             }
-            let n = Epoll.wait(epollFD, &events, timeoutMilliseconds: timers.isEmpty ? 1000 : -1)
+            let n = Epoll.wait(epollFD, &events, timeoutMilliseconds: wait)
             if n < 0 { continue }
             for i in 0..<n {
                 let (flags, fd) = Epoll.event(events, i)

@@ -26,8 +26,6 @@ public final class RequestPool {
     private var queue: [Pending] = []
     private var queueHead = 0
     private let hostLine: [UInt8]
-    /// Connections opened so far (reconnects included).
-    public private(set) var connectionsOpened = 0
 
     /// A pool of up to `size` connections to `target`, opened lazily.
     public init(loop: LoadLoop, target: Target, size: Int) {
@@ -119,7 +117,6 @@ public final class RequestPool {
 
     private func open(_ slot: Slot) throws -> LoadConnection {
         let connection = try LoadConnection(loop: loop, target: target)
-        connectionsOpened += 1
         connection.onEvent = { [unowned self, unowned slot] event in
             switch event {
             case .head(let head): slot.response = head

@@ -21,7 +21,7 @@ public struct SearchScenario {
         public var duration = 10.0
         /// Mean think time between a session's actions, seconds.
         public var think = 0.5
-        /// The GitHub simulator's base URL, for `GET /_sim/stats` (else the server's `/metrics`).
+        /// The GitHub simulator's base URL, for the upstream request count (`GET /_sim/stats`).
         public var simURL: String?
         /// Keep-alive connections for the POSTs.
         public var connections = 8
@@ -58,7 +58,7 @@ public struct SearchScenario {
         defer { loop.close() }
         let pool = RequestPool(loop: loop, target: target, size: options.connections)
         SystemProbe.raiseOpenFileLimit(to: options.sessions + options.connections + 256)
-        let upstreamBefore = upstreamRequests(target: target, simURL: options.simURL)
+        let upstreamBefore = upstreamRequests(simURL: options.simURL)
         let ids = try LoadSession.create(options.sessions, loop: loop, pool: pool)
         let sessions = ids.map(Session.init)
         var mix = QueryMix(seed: options.seed)
@@ -165,7 +165,7 @@ public struct SearchScenario {
         loop.run(timeout: options.duration)
         running = false
         loop.run(timeout: 5) { sessions.allSatisfy { $0.waitingFor == nil } }
-        let upstreamAfter = upstreamRequests(target: target, simURL: options.simURL)
+        let upstreamAfter = upstreamRequests(simURL: options.simURL)
 
         var report = LoadReport(scenario: "search")
         report.add("sessions", .int(options.sessions))
@@ -178,12 +178,12 @@ public struct SearchScenario {
         report.add("postErrors", .int(postErrors))
         report.add("timeouts", .int(timeouts))
         if let upstreamBefore, let upstreamAfter {
-            let upstream = upstreamAfter.count - upstreamBefore.count
+            let upstream = upstreamAfter - upstreamBefore
             report.add("upstreamRequests", .int(upstream))
             report.add("searchesPerUpstreamRequest", .number(upstream > 0 ? Double(searches) / Double(upstream) : 0,
-                                                            unit: "(\(upstreamAfter.source))"))
+                                                            unit: "(/_sim/stats requests)"))
         } else {
-            report.add("upstreamRequests", .text("unavailable (no --sim-url stats and no upstream metric)"))
+            report.add("upstreamRequests", .text("unavailable (no --sim-url, or its /_sim/stats has no requests)"))
         }
         for session in sessions { session.stream?.close() }
         if options.cleanup { LoadSession.delete(ids, loop: loop, pool: pool) }
@@ -191,24 +191,15 @@ public struct SearchScenario {
         return report
     }
 
-    /// The upstream request count from the simulator's `/_sim/stats` or the server's metrics.
-    static func upstreamRequests(target: Target, simURL: String?) -> (count: Int, source: String)? {
-        if let simURL, let sim = try? Target(url: simURL), let connection = try? sim.connect(timeout: 3),
-           let response = try? connection.request("GET", sim.basePath + "/_sim/stats"), response.status == 200,
-           let stats = try? JSONValue.parse(response.body), let object = stats.objectValue {
-            connection.close()
-            for key in ["requests", "searchRequests", "upstreamRequests", "totalRequests", "total"] {
-                if let n = object[key]?.intValue { return (n, "/_sim/stats \(key)") }
-            }
-            if let entry = object.entries.first(where: { $0.key.lowercased().contains("request") }),
-               let n = entry.value.intValue {
-                return (n, "/_sim/stats \(entry.key)")
-            }
+    /// The simulator's upstream request count (`requests` in `GET {simURL}/_sim/stats`), if any.
+    static func upstreamRequests(simURL: String?) -> Int? {
+        guard let simURL, let sim = try? Target(url: simURL), let connection = try? sim.connect(timeout: 3) else {
+            return nil
         }
-        if let sum = SystemProbe.metricSum(target: target, where: { $0.contains("upstream") && $0.hasSuffix("_total")
-            && $0.contains("request") }) {
-            return (Int(sum), "/metrics upstream *_requests_total")
-        }
-        return nil
+        defer { connection.close() }
+        guard let response = try? connection.request("GET", sim.basePath + "/_sim/stats"), response.status == 200,
+              let stats = try? JSONValue.parse(response.body)
+        else { return nil }
+        return stats["requests"]?.intValue
     }
 }
