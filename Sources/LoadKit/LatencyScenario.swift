@@ -1,7 +1,8 @@
 import WireClient
 
 /// `latency`: S sessions with open streams; greeting `name` inputs at a fixed total rate R,
-/// alternating "" and a name so every input flips `buttonEnabled` and yields exactly one event.
+/// alternating "" and a name so every input flips `buttonEnabled` and yields exactly one event
+/// (unless the input before it was rejected: then it changes nothing and is counted as `noChange`).
 /// Latency runs from each POST's *scheduled* send time to the arrival of the event carrying
 /// its `inputSeq` (open loop: a slow server cannot hide latency by slowing the client).
 ///
@@ -29,7 +30,8 @@ public struct LatencyScenario {
 
     private final class Session {
         let inputPath: String
-        var nameSet = false
+        var nameSet = false  // the value of the last input scheduled (they alternate)
+        var accepted: [(seq: Int, value: Bool)] = []  // every 202, in arrival order
         var pending: [Int: UInt64] = [:]  // inputSeq -> scheduled time, event not yet seen
         var early: [Int: UInt64] = [:]  // inputSeq -> event arrival, 202 not yet seen
         var stream: StreamClient?
@@ -39,6 +41,7 @@ public struct LatencyScenario {
     /// Runs the scenario against `target`.
     public static func run(target: Target, options: Options) throws -> LoadReport {
         let loop = try LoadLoop()
+        defer { loop.close() }
         let pool = RequestPool(loop: loop, target: target, size: options.connections)
         SystemProbe.raiseOpenFileLimit(to: options.sessions + options.connections + 256)
         let ids = try LoadSession.create(options.sessions, loop: loop, pool: pool)
@@ -85,9 +88,10 @@ public struct LatencyScenario {
                 lag.record(nanoseconds: now - due)
                 let session = sessions[sent % sessions.count]
                 session.nameSet.toggle()
+                let value = session.nameSet
                 sent += 1
                 pool.submit("POST", session.inputPath, headers: [("Content-Type", "application/json")],
-                            body: bodies[session.nameSet ? 0 : 1]) { result in
+                            body: bodies[value ? 0 : 1]) { result in
                     completed += 1
                     switch result {
                     case .success(let response):
@@ -97,6 +101,7 @@ public struct LatencyScenario {
                             return
                         }
                         accepted += 1
+                        session.accepted.append((seq, value))
                         if let arrival = session.early.removeValue(forKey: seq) {
                             latency.record(nanoseconds: arrival &- due)
                             received += 1
@@ -117,12 +122,28 @@ public struct LatencyScenario {
                 + "queued \(pool.queued)  p50 \(LatencySummary.format(s.p50))  p99 \(LatencySummary.format(s.p99))"
         }
         loop.run(timeout: options.duration + 60) { sent == total && completed == total }
-        loop.run(timeout: options.grace) { received == accepted }
+        // An input yields an event only when it changes the name, i.e. when its value differs
+        // from the last *accepted* input before it (in inputSeq order; the name starts empty).
+        // A rejected input (429, …) leaves the name as it was, so the next one may change nothing.
+        func expectedEvents(_ session: Session) -> Set<Int> {
+            var expected = Set<Int>(), value = false
+            for input in session.accepted.sorted(by: { $0.seq < $1.seq }) {
+                if input.value != value { expected.insert(input.seq) }
+                value = input.value
+            }
+            return expected
+        }
+        let expectedTotal = sessions.reduce(0) { $0 + expectedEvents($1).count }
+        loop.run(timeout: options.grace) { received >= expectedTotal }
         running = false
         let cpu = SystemProbe.ownCPUSeconds() - cpuBefore
-        let lost = sessions.reduce(0) { $0 + $1.pending.count }
+        var lost = 0, noChange = 0
+        for session in sessions {
+            let expected = expectedEvents(session)
+            noChange += session.accepted.count - expected.count
+            lost += session.pending.keys.reduce(0) { $0 + (expected.contains($1) ? 1 : 0) }
+        }
         unmatched = sessions.reduce(0) { $0 + $1.early.count }
-        loop.stopRequested = false
 
         var report = LoadReport(scenario: "latency")
         report.add("sessions", .int(sessions.count))
@@ -134,6 +155,7 @@ public struct LatencyScenario {
         report.add("errors", .int(errors))
         report.add("streamErrors", .int(streamErrors))
         report.add("lost", .int(lost))
+        report.add("noChange", .int(noChange))
         report.add("unmatchedEvents", .int(unmatched))
         report.add("latency", .latency(latency.summary))
         report.add("scheduleLag", .latency(lag.summary))

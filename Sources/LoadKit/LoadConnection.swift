@@ -16,8 +16,6 @@ final class LoadConnection {
     private var connected = false
     private(set) var isClosed = false
 
-    /// Called once the TCP connection is up.
-    var onConnect: () -> Void = {}
     /// Called for every response event.
     var onEvent: (HTTPResponseParser.Event) -> Void = { _ in }
     /// Called once when the connection closes; the error is `nil` for a clean close by us.
@@ -27,7 +25,10 @@ final class LoadConnection {
     init(loop: LoadLoop, target: Target) throws {
         self.loop = loop
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw WireError.system("socket", errno) }
+        guard fd >= 0 else {
+            isClosed = true
+            throw WireError.system("socket", errno)
+        }
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         var addr = sockaddr_in()
@@ -39,10 +40,21 @@ final class LoadConnection {
         }
         if rc != 0 && errno != EINPROGRESS {
             let e = errno
+            isClosed = true
             Glibc.close(fd)
             throw WireError.system("connect", e)
         }
-        loop.register(self)
+        do {
+            try loop.register(self)
+        } catch {
+            isClosed = true
+            Glibc.close(fd)
+            throw error
+        }
+    }
+
+    deinit {
+        if !isClosed { Glibc.close(fd) }
     }
 
     /// Queues `bytes` and writes what the socket takes now.
@@ -57,9 +69,6 @@ final class LoadConnection {
         if connected { flush() }
     }
 
-    /// Marks the next response as having no body (a `HEAD` request).
-    func expectNoBody() { parser.nextResponseHasNoBody = true }
-
     /// Closes the socket; `onClose` gets `error` (nil for an intended close).
     func close(_ error: WireError? = nil) {
         guard !isClosed else { return }
@@ -72,6 +81,15 @@ final class LoadConnection {
         callback(error)
     }
 
+    /// Closes the socket without callbacks and without touching the loop (which is going away).
+    func detach() {
+        guard !isClosed else { return }
+        isClosed = true
+        Glibc.close(fd)
+        onClose = { _ in }
+        onEvent = { _ in }
+    }
+
     func handle(events: UInt32) {
         if !connected && events & (Epoll.output | Epoll.error | Epoll.hangUp) != 0 {
             var error: Int32 = 0
@@ -79,8 +97,6 @@ final class LoadConnection {
             getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
             if error != 0 { return close(.system("connect", error)) }
             connected = true
-            onConnect()
-            if isClosed { return }
         }
         if events & Epoll.output != 0 { flush() }
         if events & (Epoll.input | Epoll.readHangUp | Epoll.hangUp | Epoll.error) != 0 { readAll() }

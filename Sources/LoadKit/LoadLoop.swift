@@ -21,8 +21,8 @@ public final class LoadLoop {
     private var events = [UInt8](repeating: 0, count: 1024 * Epoll.eventSize)
     /// The receive buffer all connections share (they run one at a time on this thread).
     var readBuffer = [UInt8](repeating: 0, count: 256 * 1024)
-    /// Set to stop `run` at the next iteration.
-    public var stopRequested = false
+    /// Set by `close()`: no more connections or timers are accepted.
+    private(set) var isClosed = false
 
     /// Creates the epoll instance and its timer.
     public init() throws {
@@ -32,8 +32,22 @@ public final class LoadLoop {
     }
 
     deinit {
-        close(epollFD)
-        close(timerFD)
+        // Connections can outlive the loop (a pool or stream still holds them): close their
+        // sockets here without callbacks, so they neither leak nor reach back into this loop.
+        for case let connection? in connections { connection.detach() }
+        Glibc.close(epollFD)
+        Glibc.close(timerFD)
+    }
+
+    /// Closes every registered connection (their `onClose` runs with `nil`) and drops every
+    /// timer, which also releases what the timers' closures hold. The loop is finished
+    /// afterwards: new connections fail with `.closed` and new timers are ignored.
+    public func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        for case let connection? in connections { connection.close() }
+        timers = TimerHeap()
+        armedDeadline = .max
     }
 
     /// Now, in monotonic nanoseconds.
@@ -41,6 +55,7 @@ public final class LoadLoop {
 
     /// Runs `action` on the loop at `deadline` (monotonic nanoseconds), or at once if past.
     public func schedule(at deadline: UInt64, _ action: @escaping () -> Void) {
+        guard !isClosed else { return }
         timers.insert(deadline, action)
         if deadline < armedDeadline { arm(deadline) }
     }
@@ -55,7 +70,8 @@ public final class LoadLoop {
         Epoll.timerArm(timerFD, deadline: deadline)
     }
 
-    func register(_ connection: LoadConnection) {
+    func register(_ connection: LoadConnection) throws(WireError) {
+        guard !isClosed else { throw .closed }
         let fd = Int(connection.fd)
         if fd >= connections.count { connections += Array(repeating: nil, count: fd - connections.count + 1024) }
         connections[fd] = connection
@@ -68,21 +84,24 @@ public final class LoadLoop {
         connections[Int(connection.fd)] = nil
     }
 
-    /// Runs until `condition` becomes true (checked after every batch of events and timers),
-    /// `stopRequested` is set, or `timeout` seconds pass. Returns whether `condition` held.
+    /// Runs until `condition` becomes true (checked after every batch of events and timers)
+    /// or `timeout` seconds pass. Returns whether `condition` held.
     @discardableResult
     public func run(timeout: Double = .infinity, until condition: () -> Bool = { false }) -> Bool {
-        let end = timeout.isFinite ? Self.now() + UInt64(timeout * 1e9) : UInt64.max
-        var endTimerSet = false
+        let end = timeout.isFinite ? Self.now() + UInt64(max(0, timeout) * 1e9) : UInt64.max
         while true {
             runDueTimers()
             if condition() { return true }
-            if stopRequested || Self.now() >= end { return false }
-            if !endTimerSet && end != .max {
-                endTimerSet = true
-                schedule(at: end) {}
+            let now = Self.now()
+            if now >= end { return false }
+            // Timers wake the loop through the timerfd; the end of the run bounds the wait itself
+            // (rounded up to whole milliseconds, so the loop never wakes before `end`).
+            var wait: Int32 = timers.isEmpty ? 1000 : -1
+            if end != .max {
+                let untilEnd = Int32(clamping: (end - now + 999_999) / 1_000_000)
+                wait = wait < 0 ? untilEnd : min(wait, untilEnd)
             }
-            let n = Epoll.wait(epollFD, &events, timeoutMilliseconds: timers.isEmpty ? 1000 : -1)
+            let n = Epoll.wait(epollFD, &events, timeoutMilliseconds: wait)
             if n < 0 { continue }
             for i in 0..<n {
                 let (flags, fd) = Epoll.event(events, i)

@@ -46,16 +46,17 @@ public enum LoadSession {
         return ok
     }
 
-    /// Calls `line` once a second on the loop and writes its result to standard error while
-    /// `isActive()` is true.
+    /// Calls `line` once a second on the loop and writes its result to standard error, until
+    /// the loop is closed (or released).
     public static func startProgress(loop: LoadLoop, enabled: Bool, started: UInt64, line: @escaping () -> String) {
         guard enabled else { return }
-        func tick() {
+        // The tick lives in the loop's timers: it must not keep the loop alive itself.
+        func tick(_ loop: LoadLoop) {
             let elapsed = Double(LoadLoop.now() - started) / 1e9
             StandardError.write("[\(Int(elapsed.rounded()))s] \(line())\n")
-            loop.schedule(after: 1) { tick() }
+            loop.schedule(after: 1) { [weak loop] in if let loop { tick(loop) } }
         }
-        loop.schedule(after: 1) { tick() }
+        loop.schedule(after: 1) { [weak loop] in if let loop { tick(loop) } }
     }
 
     /// The integer after `"inputSeq":` in `text`, if any.

@@ -26,8 +26,6 @@ public final class RequestPool {
     private var queue: [Pending] = []
     private var queueHead = 0
     private let hostLine: [UInt8]
-    /// Connections opened so far (reconnects included).
-    public private(set) var connectionsOpened = 0
 
     /// A pool of up to `size` connections to `target`, opened lazily.
     public init(loop: LoadLoop, target: Target, size: Int) {
@@ -35,6 +33,17 @@ public final class RequestPool {
         self.target = target
         slots = (0..<max(1, size)).map { _ in Slot() }
         hostLine = Array(" HTTP/1.1\r\nHost: \(target.host):\(target.port)\r\n".utf8)
+    }
+
+    deinit {
+        // The connections' callbacks point at this pool and its slots: silence them before
+        // closing, in case the pool goes away while its connections are still registered.
+        for slot in slots {
+            guard let connection = slot.connection else { continue }
+            connection.onEvent = { _ in }
+            connection.onClose = { _ in }
+            connection.close()
+        }
     }
 
     /// Requests waiting for a free connection.
@@ -95,7 +104,10 @@ public final class RequestPool {
             } catch {
                 slot.inFlight = nil
                 slot.connection = nil
-                pending.completion(.failure(error as? WireError ?? .closed))
+                // Never call the completion from inside `submit`: a closed-loop caller resubmits
+                // from it, and with a persistent failure (EMFILE) that would recurse without bound.
+                let failure = error as? WireError ?? .closed
+                loop.schedule(after: 0) { pending.completion(.failure(failure)) }
                 loop.schedule(after: 0.01) { [weak self] in self?.dispatch() }
                 return
             }
@@ -105,7 +117,6 @@ public final class RequestPool {
 
     private func open(_ slot: Slot) throws -> LoadConnection {
         let connection = try LoadConnection(loop: loop, target: target)
-        connectionsOpened += 1
         connection.onEvent = { [unowned self, unowned slot] event in
             switch event {
             case .head(let head): slot.response = head
@@ -114,8 +125,10 @@ public final class RequestPool {
                 guard let response = slot.response, let pending = slot.inFlight else { return }
                 slot.response = nil
                 slot.inFlight = nil
-                pending.completion(.success(response))
+                // Retire a connection the server is closing before the completion runs, so a
+                // request submitted from the completion gets a fresh connection, not this one.
                 if response.header("Connection")?.lowercased() == "close" { slot.connection?.close() }
+                pending.completion(.success(response))
                 self.dispatch()
             }
         }

@@ -28,6 +28,7 @@ public struct RestScenario {
     /// Runs the scenario against `target`.
     public static func run(target: Target, options: Options) throws -> LoadReport {
         let loop = try LoadLoop()
+        defer { loop.close() }
         let pool = RequestPool(loop: loop, target: target, size: options.connections)
         let ids = try LoadSession.create(1, loop: loop, pool: pool)
         var mix = QueryMix(seed: 7)

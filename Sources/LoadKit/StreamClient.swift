@@ -9,10 +9,6 @@ public final class StreamClient {
     public let startedAt: UInt64
     /// The response head, once received.
     public private(set) var head: WireResponse?
-    /// Events received so far.
-    public private(set) var eventCount = 0
-    /// True once the stream closed (by either side).
-    public private(set) var isClosed = false
     private var parser = SSEParser()
     private let connection: LoadConnection
     private var errorBody: [UInt8] = []
@@ -40,10 +36,7 @@ public final class StreamClient {
             case .body(let bytes):
                 if head?.status == 200 {
                     let now = LoadLoop.now()
-                    parser.feed(bytes) { event in
-                        eventCount += 1
-                        onEvent(event, now)
-                    }
+                    parser.feed(bytes) { onEvent($0, now) }
                 } else {
                     errorBody += bytes
                 }
@@ -56,9 +49,20 @@ public final class StreamClient {
             }
         }
         connection.onClose = { [unowned self] error in
-            isClosed = true
-            onClose(error)
+            let callback = onClose
+            // The owner's callbacks often capture what holds this stream: drop them once closed.
+            onEvent = { _, _ in }
+            onHead = { _ in }
+            onClose = { _ in }
+            callback(error)
         }
+    }
+
+    deinit {
+        // The connection's callbacks refer to this object: silence them, then close it.
+        connection.onEvent = { _ in }
+        connection.onClose = { _ in }
+        connection.close()
     }
 
     /// Closes the stream (`onClose` gets `nil`).

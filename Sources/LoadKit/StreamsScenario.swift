@@ -32,6 +32,7 @@ public struct StreamsScenario {
     public static func run(target: Target, options: Options) throws -> LoadReport {
         let limit = SystemProbe.raiseOpenFileLimit(to: options.streams + options.connections + 256)
         let loop = try LoadLoop()
+        defer { loop.close() }
         let pool = RequestPool(loop: loop, target: target, size: options.connections)
         let before = SystemProbe.serverResidentBytes(target: target, pid: options.pid)
         let started = LoadLoop.now()
@@ -53,7 +54,7 @@ public struct StreamsScenario {
                 opening += 1
                 do {
                     let stream = try StreamClient(loop: loop, target: target, path: "/api/sessions/\(ids[index])/events")
-                    var first = true, done = false
+                    var first = true, done = false, sawBroadcast = false
                     func settle(ok: Bool, _ why: String) {
                         guard !done else { return }
                         done = true
@@ -64,13 +65,15 @@ public struct StreamsScenario {
                         }
                         openMore()
                     }
-                    stream.onEvent = { event, now in
+                    stream.onEvent = { [unowned stream] event, now in
                         if first {
                             first = false
                             established.record(nanoseconds: now - stream.startedAt)
                             settle(ok: true, "")
                         }
-                        if event.event == "status", let at = broadcastAt {
+                        // Count streams, not events: only this stream's first `status` after the broadcast.
+                        if event.event == "status", !sawBroadcast, let at = broadcastAt {
+                            sawBroadcast = true
                             broadcastReceived += 1
                             broadcastLatency.record(nanoseconds: now - at)
                         }
@@ -130,8 +133,10 @@ public struct StreamsScenario {
             report.add("broadcastReceived", .int(broadcastReceived))
             report.add("broadcastAllReceived", .number(broadcastLatency.summary.max / 1000, unit: "ms"))
             report.add("broadcastLatency", .latency(broadcastLatency.summary))
+            var resetDone = false
             pool.submit("POST", "/api/_test/status", headers: [("Content-Type", "application/json")],
-                        body: Array("{\"reachable\":true,\"message\":null}".utf8)) { _ in }
+                        body: Array("{\"reachable\":true,\"message\":null}".utf8)) { _ in resetDone = true }
+            loop.run(timeout: 5) { resetDone }  // closing the pool first would drop the reset
         }
         report.add("streamsClosedEarly", .int(closedEarly))
         for stream in streams { stream.close() }

@@ -15,7 +15,6 @@ struct TimerHeap {
     private var counter: UInt64 = 0
 
     var isEmpty: Bool { entries.isEmpty }
-    var count: Int { entries.count }
     var nextDeadline: UInt64? { entries.first?.deadline }
 
     mutating func insert(_ deadline: UInt64, _ action: @escaping () -> Void) {

@@ -54,8 +54,4 @@ public final class EventStreamReader {
     public var lastEventID: String { connection.sse.lastEventID }
     /// True when the connection closed in the middle of a chunk (not a clean end of stream).
     public var truncated: Bool { connection.streamTruncated }
-    /// True once the stream ended (terminal chunk or close) and all events were read.
-    public var isAtEnd: Bool {
-        connection.sseEvents.isEmpty && (connection.streamEnded || connection.atEndOfFile)
-    }
 }

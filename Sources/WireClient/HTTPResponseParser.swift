@@ -112,7 +112,8 @@ public struct HTTPResponseParser: Sendable {
         } else if let lengthText = head.header("Content-Length") {
             let lengths = Set(head.headerValues("Content-Length").flatMap { $0.split(separator: ",") }
                 .map { String($0.trimmingSpaces()) })
-            guard lengths.count == 1, let length = Int(lengthText.trimmingSpaces()), length >= 0 else {
+            // `Content-Length: 5, 5` (or the header repeated) is one length: parse the single distinct value.
+            guard lengths.count == 1, let only = lengths.first, let length = Int(only), length >= 0 else {
                 throw .malformed("bad Content-Length '\(lengthText)'")
             }
             if length == 0 { endResponse(emit: emit) } else { state = .fixed(remaining: length) }

@@ -13,6 +13,9 @@ final class GreetingTestServer: @unchecked Sendable {
     private var inputs = 0
     /// Stop the whole server when this many inputs have been answered (simulates a crash mid-run).
     var stopAfterInputs = Int.max
+    /// Reject every Nth greeting input with `429` without applying it (0: never).
+    var rejectEvery = 0
+    private var received = 0
     /// Answer the status hook with 404, as a server without the test hook does.
     var hasStatusHook = true
 
@@ -52,6 +55,8 @@ final class GreetingTestServer: @unchecked Sendable {
             respond(client, "200 OK", "{\"totalCount\":0,\"items\":[]}")
         case ("POST", 5) where parts[3] == "greeting" && parts[4] == "name":
             guard var session = sessions[parts[2]] else { return respond(client, "404 Not Found", "{}") }
+            received += 1
+            if rejectEvery > 0 && received % rejectEvery == 0 { return respond(client, "429 Too Many Requests", "{}") }
             let name = String(decoding: request.body, as: UTF8.self).contains("\"\"") ? "" : "load"
             session.inputSeq += 1
             if name.isEmpty != session.name.isEmpty {

@@ -84,5 +84,18 @@ final class HTTPParserTests: XCTestCase {
         XCTAssertThrowsError(try feedByteByByte("HTTX/1.1 200 OK\r\n\r\n", into: &a))
         var b = HTTPResponseParser()
         XCTAssertThrowsError(try feedByteByByte("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", into: &b))
+        var c = HTTPResponseParser()
+        XCTAssertThrowsError(try feedByteByByte("HTTP/1.1 200 OK\r\nContent-Length: 5, 6\r\n\r\n", into: &c))
+    }
+
+    func testIdenticalContentLengthListIsOneLength() throws {
+        var parser = HTTPResponseParser()
+        let c = try feedByteByByte(
+            "HTTP/1.1 200 OK\r\nContent-Length: 5, 5\r\n\r\nhelloHTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nhi",
+            into: &parser)
+        XCTAssertEqual(c.heads.count, 2)
+        XCTAssertEqual(c.bodies, [Array("hello".utf8), Array("hi".utf8)])
+        XCTAssertEqual(c.ends, 2)
+        XCTAssertTrue(parser.isIdle)
     }
 }

@@ -1,4 +1,5 @@
 import LoadKit
+import WireClient
 import XCTest
 
 /// Pure tests of LoadKit's small helpers.
@@ -23,6 +24,67 @@ final class LoadKitUnitTests: XCTestCase {
         XCTAssertEqual(t.port, 9000)
         XCTAssertEqual(t.basePath, "/prefix")
         XCTAssertThrowsError(try Target(url: "https://example.com"))
+    }
+
+    func testLatencyHistogramSummaryOfKnownValues() {
+        var h = LatencyHistogram()
+        XCTAssertEqual(h.summary.count, 0)
+        XCTAssertEqual(h.summary.max, 0, "no samples, all zero")
+        for us in 1...1000 { h.record(nanoseconds: UInt64(us) * 1_000) }  // 1 µs … 1 ms, one each
+        let s = h.summary
+        XCTAssertEqual(s.count, 1000)
+        // HdrHistogram keeps 3 significant digits: each figure within 0.1 % (+ one 0.512 µs bucket).
+        func close(_ actual: Double, _ expected: Double, _ what: String) {
+            XCTAssertEqual(actual, expected, accuracy: expected * 0.001 + 0.512, "\(what): \(s.line)")
+        }
+        close(s.p50, 500, "p50")
+        close(s.p90, 900, "p90")
+        close(s.p99, 990, "p99")
+        close(s.p999, 999, "p99.9")
+        close(s.max, 1000, "max")
+        close(s.mean, 500.5, "mean")
+        h.record(nanoseconds: 0)  // clamped to the lowest trackable value, 1 µs
+        h.record(nanoseconds: 2_000_000_000)
+        XCTAssertEqual(h.count, 1002)
+        XCTAssertEqual(h.summary.max, 2_000_000, accuracy: 2_000)
+    }
+
+    func testLoopCloseClosesConnectionsAndDropsTimers() throws {
+        let loop = try LoadLoop()
+        var fired = false
+        loop.schedule(after: 0.05) { fired = true }
+        let pool = RequestPool(loop: loop, target: try Target(url: "http://127.0.0.1:9"), size: 1)
+        var result: Result<WireResponse, WireError>?
+        pool.submit("GET", "/") { result = $0 }
+        loop.close()
+        XCTAssertFalse(loop.run(timeout: 0.1) { fired })
+        if case .success? = result { XCTFail("nothing listens on port 9") }
+    }
+
+    func testPoolRetiresAClosingConnectionBeforeTheCompletionSubmitsAgain() throws {
+        let server = try ScriptedServer { _, client in
+            client.write("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+            client.close()
+        }
+        defer { server.stop() }
+        let loop = try LoadLoop()
+        defer { loop.close() }
+        let pool = RequestPool(loop: loop, target: try Target(url: "http://127.0.0.1:\(server.port)"), size: 1)
+        var statuses: [Int] = [], failures: [WireError] = []
+        func next() {
+            pool.submit("GET", "/") { result in
+                switch result {
+                case .success(let response):
+                    statuses.append(response.status)
+                    if statuses.count < 5 { next() }  // resubmitted from the completion
+                case .failure(let error): failures.append(error)
+                }
+            }
+        }
+        next()
+        XCTAssertTrue(loop.run(timeout: 5) { statuses.count == 5 || !failures.isEmpty })
+        XCTAssertEqual(statuses, [200, 200, 200, 200, 200])
+        XCTAssertEqual(failures, [])
     }
 
     func testLoopRunsTimersInDeadlineOrder() throws {

@@ -50,6 +50,7 @@ final class RealServerTests: XCTestCase {
         XCTAssertEqual(report.int("errors"), 0, report.table)
         XCTAssertEqual(report.int("streamErrors"), 0, report.table)
         XCTAssertEqual(report.int("lost"), 0, report.table)
+        XCTAssertEqual(report.int("noChange"), 0, report.table)
         let latency = try XCTUnwrap(report.latency("latency"))
         XCTAssertGreaterThan(latency.p50, 1)
         XCTAssertLessThan(latency.p50, 200_000, report.table)
@@ -67,6 +68,8 @@ final class RealServerTests: XCTestCase {
         XCTAssertLessThan(report.int("accepted") ?? 0, 250, report.table)
         XCTAssertGreaterThan(report.int("errors") ?? 0, 50, report.table)
         XCTAssertEqual(report.int("streamErrors"), 5, report.table)
+        XCTAssertEqual((report.int("accepted") ?? 0) + (report.int("errors") ?? 0), 300,
+                       "every input was either accepted or an error: \(report.table)")
     }
 
     func testStreamsOpensAllReceivesTheBroadcastAndMeasuresMemory() throws {

@@ -14,6 +14,7 @@ final class ScenarioTests: XCTestCase {
         XCTAssertEqual(report.int("received"), 400, report.table)
         XCTAssertEqual(report.int("errors"), 0, report.table)
         XCTAssertEqual(report.int("lost"), 0, report.table)
+        XCTAssertEqual(report.int("noChange"), 0, report.table)
         let latency = try XCTUnwrap(report.latency("latency"))
         XCTAssertEqual(latency.count, 400)
         XCTAssertGreaterThan(latency.p50, 1, "a round trip over loopback takes more than 1 µs")
@@ -34,6 +35,29 @@ final class ScenarioTests: XCTestCase {
         XCTAssertLessThanOrEqual(report.int("accepted") ?? 0, 100, report.table)
         XCTAssertGreaterThanOrEqual(report.int("errors") ?? 0, 100, report.table)
         XCTAssertEqual(report.int("streamErrors"), 5, report.table)
+        // Every input ended one way or the other, and every accepted one is accounted for.
+        let accepted = try XCTUnwrap(report.int("accepted")), errors = try XCTUnwrap(report.int("errors"))
+        XCTAssertEqual(accepted + errors, 200, report.table)
+        XCTAssertEqual(accepted, (report.int("received") ?? 0) + (report.int("lost") ?? 0) + (report.int("noChange") ?? 0),
+                       report.table)
+    }
+
+    func testLatencyDoesNotCountInputsAfterARejectionAsLost() throws {
+        let server = try GreetingTestServer()
+        server.rejectEvery = 7
+        defer { server.stop() }
+        var options = LatencyScenario.Options()
+        options.sessions = 4; options.rate = 280; options.duration = 1; options.connections = 1; options.progress = false
+        let report = try LatencyScenario.run(target: Target(url: "http://127.0.0.1:\(server.port)"), options: options)
+        XCTAssertEqual(report.int("sent"), 280, report.table)
+        XCTAssertEqual(report.int("errors"), 40, report.table)
+        XCTAssertEqual(report.int("accepted"), 240, report.table)
+        XCTAssertEqual(report.int("lost"), 0, report.table)
+        let noChange = try XCTUnwrap(report.int("noChange"))
+        XCTAssertGreaterThan(noChange, 0, report.table)
+        XCTAssertEqual((report.int("received") ?? 0) + noChange, 240, report.table)
+        guard case .text(let statuses)? = report["statusCounts"] else { return XCTFail(report.table) }
+        XCTAssertEqual(statuses, "202:240 429:40")
     }
 
     func testStreamsOpensAllAndMeasuresBroadcastFanOut() throws {
