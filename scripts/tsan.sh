@@ -6,6 +6,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 swift build --build-tests --sanitize=thread --scratch-path .build-tsan 2>&1 | grep -E "error:|Compiling|Build complete" | grep -v fds_bits | tail -n 3
+set +e
 swift test --sanitize=thread --scratch-path .build-tsan --skip-build \
-  --filter "EventHTTPTests|BFFTests|ViewModelsTests|GitHubLiveTests" 2>&1 | tee /tmp/bff-tsan.log | grep -E "Executed .* tests|ThreadSanitizer" | tail -n 5
-! grep -q "WARNING: ThreadSanitizer" /tmp/bff-tsan.log
+  --filter "EventHTTPTests|BFFTests|ViewModelsTests|GitHubLiveTests" > /tmp/bff-tsan.log 2>&1
+status=$?
+set -e
+grep -E "Executed [0-9]+ tests|error:" /tmp/bff-tsan.log | tail -n 5
+if grep -q "WARNING: ThreadSanitizer" /tmp/bff-tsan.log; then echo "ThreadSanitizer reported races: /tmp/bff-tsan.log" >&2; exit 1; fi
+exit "$status"

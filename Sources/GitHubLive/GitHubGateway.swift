@@ -221,8 +221,8 @@ public final class GitHubGateway: ConditionalRepositorySearching {
     }
 }
 
-/// A session delegate that refuses every redirect: the 3xx answer itself reaches the gateway
-/// (and becomes an `upstream` error), and the bearer token never travels to another URL.
+/// A session delegate that refuses every redirect, so the bearer token never travels to another
+/// URL; the search fails (`upstream`, or `unavailable` when corelibs reports it as a transport error).
 final class RefuseRedirects: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
     func urlSession(
         _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
