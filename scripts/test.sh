@@ -27,8 +27,19 @@ if ((status != 0)); then
   grep -E "error:|failed|Fatal|signal" /tmp/bff-swift-test.log | head -50 >&2
   exit 1
 fi
+swift_passed=$(grep -E "Executed [0-9]+ tests" /tmp/bff-swift-test.log | tail -n 1 | sed -E 's/.*Executed ([0-9]+) tests.*/\1/')
+checks_passed=0
+browser_passed=0
 for check in scripts/check-openapi.sh scripts/check-dockerfile.sh Tests/browser/run.sh scripts/fuzz-contract-live.sh; do
   echo "== $check"
-  bash "$check"
+  bash "$check" 2>&1 | tee /tmp/bff-check.log
+  if [[ $check == Tests/browser/run.sh ]]; then
+    browser_passed=$(grep -oE "^[0-9]+ passed" /tmp/bff-check.log | tail -n 1 | cut -d' ' -f1)
+  else
+    checks_passed=$((checks_passed + 1))
+  fi
 done
-echo "all checks passed"
+# One plain closing line for whoever reads the end of the log: every test and check that ran.
+# (Any failure above has already exited non-zero through set -e / pipefail.)
+echo "all checks passed (swift test: ${swift_passed}, browser: ${browser_passed}, other checks: ${checks_passed})"
+echo "tests: $((swift_passed + browser_passed + checks_passed)) passed, 0 failed"
