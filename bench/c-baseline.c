@@ -6,7 +6,9 @@
  * bff: `{"ok":true,"service":"bff"}` with Content-Type: application/json. Any other path gets 404.
  *
  *   cc -O2 -o c-baseline bench/c-baseline.c $(pkg-config --cflags --libs libevent)
- *   ./c-baseline 8090        # listens on 127.0.0.1:8090; SIGINT/SIGTERM stop it
+ *   ./c-baseline 8090              # listens on 127.0.0.1:8090; SIGINT/SIGTERM stop it
+ *   ./c-baseline 8090 changelist   # the same with EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST, the
+ *                                  # event_base configuration bff itself uses (like for like)
  */
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -46,8 +48,8 @@ static void stop_cb(evutil_socket_t sig, short events, void *arg) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s PORT\n", argv[0]);
+    if (argc < 2 || argc > 3 || (argc == 3 && strcmp(argv[2], "changelist") != 0)) {
+        fprintf(stderr, "usage: %s PORT [changelist]\n", argv[0]);
         return 2;
     }
     char *end = NULL;
@@ -57,7 +59,14 @@ int main(int argc, char **argv) {
         return 2;
     }
 
-    struct event_base *base = event_base_new();
+    struct event_config *cfg = event_config_new();
+    if (cfg == NULL) {
+        fprintf(stderr, "c-baseline: event_config_new failed\n");
+        return 1;
+    }
+    if (argc == 3) event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+    struct event_base *base = event_base_new_with_config(cfg);
+    event_config_free(cfg);
     if (base == NULL) {
         fprintf(stderr, "c-baseline: event_base_new failed\n");
         return 1;

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # HTTP throughput of bff's /bench/json route against a minimal C evhttp server serving the same
 # bytes (bench/c-baseline.c): each server pinned to CPU 0, wrk pinned to CPU 1, one warm-up run per
-# server, then RUNS measured runs alternating C and Swift. Prints each run, the median req/s of
-# each and the ratio Swift/C.
+# server, then RUNS measured runs alternating the servers. Prints each run, the median req/s of
+# each and two ratios:
+#   swift/c             against the minimal C program with libevent's default event_base (the
+#                       baseline the issue defines);
+#   swift/c-changelist  against the same C program with EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST, the
+#                       event_base flag bff sets: like for like, what is left is Swift's own cost.
 #
 # Usage: scripts/bench-http.sh [--c-only]
 # Environment (all optional): BENCH_DURATION (default 10s), BENCH_WARMUP (5s), BENCH_RUNS (3),
-#   BENCH_CONNECTIONS (64), BENCH_C_PORT (18090), BENCH_SWIFT_PORT (18091),
+#   BENCH_CONNECTIONS (64), BENCH_C_PORT (18090), BENCH_SWIFT_PORT (18091), BENCH_CL_PORT (18092),
 #   BENCH_OUT (artifacts/bench: binaries, wrk output and summary.txt),
 #   BENCH_BFF (a bff binary to use instead of building one with `swift build -c release`)
 set -euo pipefail
@@ -25,6 +29,7 @@ RUNS="${BENCH_RUNS:-3}"
 CONNECTIONS="${BENCH_CONNECTIONS:-64}"
 C_PORT="${BENCH_C_PORT:-18090}"
 SWIFT_PORT="${BENCH_SWIFT_PORT:-18091}"
+CL_PORT="${BENCH_CL_PORT:-18092}"
 OUT="${BENCH_OUT:-$ROOT/artifacts/bench}"
 PATH_UNDER_TEST=/bench/json
 EXPECTED_BODY='{"ok":true,"service":"bff"}'
@@ -112,12 +117,19 @@ run_wrk() { # name port duration -> prints req/s
 median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 start_server c "$C_PORT" "$OUT/c-baseline" "$C_PORT"
-NAMES=(c)
+start_server c-changelist "$CL_PORT" "$OUT/c-baseline" "$CL_PORT" changelist
+NAMES=(c c-changelist)
 if [[ $C_ONLY -eq 0 ]]; then
     start_server swift "$SWIFT_PORT" "$BFF" --port "$SWIFT_PORT" --threads 1 --bench-routes --log-level warning --cache-file none
     NAMES+=(swift)
 fi
-port_of() { if [[ $1 == c ]]; then echo "$C_PORT"; else echo "$SWIFT_PORT"; fi; }
+port_of() {
+    case $1 in
+        c) echo "$C_PORT" ;;
+        c-changelist) echo "$CL_PORT" ;;
+        *) echo "$SWIFT_PORT" ;;
+    esac
+}
 
 log "load average: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews the figures)"
 for name in "${NAMES[@]}"; do
@@ -138,13 +150,16 @@ done
     echo "wrk -t1 -c$CONNECTIONS -d$DURATION $PATH_UNDER_TEST; server on CPU 0, wrk on CPU 1; median of $RUNS"
     for name in "${NAMES[@]}"; do
         # shellcheck disable=SC2086  # word splitting of the run list is intended
-        printf '%-6s runs:%s  median: %s req/s\n' "$name" "${RESULTS[$name]}" "$(median ${RESULTS[$name]})"
+        printf '%-12s runs:%s  median: %s req/s\n' "$name" "${RESULTS[$name]}" "$(median ${RESULTS[$name]})"
     done
     if [[ $C_ONLY -eq 0 ]]; then
         # shellcheck disable=SC2086
         c_median="$(median ${RESULTS[c]})"
         # shellcheck disable=SC2086
+        cl_median="$(median ${RESULTS[c-changelist]})"
+        # shellcheck disable=SC2086
         swift_median="$(median ${RESULTS[swift]})"
         awk -v s="$swift_median" -v c="$c_median" 'BEGIN { printf "ratio swift/c: %.2f\n", s / c }'
+        awk -v s="$swift_median" -v c="$cl_median" 'BEGIN { printf "ratio swift/c-changelist: %.2f (like for like)\n", s / c }'
     fi
 } | tee "$OUT/summary.txt"

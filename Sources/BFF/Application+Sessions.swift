@@ -114,8 +114,7 @@ enum InputBody {
         let blank = body.allSatisfy { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
         if blank { return .success(.null) }
         let type = req.header("Content-Type") ?? ""
-        let media = type.split(separator: ";").first.map { $0.trimmingHTTPWhitespace().lowercased() } ?? ""
-        guard media == "application/json" || (media.hasPrefix("application/") && media.hasSuffix("+json")) else {
+        guard isJSONMediaType(type) else {
             let got = type.isEmpty ? "no Content-Type" : "'\(type.prefix(100))'"
             return .failure(HTTPError(415, "inputs must be sent as application/json; got \(got)"))
         }
@@ -132,5 +131,31 @@ enum InputBody {
             return .failure(HTTPError(400, "unknown member '\(extra.prefix(64))' in the body; it holds only \"value\""))
         }
         return .success(object["value"] ?? .null)
+    }
+
+    /// True when the media type of a Content-Type value (before any `;` parameters, HTTP whitespace
+    /// trimmed, ASCII case-insensitive) is `application/json` or `application/<anything>+json`.
+    /// On every input: compares bytes in place instead of building lowercased strings.
+    static func isJSONMediaType(_ contentType: String) -> Bool {
+        var contentType = contentType
+        return contentType.withUTF8 { bytes -> Bool in
+            func isSpace(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 || c == 0x0D || c == 0x0A }
+            var start = 0, end = bytes.firstIndex(of: UInt8(ascii: ";")) ?? bytes.count
+            while start < end && isSpace(bytes[start]) { start += 1 }
+            while end > start && isSpace(bytes[end - 1]) { end -= 1 }
+            let media = UnsafeBufferPointer(rebasing: bytes[start..<end])
+            func hasPrefix(_ p: StaticString, at offset: Int) -> Bool {
+                guard offset >= 0, offset + p.utf8CodeUnitCount <= media.count else { return false }
+                for k in 0..<p.utf8CodeUnitCount {
+                    let c = media[offset + k]
+                    let lower = c >= 0x41 && c <= 0x5A ? c + 32 : c
+                    if lower != p.utf8Start[k] { return false }
+                }
+                return true
+            }
+            guard hasPrefix("application/", at: 0) else { return false }
+            if media.count == 16 && hasPrefix("json", at: 12) { return true }
+            return media.count > 17 && hasPrefix("+json", at: media.count - 5)
+        }
     }
 }

@@ -29,11 +29,29 @@ enum SessionID {
     }
 
     /// The owning loop's index, or nil when `id` is not shaped like one of ours.
+    /// Runs on every session request: walks the bytes in place, no allocation.
     static func loopIndex(of id: String, loops: Int) -> Int? {
-        let u = Array(id.utf8)
-        guard u.count > 22, u.count <= 25 else { return nil }
-        for c in u[0..<22] where !alphabet.contains(c) { return nil }
-        guard let i = Int(String(decoding: u[22...], as: UTF8.self)), i >= 0, i < loops else { return nil }
-        return i
+        var id = id
+        return id.withUTF8 { u -> Int? in
+            guard u.count > 22, u.count <= 25 else { return nil }
+            for c in u[0..<22] where !isAlphabet(c) { return nil }
+            var i = 0
+            for c in u[22...] {
+                guard c >= UInt8(ascii: "0"), c <= UInt8(ascii: "9") else { return nil }
+                i = i * 10 + Int(c - UInt8(ascii: "0"))
+            }
+            return i < loops ? i : nil
+        }
+    }
+
+    /// True for the base64url alphabet (A–Z, a–z, 0–9, '-', '_').
+    private static func isAlphabet(_ c: UInt8) -> Bool {
+        switch c {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+            return true
+        default:
+            return false
+        }
     }
 }

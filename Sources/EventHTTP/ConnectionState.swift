@@ -10,6 +10,8 @@ final class ConnectionState {
     unowned(unsafe) let owner: LoopHTTP
     let bev: OpaquePointer
     var evcon: OpaquePointer?
+    /// The socket, as it was when the connection was attached (the key in `LoopHTTP.connections`).
+    private(set) var fd: Int32 = -1
     /// Request-read deadline; armed when bytes arrive while no request is being handled.
     private var readTimer: OpaquePointer?
     private var readTimerArmed = false
@@ -33,6 +35,7 @@ final class ConnectionState {
     /// Called once evhttp has built the connection (same loop iteration as the accept).
     func attach(evcon: OpaquePointer) {
         self.evcon = evcon
+        fd = bufferevent_getfd(bev)
         let arg = Unmanaged.passUnretained(self).toOpaque()
         evhttp_connection_set_closecb(evcon, { _, arg in
             Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().connectionClosed()

@@ -30,7 +30,12 @@ public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
     public init(index: Int = 0) {
         self.index = index
         let cfg = event_config_new()
-        event_config_set_flag(cfg, Int32(EVENT_BASE_FLAG_NOLOCK.rawValue))
+        // NOLOCK: the base is used by its own thread only (other threads wake it through eventfd).
+        // EPOLL_USE_CHANGELIST: epoll changes are applied once per loop iteration, so evhttp's
+        // disable-read / enable-write / enable-read dance on a keep-alive request costs 2 epoll_ctl
+        // calls instead of 4 (strace -c). libevent's caveat (dup()ed fds) does not apply: every fd
+        // here is a socket or eventfd of its own.
+        event_config_set_flag(cfg, Int32(EVENT_BASE_FLAG_NOLOCK.rawValue | EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST.rawValue))
         guard let b = event_base_new_with_config(cfg) else { fatalError("event_base_new_with_config failed") }
         event_config_free(cfg)
         base = b

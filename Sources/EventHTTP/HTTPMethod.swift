@@ -19,6 +19,21 @@ public enum HTTPMethod: String, Sendable, CaseIterable {
         }
     }
 
+    /// Position in `allCases` (0..<9): index into per-method tables without hashing.
+    var index: Int {
+        switch self {
+        case .GET: return 0
+        case .HEAD: return 1
+        case .POST: return 2
+        case .PUT: return 3
+        case .DELETE: return 4
+        case .OPTIONS: return 5
+        case .TRACE: return 6
+        case .CONNECT: return 7
+        case .PATCH: return 8
+        }
+    }
+
     /// Every method bit, including libevent's internal "unknown method" bit (1 << 15): evhttp hands
     /// us every request and we answer 405 problem JSON ourselves instead of its HTML 501.
     static let evhttpMask: UInt16 = 0xFFFF

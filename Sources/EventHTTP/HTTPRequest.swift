@@ -14,7 +14,7 @@ public struct HTTPRequest: Sendable {
     public var headers: [(String, String)]
     public var body: [UInt8]
     /// Route parameters (`:name` segments), percent-decoded.
-    public var parameters: [String: String] = [:]
+    public var parameters = RouteParameters()
     /// The loop that owns the connection; replies must be sent there.
     public let loop: EventLoop
 

@@ -44,7 +44,7 @@ public final class HTTPResponder: @unchecked Sendable {
         } else if !response.body.isEmpty {
             response.body.withUnsafeBytes { _ = evbuffer_add(evhttp_request_get_output_buffer(req), $0.baseAddress, $0.count) }
         }
-        evhttp_send_reply(req, Int32(response.status), HTTPStatus.reason(response.status), nil)
+        HTTPStatus.withReason(response.status) { evhttp_send_reply(req, Int32(response.status), $0, nil) }
         finished(status: response.status)
     }
 
@@ -57,7 +57,7 @@ public final class HTTPResponder: @unchecked Sendable {
         precondition(loop.inEventLoop, "HTTPResponder used off its loop")
         guard let req = request, stream == nil else { return nil }
         addHeaders(evhttp_request_get_output_headers(req), headers)
-        evhttp_send_reply_start(req, Int32(status), HTTPStatus.reason(status))
+        HTTPStatus.withReason(status) { evhttp_send_reply_start(req, Int32(status), $0) }
         let s = HTTPStream(responder: self)
         stream = s
         connection?.startCloseWatch()

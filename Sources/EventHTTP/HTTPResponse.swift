@@ -57,7 +57,10 @@ public struct HTTPError: Error, Sendable {
 /// Reason phrases.
 public enum HTTPStatus {
     /// The standard reason phrase for `status`.
-    public static func reason(_ status: Int) -> String {
+    public static func reason(_ status: Int) -> String { reasonPhrase(status).description }
+
+    /// The same as a static C string: handed to evhttp without building a temporary C string.
+    static func reasonPhrase(_ status: Int) -> StaticString {
         switch status {
         case 200: return "OK"
         case 201: return "Created"
@@ -86,10 +89,21 @@ public enum HTTPStatus {
 
 extension StringProtocol {
     /// Without leading and trailing HTTP whitespace (space, tab, CR, LF).
+    /// Works on UTF-8 code units (the four are ASCII), not on Characters: no grapheme breaking.
     public func trimmingHTTPWhitespace() -> String {
-        let ws: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" }
-        guard let first = firstIndex(where: { !ws($0) }), let last = lastIndex(where: { !ws($0) }) else { return "" }
-        return String(self[first...last])
+        let ws: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D || $0 == 0x0A }
+        let u = utf8
+        guard let first = u.firstIndex(where: { !ws($0) }) else { return "" }
+        // `end` follows the last non-whitespace byte: it is an ASCII whitespace byte or the end,
+        // so both bounds fall on character boundaries.
+        var end = first
+        var i = first
+        while i != u.endIndex {
+            let byte = u[i]
+            i = u.index(after: i)
+            if !ws(byte) { end = i }
+        }
+        return String(self[first..<end])
     }
 }
 
@@ -104,5 +118,13 @@ extension String {
             if lx != ly { return false }
         }
         return true
+    }
+}
+
+extension HTTPStatus {
+    /// Calls `body` with the reason phrase as a NUL-terminated C string (static storage, no copy).
+    static func withReason<R>(_ status: Int, _ body: (UnsafePointer<CChar>) -> R) -> R {
+        let phrase = reasonPhrase(status)
+        return phrase.utf8Start.withMemoryRebound(to: CChar.self, capacity: phrase.utf8CodeUnitCount + 1, body)
     }
 }

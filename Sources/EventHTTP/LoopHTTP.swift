@@ -12,7 +12,8 @@ final class LoopHTTP: @unchecked Sendable {
     let loop: EventLoop
     private(set) var http: OpaquePointer?
     private var boundSocket: OpaquePointer?
-    private var connections: [OpaquePointer: ConnectionState] = [:]
+    /// Open connections by socket fd (small, dense integers): found per request without hashing.
+    private var connections: [ConnectionState?] = []
     /// Reused buffer for streaming chunks (evhttp moves its contents out).
     let scratch: OpaquePointer
     let readTimeout: timeval
@@ -79,7 +80,10 @@ final class LoopHTTP: @unchecked Sendable {
         guard let cbarg else { return }
         let evcon = OpaquePointer(cbarg)
         state.attach(evcon: evcon)
-        connections[evcon] = state
+        let fd = Int(state.fd)
+        guard fd >= 0 else { return }
+        if fd >= connections.count { connections.append(contentsOf: repeatElement(nil, count: fd + 1 - connections.count)) }
+        connections[fd] = state
         let open = metrics.connectionCount.add(1, ordering: .relaxed).newValue
         metrics.openConnections.increment()
         if open > config.maxConnections {
@@ -89,7 +93,9 @@ final class LoopHTTP: @unchecked Sendable {
     }
 
     func connectionClosed(_ state: ConnectionState) {
-        guard let evcon = state.evcon, connections.removeValue(forKey: evcon) != nil else { return }
+        let fd = Int(state.fd)
+        guard fd >= 0, fd < connections.count, connections[fd] === state else { return }
+        connections[fd] = nil
         metrics.connectionCount.subtract(1, ordering: .relaxed)
         metrics.openConnections.decrement()
     }
@@ -113,10 +119,17 @@ final class LoopHTTP: @unchecked Sendable {
 
     // MARK: requests
 
+    /// The tracked connection a request arrived on (nil only if it was never attached).
+    private func connection(of req: OpaquePointer) -> ConnectionState? {
+        guard let evcon = evhttp_request_get_connection(req) else { return nil }
+        let fd = Int(bufferevent_getfd(evhttp_connection_get_bufferevent(evcon)))
+        guard fd >= 0, fd < connections.count, let state = connections[fd], state.evcon == evcon else { return nil }
+        return state
+    }
+
     private func handle(_ req: OpaquePointer) {
         let start = monotonicNanos()
-        let evcon = evhttp_request_get_connection(req)
-        let conn = evcon.flatMap { connections[$0] }
+        let conn = connection(of: req)
         conn?.requestStarted()
         let knownMethod = HTTPMethod(command: evhttp_request_get_command(req))
         let method = knownMethod ?? .CONNECT  // no route handles CONNECT: unknown methods get 405 below

@@ -12,6 +12,19 @@ public final class Router: @unchecked Sendable {
         let pattern: String
         let segments: [Segment]
         var handlers: [HTTPMethod: HTTPHandler]
+        /// The same handlers indexed by `HTTPMethod.index` (the per-request lookup).
+        var byMethod: [HTTPHandler?] = Array(repeating: nil, count: HTTPMethod.allCases.count)
+
+        init(pattern: String, segments: [Segment]) {
+            self.pattern = pattern
+            self.segments = segments
+            handlers = [:]
+        }
+
+        mutating func set(_ method: HTTPMethod, _ handler: @escaping HTTPHandler) {
+            handlers[method] = handler
+            byMethod[method.index] = handler
+        }
     }
 
     enum Segment: Equatable {
@@ -32,13 +45,15 @@ public final class Router: @unchecked Sendable {
     /// Adds `handler` for `method` on `pattern`.
     public func add(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping HTTPHandler) {
         if let i = routes.firstIndex(where: { $0.pattern == pattern }) {
-            routes[i].handlers[method] = handler
+            routes[i].set(method, handler)
             return
         }
         let segments: [Segment] = pattern.split(separator: "/").map { s in
             s.hasPrefix(":") ? .parameter(String(s.dropFirst())) : .literal(s)
         }
-        routes.append(Route(pattern: pattern, segments: segments, handlers: [method: handler]))
+        var route = Route(pattern: pattern, segments: segments)
+        route.set(method, handler)
+        routes.append(route)
         let index = routes.count - 1
         if segments.allSatisfy({ if case .literal = $0 { return true } else { return false } }) {
             exact["/" + pattern.split(separator: "/").joined(separator: "/")] = index
@@ -59,20 +74,20 @@ public final class Router: @unchecked Sendable {
 
     /// The outcome of routing one request.
     enum Match {
-        case handler(HTTPHandler, route: String, routeIndex: Int, parameters: [String: String])
+        case handler(HTTPHandler, route: String, routeIndex: Int, parameters: RouteParameters)
         case methodNotAllowed(allow: [HTTPMethod], route: String)
         case notFound
     }
 
     func match(method: HTTPMethod, rawPath: String) -> Match {
         if let index = exact[rawPath] {
-            return outcome(index: index, method: method, parameters: [:]) ?? methodNotAllowed([index])
+            return outcome(index: index, method: method, parameters: RouteParameters()) ?? methodNotAllowed([index])
         }
         var path = rawPath
         return path.withUTF8 { bytes -> Match in
             let count = Router.segmentCount(bytes)
             if Router.needsNormalising(bytes), let index = literalIndex(bytes) {
-                return outcome(index: index, method: method, parameters: [:]) ?? methodNotAllowed([index])
+                return outcome(index: index, method: method, parameters: RouteParameters()) ?? methodNotAllowed([index])
             }
             var matched: [Int] = []
             for index in parameterized[count] ?? [] {
@@ -110,9 +125,9 @@ public final class Router: @unchecked Sendable {
         return exact[normalized.isEmpty ? "/" : normalized]
     }
 
-    private func outcome(index: Int, method: HTTPMethod, parameters: [String: String]) -> Match? {
-        let handlers = routes[index].handlers
-        guard let h = handlers[method] ?? (method == .HEAD ? handlers[.GET] : nil) else { return nil }
+    private func outcome(index: Int, method: HTTPMethod, parameters: RouteParameters) -> Match? {
+        let handlers = routes[index].byMethod
+        guard let h = handlers[method.index] ?? (method == .HEAD ? handlers[HTTPMethod.GET.index] : nil) else { return nil }
         return .handler(h, route: routes[index].pattern, routeIndex: index, parameters: parameters)
     }
 
@@ -134,8 +149,8 @@ public final class Router: @unchecked Sendable {
 
     /// The route's parameters when `path` matches its segments (empty segments are ignored), else nil.
     /// Walks the bytes in place: no allocation unless the route has parameters.
-    private static func matches(_ segments: [Segment], _ path: UnsafeBufferPointer<UInt8>) -> [String: String]? {
-        var params: [String: String] = [:]
+    private static func matches(_ segments: [Segment], _ path: UnsafeBufferPointer<UInt8>) -> RouteParameters? {
+        var params = RouteParameters()
         var i = 0
         let n = path.count
         var segmentIndex = 0
@@ -151,10 +166,40 @@ public final class Router: @unchecked Sendable {
                 guard lit.utf8.elementsEqual(part) else { return nil }
             case .parameter(let name):
                 guard let v = PercentDecoding.decode(Substring(decoding: part, as: UTF8.self), plusIsSpace: false) else { return nil }
-                params[name] = v
+                params.append(name, v)
             }
             segmentIndex += 1
             i = j
+        }
+    }
+}
+
+/// Route parameters (`:name` segments), percent-decoded, in pattern order. A route has a handful:
+/// looked up by a linear scan of a small array instead of hashing into a dictionary per request.
+public struct RouteParameters: Sendable, ExpressibleByDictionaryLiteral {
+    private var pairs: [(name: String, value: String)] = []
+
+    public init() {}
+
+    public init(dictionaryLiteral elements: (String, String)...) {
+        for (name, value) in elements { append(name, value) }
+    }
+
+    /// The value of parameter `name`, if the route has it.
+    public subscript(name: String) -> String? {
+        for pair in pairs where pair.name == name { return pair.value }
+        return nil
+    }
+
+    public var isEmpty: Bool { pairs.isEmpty }
+
+    /// Sets `name` (a later value for the same name replaces the earlier one).
+    mutating func append(_ name: String, _ value: String) {
+        if let i = pairs.firstIndex(where: { $0.name == name }) {
+            pairs[i].value = value
+        } else {
+            if pairs.isEmpty { pairs.reserveCapacity(4) }
+            pairs.append((name, value))
         }
     }
 }

@@ -25,37 +25,48 @@ final class ServerMetrics: Sendable {
     }
 }
 
-/// Per-loop cache of the request metrics by route, method and status, keyed by small integers so a
-/// request costs no string hashing and no factory lookup.
+/// Per-loop cache of the request metrics by route, method and status, indexed by small integers so a
+/// request costs no string hashing, no dictionary lookup and no factory lookup.
 struct RouteMetricsCache {
     /// Route index of requests that matched no route (404/405 before any handler).
     static let unmatchedRoute = -1
     /// Route index of static files.
     static let staticRoute = -2
 
-    private var counters: [Int: CoreMetrics.Counter] = [:]
-    private var timers: [Int: CoreMetrics.Timer] = [:]
+    /// One route's meters: its latency timer and a counter per (method, status) seen so far
+    /// (a handful per route, found by a linear scan).
+    private final class RouteMeters {
+        let timer: CoreMetrics.Timer
+        var counters: [(key: Int, counter: CoreMetrics.Counter)] = []
+        init(timer: CoreMetrics.Timer) { self.timer = timer }
+    }
+
+    /// By `routeIndex + 2` (so the two negative indices above fit).
+    private var routes: [RouteMeters?] = []
 
     mutating func record(
         factory: any MetricsFactory, route: String, routeIndex: Int, method: HTTPMethod, status: Int, nanos: Int64
     ) {
-        let methodIndex = HTTPMethod.allCases.firstIndex(of: method) ?? 0
-        let key = ((routeIndex + 2) << 16) | (methodIndex << 10) | (status & 0x3FF)
-        if let c = counters[key] {
-            c.increment()
+        let slot = routeIndex + 2
+        if slot >= routes.count { routes.append(contentsOf: repeatElement(nil, count: slot + 1 - routes.count)) }
+        let meters: RouteMeters
+        if let m = routes[slot] {
+            meters = m
+        } else {
+            meters = RouteMeters(
+                timer: CoreMetrics.Timer(label: "http_request_duration_seconds", dimensions: [("route", route)], factory: factory))
+            routes[slot] = meters
+        }
+        let key = method.index << 10 | (status & 0x3FF)
+        if let entry = meters.counters.first(where: { $0.key == key }) {
+            entry.counter.increment()
         } else {
             let c = CoreMetrics.Counter(
                 label: "http_requests_total",
                 dimensions: [("route", route), ("method", method.rawValue), ("status", String(status))], factory: factory)
-            counters[key] = c
+            meters.counters.append((key, c))
             c.increment()
         }
-        if let t = timers[routeIndex] {
-            t.recordNanoseconds(nanos)
-        } else {
-            let t = CoreMetrics.Timer(label: "http_request_duration_seconds", dimensions: [("route", route)], factory: factory)
-            timers[routeIndex] = t
-            t.recordNanoseconds(nanos)
-        }
+        meters.timer.recordNanoseconds(nanos)
     }
 }

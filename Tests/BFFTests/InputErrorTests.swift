@@ -1,4 +1,5 @@
 import BFF
+import EventHTTP
 import JSON
 import WireClient
 import XCTest
@@ -32,6 +33,35 @@ final class InputErrorTests: XCTestCase {
 
         XCTAssertEqual(try t.state(id), before, "rejected inputs changed nothing")
         XCTAssertEqual(try t.post(id, "greeting", "name", #"{"value":"ok"}"#).json, ["inputSeq": 1], "no inputSeq was used up")
+    }
+
+    func testJSONMediaTypesAreMatchedByTheirTypeNotTheirSpelling() throws {
+        let t = try LiveApp()
+        let id = try t.createSession()
+        let c = try WireConnection(port: t.port)
+        func post(_ type: String) throws -> WireResponse {
+            try c.request("POST", "/api/sessions/\(id)/greeting/name", headers: [("Content-Type", type)],
+                          body: Array(#"{"value":"x"}"#.utf8))
+        }
+        for accepted in ["application/json", "Application/JSON; charset=utf-8", " application/json ;x=1",
+                         "application/merge-patch+json", "APPLICATION/VND.API+JSON"] {
+            XCTAssertEqual(try post(accepted).status, 202, accepted)
+        }
+        for rejected in ["application/jsonx", "application/+json", "text/json", "application/json+xml", "json",
+                         "application/"] {
+            XCTAssertTrue(try post(rejected).problem(415).contains(rejected.trimmingHTTPWhitespace()), rejected)
+        }
+    }
+
+    func testIdsOfTheRightShapeButNoSessionAre404() throws {
+        let t = try LiveApp(configure: { $0.http.threads = 2 })
+        let real = try t.createSession()
+        let base = String(real.prefix(22))
+        // loop 7 does not exist, a non-digit or signed loop index, no index, an index too long
+        for id in [base + "7", base + "x", base + "-1", base, base + "0000"] {
+            let r = try t.post(id, "greeting", "name", #"{"value":"x"}"#)
+            XCTAssertEqual(r.status, 404, id)
+        }
     }
 
     func testRateLimitAnswers429WithRetryAfter() throws {

@@ -96,4 +96,22 @@ final class RoutingTests: XCTestCase {
             XCTAssertEqual(try WireConnection.get(port: t.port, path: path).status, status, path)
         }
     }
+
+    func testRouteParametersAreFoundByName() {
+        let p: RouteParameters = ["id": "a b", "viewModel": "greeting"]
+        XCTAssertEqual(p["id"], "a b")
+        XCTAssertEqual(p["viewModel"], "greeting")
+        XCTAssertNil(p["input"])
+        XCTAssertTrue(RouteParameters().isEmpty)
+    }
+
+    func testTrimmingHTTPWhitespaceKeepsEveryNonASCIICharacterIntact() {
+        XCTAssertEqual(" \t héllo wörld \r\n".trimmingHTTPWhitespace(), "héllo wörld")
+        XCTAssertEqual("e\u{301}\t".trimmingHTTPWhitespace(), "e\u{301}")
+        XCTAssertEqual("日本 ".trimmingHTTPWhitespace(), "日本")
+        XCTAssertEqual(" \r\n\t ".trimmingHTTPWhitespace(), "")
+        XCTAssertEqual("".trimmingHTTPWhitespace(), "")
+        XCTAssertEqual("x".trimmingHTTPWhitespace(), "x")
+        XCTAssertEqual("a b"[...].trimmingHTTPWhitespace(), "a b")
+    }
 }
