@@ -36,6 +36,10 @@ final class ConnectionState {
     func attach(evcon: OpaquePointer) {
         self.evcon = evcon
         fd = bufferevent_getfd(bev)
+        // Responses and stream events are written whole (one writev each): send them at once
+        // instead of letting Nagle hold a small event back until the peer's delayed ACK arrives.
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         let arg = Unmanaged.passUnretained(self).toOpaque()
         evhttp_connection_set_closecb(evcon, { _, arg in
             Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().connectionClosed()
@@ -91,6 +95,22 @@ final class ConnectionState {
         _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
         freeingOurselves = true
         evhttp_connection_free(evcon)
+    }
+
+    /// Writes what is queued on the socket now, from inside the handler, instead of when the loop
+    /// next polls the socket for writability. Used for stream chunks: an event caused by a request
+    /// then leaves before that request's own response (whose connection evhttp touched first, so
+    /// epoll would report it first) and before the rest of the loop iteration's work.
+    ///
+    /// The bufferevent freezes the start of its output buffer so that only it drains it; the freeze
+    /// is lifted for this one write on the loop thread. Whatever the socket does not take stays
+    /// queued and the bufferevent writes it as usual. Not for complete responses: evhttp learns that
+    /// a response has gone out only from its own write callback.
+    func flushOutput() {
+        guard !isClosed, fd >= 0, let output = bufferevent_get_output(bev), evbuffer_get_length(output) > 0 else { return }
+        evbuffer_unfreeze(output, 1)
+        _ = evbuffer_write(output, fd)
+        evbuffer_freeze(output, 1)
     }
 
     /// Watches for the peer closing while a response streams (evhttp stops reading meanwhile).

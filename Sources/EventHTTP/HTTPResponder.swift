@@ -99,6 +99,7 @@ public final class HTTPResponder: @unchecked Sendable {
         guard let req = request else { return }
         evbuffer_add(owner.scratch, bytes.baseAddress, bytes.count)
         evhttp_send_reply_chunk(req, owner.scratch)
+        connection?.flushOutput()
     }
 
     var queuedBytes: Int {

@@ -46,13 +46,16 @@ public struct HTTPResponseParser: Sendable {
         while i < bytes.endIndex {
             switch state {
             case .head:
-                let byte = bytes[i]
-                i += 1
-                headBytes.append(byte)
-                guard byte == 0x0A else {
+                // Copy the run up to and including the next LF in one go.
+                guard let lf = bytes[i...].firstIndex(of: 0x0A) else {
+                    headBytes.append(contentsOf: bytes[i...])
+                    i = bytes.endIndex
                     if headBytes.count > Self.maximumHeadSize { throw .malformed("response head over 64 KiB") }
                     continue
                 }
+                headBytes.append(contentsOf: bytes[i...lf])
+                i = lf + 1
+                if headBytes.count > Self.maximumHeadSize { throw .malformed("response head over 64 KiB") }
                 let n = headBytes.count
                 if n == 1 || (n == 2 && headBytes[0] == 0x0D) {
                     headBytes.removeAll(keepingCapacity: true)  // stray CRLF between responses
@@ -106,16 +109,24 @@ public struct HTTPResponseParser: Sendable {
             endResponse(emit: emit)
             return
         }
-        let transfer = head.headerValues("Transfer-Encoding").joined(separator: ",").lowercased()
-        if transfer.split(separator: ",").contains(where: { $0.trimmingSpaces() == "chunked" }) {
+        let chunked = head.headers.contains { name, value in
+            WireResponse.namesMatch(name, "Transfer-Encoding")
+                && value.split(separator: ",").contains { WireResponse.namesMatch(String($0.trimmingSpaces()), "chunked") }
+        }
+        if chunked {
             state = .chunked(ChunkedDecoder())
         } else if let lengthText = head.header("Content-Length") {
-            let lengths = Set(head.headerValues("Content-Length").flatMap { $0.split(separator: ",") }
-                .map { String($0.trimmingSpaces()) })
             // `Content-Length: 5, 5` (or the header repeated) is one length: parse the single distinct value.
-            guard lengths.count == 1, let only = lengths.first, let length = Int(only), length >= 0 else {
-                throw .malformed("bad Content-Length '\(lengthText)'")
+            var length: Int?
+            for value in head.headerValues("Content-Length") {
+                for part in value.split(separator: ",") {
+                    guard let n = Int(part.trimmingSpaces()), n >= 0, length == nil || length == n else {
+                        throw .malformed("bad Content-Length '\(lengthText)'")
+                    }
+                    length = n
+                }
             }
+            guard let length else { throw .malformed("bad Content-Length '\(lengthText)'") }
             if length == 0 { endResponse(emit: emit) } else { state = .fixed(remaining: length) }
         } else {
             state = .untilClose
@@ -151,10 +162,18 @@ public struct HTTPResponseParser: Sendable {
 
 extension StringProtocol {
     /// The text without leading and trailing spaces and tabs.
+    /// Works on UTF-8 code units (both are ASCII): no grapheme breaking.
     func trimmingSpaces() -> Substring {
         let s = Substring(self)
-        let start = s.firstIndex { $0 != " " && $0 != "\t" } ?? s.endIndex
-        let end = s.lastIndex { $0 != " " && $0 != "\t" }.map { s.index(after: $0) } ?? start
-        return s[start..<Swift.max(start, end)]
+        let u = s.utf8
+        let start = u.firstIndex { $0 != 0x20 && $0 != 0x09 } ?? u.endIndex
+        var end = start
+        var i = start
+        while i != u.endIndex {
+            let byte = u[i]
+            i = u.index(after: i)
+            if byte != 0x20 && byte != 0x09 { end = i }
+        }
+        return s[start..<end]
     }
 }

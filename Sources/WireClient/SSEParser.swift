@@ -28,6 +28,37 @@ public struct SSEParser: Sendable {
     public init() {}
 
     /// Consumes `bytes`, calling `emit` for every event completed by them.
+    ///
+    /// The load tool's path: copies each run of line bytes in one go up to the next CR or LF
+    /// (a non-generic body, so no per-byte iterator calls through a generic witness).
+    public mutating func feed(_ bytes: ArraySlice<UInt8>, emit: (SSEEvent) -> Void) {
+        bytes.withUnsafeBufferPointer { buf in
+            var i = 0
+            let n = buf.count
+            while i < n {
+                let byte = buf[i]
+                if lastWasCR {
+                    lastWasCR = false
+                    if byte == 0x0A {
+                        i += 1
+                        continue
+                    }
+                }
+                if byte == 0x0D || byte == 0x0A {
+                    lastWasCR = byte == 0x0D
+                    processLine(emit: emit)
+                    i += 1
+                    continue
+                }
+                var j = i + 1
+                while j < n && buf[j] != 0x0D && buf[j] != 0x0A { j += 1 }
+                line.append(contentsOf: UnsafeBufferPointer(rebasing: buf[i..<j]))
+                i = j
+            }
+        }
+    }
+
+    /// Consumes `bytes`, calling `emit` for every event completed by them.
     public mutating func feed<Bytes: Sequence>(_ bytes: Bytes, emit: (SSEEvent) -> Void) where Bytes.Element == UInt8 {
         for byte in bytes {
             if lastWasCR {

@@ -21,14 +21,25 @@ public struct WireResponse: Sendable, CustomStringConvertible {
 
     /// The value of the first header named `name` (case-insensitive), or `nil`.
     public func header(_ name: String) -> String? {
-        let wanted = name.lowercased()
-        return headers.first { $0.0.lowercased() == wanted }?.1
+        headers.first { Self.namesMatch($0.0, name) }?.1
     }
 
     /// All values of the headers named `name` (case-insensitive), in arrival order.
     public func headerValues(_ name: String) -> [String] {
-        let wanted = name.lowercased()
-        return headers.filter { $0.0.lowercased() == wanted }.map(\.1)
+        headers.filter { Self.namesMatch($0.0, name) }.map(\.1)
+    }
+
+    /// ASCII case-insensitive equality of header names (field names are ASCII tokens), without
+    /// building lowercased copies.
+    static func namesMatch(_ a: String, _ b: String) -> Bool {
+        let x = a.utf8, y = b.utf8
+        guard x.count == y.count else { return false }
+        for (p, q) in zip(x, y) where p != q {
+            let lp = p >= 0x41 && p <= 0x5A ? p | 0x20 : p
+            let lq = q >= 0x41 && q <= 0x5A ? q | 0x20 : q
+            if lp != lq { return false }
+        }
+        return true
     }
 
     /// The body decoded as UTF-8 (invalid sequences replaced).

@@ -62,4 +62,23 @@ final class SSEParserTests: XCTestCase {
         let (events, _) = parseByteByByte("\u{FEFF}data: grüße ✓\n\n")
         XCTAssertEqual(events, [SSEEvent(data: "grüße ✓")])
     }
+
+    /// The slice path (bulk line copies, used by the load tool) agrees with the byte-by-byte path
+    /// for every split of a stream into two feeds: CR, LF and CRLF endings, BOM, comments, retry.
+    func testSliceFeedingAgreesWithByteByByteAtEverySplit() {
+        let text = "\u{FEFF}retry: 1500\r\n: ping\r\rid: 7\revent: a\ndata: x\r\ndata: ü\n\ndata:y\r\n\r\nid\ndata: z\n\n"
+        let bytes = Array(text.utf8)
+        let (expected, reference) = parseByteByByte(text)
+        XCTAssertEqual(expected.map(\.data), ["x\nü", "y", "z"])
+        for split in 0...bytes.count {
+            var parser = SSEParser()
+            var events: [SSEEvent] = []
+            parser.feed(bytes[..<split]) { events.append($0) }
+            parser.feed(bytes[split...]) { events.append($0) }
+            XCTAssertEqual(events, expected, "split at \(split)")
+            XCTAssertEqual(parser.commentCount, reference.commentCount)
+            XCTAssertEqual(parser.retry, reference.retry)
+            XCTAssertEqual(parser.lastEventID, reference.lastEventID)
+        }
+    }
 }
