@@ -19,7 +19,8 @@ public struct AppConfiguration: Sendable {
     public var historyBytes = 256 * 1024
     /// Queued bytes past which a stream's pending state changes are coalesced.
     public var streamHighWaterBytes = 64 * 1024
-    /// Comment interval on idle streams, seconds.
+    /// Seconds a stream may carry nothing before it gets a keep-alive comment (checked every
+    /// quarter of it, so the gap is between 1 and 1.25 times this).
     public var keepAliveInterval: Double = 15
     /// The `retry:` the stream announces, milliseconds.
     public var retryMilliseconds = 2000

@@ -27,8 +27,8 @@ final class SessionLoop: @unchecked Sendable {
     /// Starts the loop's timers (on the loop).
     func startTimers() {
         let c = app.configuration
-        timers.append(loop.scheduleRepeating(every: c.keepAliveInterval) { [unowned self] in
-            for s in self.hosted.values { s.keepAlive() }
+        timers.append(loop.scheduleRepeating(every: c.keepAliveInterval / 4) { [unowned self] in
+            for s in self.hosted.values { s.keepAliveTick() }
         })
         timers.append(loop.scheduleRepeating(every: max(0.05, min(5, c.sessionIdleTimeout / 4))) { [unowned self] in
             self.expireIdleSessions()

@@ -24,6 +24,10 @@ final class SessionStream: @unchecked Sendable {
     private(set) var mode = Mode.live
     private var pendingSignals: [[UInt8]] = []
     static let maxPendingSignals = 1000
+    /// Keep-alive bookkeeping: whether anything was written since the last keep-alive tick, and
+    /// how many ticks (a quarter of the interval each) passed with nothing written.
+    private var wroteSinceTick = false
+    private var quietTicks = 0
 
     init(sessionID: String, sessionHome: SessionLoop, host: SessionLoop) {
         self.sessionID = sessionID
@@ -63,6 +67,7 @@ final class SessionStream: @unchecked Sendable {
         stream.onClose = { [unowned self] in self.closed() }
         host.register(self)
         stream.write(initial)
+        wroteSinceTick = true
     }
 
     private func deliver(_ frame: [UInt8], isSignal: Bool) {
@@ -71,6 +76,7 @@ final class SessionStream: @unchecked Sendable {
         case .live:
             if http.queuedBytes < host.app.configuration.streamHighWaterBytes {
                 http.write(frame)
+                wroteSinceTick = true
                 return
             }
             mode = .behind
@@ -105,11 +111,25 @@ final class SessionStream: @unchecked Sendable {
         for s in pendingSignals { http.write(s) }
         pendingSignals = []
         http.write(snapshotFrame)
+        wroteSinceTick = true
         mode = .live
     }
 
-    func keepAlive() {
-        if mode == .live { http?.write(SSEFrame.keepAlive) }
+    /// A keep-alive tick, every quarter of the keep-alive interval: a stream that carried nothing
+    /// for four ticks gets a comment. Busy streams carry none, and idle streams get theirs at
+    /// different times instead of all in one burst (with 10,000 streams, one write each).
+    func keepAliveTick() {
+        guard mode == .live, let http else { return }
+        if wroteSinceTick {
+            wroteSinceTick = false
+            quietTicks = 0
+            return
+        }
+        quietTicks += 1
+        if quietTicks >= 4 {
+            quietTicks = 0
+            http.write(SSEFrame.keepAlive)
+        }
     }
 
     /// Writes `event: end` (after any kept signals) and finishes the response.

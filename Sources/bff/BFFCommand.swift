@@ -31,7 +31,7 @@ struct BFFCommand: ParsableCommand {
     @Option(help: "Inputs a session may send in a burst above the rate.") var inputBurst = 100.0
     @Option(help: "Events kept per session for Last-Event-ID replay.") var historyEvents = 256
     @Option(help: "Queued bytes per stream past which state changes are coalesced.") var streamHighWater = 64 * 1024
-    @Option(help: "Seconds between keep-alive comments on idle streams.") var keepAlive = 15.0
+    @Option(help: "Seconds a stream may carry nothing before it gets a keep-alive comment (checked every quarter of it; busy streams get none).") var keepAlive = 15.0
     @Option(help: "Seconds in-flight requests get at shutdown.") var shutdownGrace = 10.0
     @Option(help: "GitHub API base URL (env GITHUB_API_URL; default https://api.github.com; http:// allowed).") var githubApiUrl: String?
     @Option(help: "Seconds a cached search page is fresh.") var cacheTtl = 60.0

@@ -93,4 +93,27 @@ final class StreamReplayTests: XCTestCase {
         XCTAssertEqual(client.snapshot, final)
         XCTAssertLessThan(events, rounds, "intermediate states were skipped")
     }
+
+    func testKeepAliveCommentsGoToQuietStreamsOnly() throws {
+        let t = try LiveApp(configure: { $0.keepAliveInterval = 0.4; $0.http.threads = 1 })
+        let quiet = try t.createSession(), busy = try t.createSession()
+        let (_, quietReader) = try t.stream(quiet)
+        let (_, busyReader) = try t.stream(busy)
+        XCTAssertEqual(try quietReader.next()?.event, "snapshot")
+        XCTAssertEqual(try busyReader.next()?.event, "snapshot")
+        let poster = try WireConnection(port: t.port)
+        var inputs = 0
+        // The busy stream carries an event about every 50 ms; the quiet one nothing but comments.
+        while quietReader.commentCount < 3 {
+            XCTAssertLessThan(inputs, 200, "the quiet stream got no keep-alive comments")
+            if inputs >= 200 { break }
+            inputs += 1
+            // alternately a name and none: buttonEnabled changes every time, so every input is an event
+            _ = try t.post(busy, "greeting", "name", #"{"value":"\#(inputs % 2 == 1 ? "x" : "")"}"#, on: poster)
+            XCTAssertEqual(try busyReader.next()?.event, "greeting")
+            XCTAssertThrowsError(try quietReader.next(timeout: 0.05), "comments only, no events")
+        }
+        XCTAssertEqual(busyReader.commentCount, 0, "a stream that carries events gets no keep-alives")
+        XCTAssertGreaterThanOrEqual(inputs, 12, "three comments took at least three intervals (1.2 s)")
+    }
 }
