@@ -24,6 +24,8 @@ public struct LatencyScenario {
         public var progress = true
         /// Delete the sessions afterwards.
         public var cleanup = true
+        /// Spin instead of sleeping between events (see `LoadLoop.busyPoll`), for the load phase.
+        public var busyPoll = false
         /// Defaults.
         public init() {}
     }
@@ -121,7 +123,9 @@ public struct LatencyScenario {
             return "sent \(sent)  received \(received)  errors \(errors)  streamErrors \(streamErrors)  "
                 + "queued \(pool.queued)  p50 \(LatencySummary.format(s.p50))  p99 \(LatencySummary.format(s.p99))"
         }
+        loop.busyPoll = options.busyPoll
         loop.run(timeout: options.duration + 60) { sent == total && completed == total }
+        loop.busyPoll = false
         // An input yields an event only when it changes the name, i.e. when its value differs
         // from the last *accepted* input before it (in inputSeq order; the name starts empty).
         // A rejected input (429, …) leaves the name as it was, so the next one may change nothing.
@@ -161,6 +165,7 @@ public struct LatencyScenario {
         report.add("scheduleLag", .latency(lag.summary))
         report.add("clientCPU", .number(cpu, unit: "s"))
         report.add("clientCPUPerInput", .number(sent > 0 ? cpu * 1e6 / Double(sent) : 0, unit: "µs (POST + its event)"))
+        report.add("clientWait", .text(options.busyPoll ? "busy-poll" : "sleep"))
         report.add("statusCounts", .text(statusCounts.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }
             .joined(separator: " ")))
         for session in sessions { session.stream?.close() }

@@ -42,11 +42,14 @@ extension BffLoad {
         @Option(help: "Inputs per second in total (spread round-robin over the sessions).") var rate = 2000.0
         @Option(help: "Keep-alive connections for the POSTs.") var connections = 16
         @Option(help: "Seconds to wait for outstanding events after the last input.") var grace = 2.0
+        @Flag(help: """
+            Spin on epoll instead of sleeping during the load (uses all of the client's core): the             figures then exclude the client's own wake-up delays (see scheduleLag).
+            """) var busyPoll = false
 
         func run() throws {
             var o = LatencyScenario.Options()
             o.sessions = sessions; o.rate = rate; o.duration = common.duration; o.connections = connections
-            o.grace = grace; o.progress = !common.quiet; o.cleanup = !common.keepSessions
+            o.grace = grace; o.progress = !common.quiet; o.cleanup = !common.keepSessions; o.busyPoll = busyPoll
             common.emit(try LatencyScenario.run(target: common.target(), options: o))
         }
     }

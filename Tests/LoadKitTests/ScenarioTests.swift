@@ -4,11 +4,21 @@ import XCTest
 /// The scenarios against `GreetingTestServer` (the contract's greeting/status subset).
 final class ScenarioTests: XCTestCase {
     func testLatencyOnAHealthyServerReportsEveryInputAndNoErrors() throws {
+        try latencyOnAHealthyServer(busyPoll: false)
+    }
+
+    func testLatencyWithABusyPollingClientReportsEveryInputAndNoErrors() throws {
+        try latencyOnAHealthyServer(busyPoll: true)
+    }
+
+    private func latencyOnAHealthyServer(busyPoll: Bool) throws {
         let server = try GreetingTestServer()
         defer { server.stop() }
         var options = LatencyScenario.Options()
         options.sessions = 10; options.rate = 400; options.duration = 1; options.connections = 4; options.progress = false
+        options.busyPoll = busyPoll
         let report = try LatencyScenario.run(target: Target(url: "http://127.0.0.1:\(server.port)"), options: options)
+        XCTAssertTrue(report.table.contains(busyPoll ? "busy-poll" : "sleep"), report.table)
         XCTAssertEqual(report.int("sent"), 400, report.table)
         XCTAssertEqual(report.int("accepted"), 400, report.table)
         XCTAssertEqual(report.int("received"), 400, report.table)
