@@ -11,20 +11,20 @@ public final class Router: @unchecked Sendable {
     struct Route {
         let pattern: String
         let segments: [Segment]
-        var handlers: [HTTPMethod: HTTPHandler]
-        /// The same handlers indexed by `HTTPMethod.index` (the per-request lookup).
+        /// Handlers indexed by `HTTPMethod.index` (no hashing per request).
         var byMethod: [HTTPHandler?] = Array(repeating: nil, count: HTTPMethod.allCases.count)
 
         init(pattern: String, segments: [Segment]) {
             self.pattern = pattern
             self.segments = segments
-            handlers = [:]
         }
 
         mutating func set(_ method: HTTPMethod, _ handler: @escaping HTTPHandler) {
-            handlers[method] = handler
             byMethod[method.index] = handler
         }
+
+        /// The methods this route has handlers for.
+        var methods: [HTTPMethod] { HTTPMethod.allCases.filter { byMethod[$0.index] != nil } }
     }
 
     enum Segment: Equatable {
@@ -133,7 +133,7 @@ public final class Router: @unchecked Sendable {
 
     private func methodNotAllowed(_ indices: [Int]) -> Match {
         var allowed = Set<HTTPMethod>()
-        for i in indices { allowed.formUnion(routes[i].handlers.keys) }
+        for i in indices { allowed.formUnion(routes[i].methods) }
         if allowed.contains(.GET) { allowed.insert(.HEAD) }
         return .methodNotAllowed(allow: allowed.sorted { $0.rawValue < $1.rawValue }, route: routes[indices[0]].pattern)
     }

@@ -97,6 +97,23 @@ final class RoutingTests: XCTestCase {
         }
     }
 
+    func testEachMethodReachesItsOwnHandlerAndAllowListsTheRegisteredOnes() throws {
+        let t = try TestServer(configure: { $0.publicDirectory = nil }, routes: { router in
+            router.add(.PUT, "/multi") { _, res in res.send(HTTPResponse(status: 200, body: Array("put".utf8))) }
+            router.add(.PATCH, "/multi") { _, res in res.send(HTTPResponse(status: 200, body: Array("patch".utf8))) }
+            router.add(.DELETE, "/multi/:id") { req, res in res.send(HTTPResponse(status: 200, body: Array("delete \(req.parameters["id"] ?? "")".utf8))) }
+        })
+        XCTAssertEqual(try WireConnection(port: t.port).request("PUT", "/multi").text, "put")
+        XCTAssertEqual(try WireConnection(port: t.port).request("PATCH", "/multi").text, "patch")
+        XCTAssertEqual(try WireConnection(port: t.port).request("DELETE", "/multi/7").text, "delete 7")
+        for method in ["GET", "POST", "OPTIONS", "TRACE"] {
+            let r = try WireConnection(port: t.port).request(method, "/multi")
+            XCTAssertEqual(r.status, 405, method)
+            XCTAssertEqual(r.header("Allow"), "PATCH, PUT", method)
+        }
+        XCTAssertEqual(try WireConnection(port: t.port).request("PUT", "/multi/7").header("Allow"), "DELETE")
+    }
+
     func testRouteParametersAreFoundByName() {
         let p: RouteParameters = ["id": "a b", "viewModel": "greeting"]
         XCTAssertEqual(p["id"], "a b")
