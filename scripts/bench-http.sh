@@ -35,7 +35,9 @@ PATH_UNDER_TEST=/bench/json
 EXPECTED_BODY='{"ok":true,"service":"bff"}'
 mkdir -p "$OUT"
 
-log() { echo "bench-http: $*" >&2; }
+BENCH_NAME=bench-http
+# shellcheck source=scripts/bench-lib.sh
+source "$ROOT/scripts/bench-lib.sh"
 
 # --- tools -------------------------------------------------------------------------------------
 if ! command -v wrk > /dev/null 2>&1; then
@@ -44,23 +46,10 @@ if ! command -v wrk > /dev/null 2>&1; then
     "${SUDO[@]}" apt-get update -qq
     DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -qq --no-install-recommends wrk > /dev/null
 fi
-for tool in cc curl pkg-config; do
-    command -v "$tool" > /dev/null 2>&1 || { log "$tool is required"; exit 1; }
-done
-# Pin only where there are two CPUs to pin to.
-if command -v taskset > /dev/null 2>&1 && [[ $(nproc) -ge 2 ]]; then
-    SERVER_PIN=(taskset -c 0)
-    CLIENT_PIN=(taskset -c 1)
-else
-    log "warning: fewer than 2 CPUs or no taskset: running unpinned"
-    SERVER_PIN=()
-    CLIENT_PIN=()
-fi
+require_tools cc curl pkg-config
 
 # --- builds ------------------------------------------------------------------------------------
-log "building bench/c-baseline.c"
-# shellcheck disable=SC2046  # pkg-config prints several words on purpose
-cc -O2 -o "$OUT/c-baseline" bench/c-baseline.c $(pkg-config --cflags --libs libevent)
+build_c c-baseline
 
 if [[ $C_ONLY -eq 0 && -n "${BENCH_BFF:-}" ]]; then
     BFF="$BENCH_BFF"
@@ -72,33 +61,17 @@ elif [[ $C_ONLY -eq 0 ]]; then
 fi
 
 # --- servers -----------------------------------------------------------------------------------
-PIDS=()
-cleanup() {
-    local pid
-    for pid in "${PIDS[@]}"; do kill "$pid" 2> /dev/null || true; done
-    for pid in "${PIDS[@]}"; do wait "$pid" 2> /dev/null || true; done
-}
-trap cleanup EXIT
-
-start_server() { # name port command...
-    local name=$1 port=$2
-    shift 2
-    "${SERVER_PIN[@]}" "$@" > "$OUT/$name-server.log" 2>&1 &
-    PIDS+=("$!")
-    local pid=$! i body
-    for ((i = 0; i < 100; i++)); do
-        if body="$(curl -fsS --max-time 1 "http://127.0.0.1:$port$PATH_UNDER_TEST" 2> /dev/null)"; then
-            if [[ "$body" != "$EXPECTED_BODY" ]]; then
-                log "$name answered $PATH_UNDER_TEST with '$body', expected '$EXPECTED_BODY'"
-                exit 1
-            fi
-            return 0
-        fi
-        kill -0 "$pid" 2> /dev/null || { cat "$OUT/$name-server.log" >&2; log "$name exited"; exit 1; }
-        sleep 0.1
-    done
-    log "$name did not answer on port $port within 10 s"
+READY_PORT=""
+answers_expected_body() { # the server on READY_PORT answers the benchmark route with the expected bytes
+    local body
+    body="$(curl -fsS --max-time 1 "http://127.0.0.1:$READY_PORT$PATH_UNDER_TEST" 2> /dev/null)" || return 1
+    [[ "$body" == "$EXPECTED_BODY" ]] && return 0
+    log "port $READY_PORT answered $PATH_UNDER_TEST with '$body', expected '$EXPECTED_BODY'"
     exit 1
+}
+start_bench_server() { # name port command...
+    READY_PORT=$2
+    start_server "$1" answers_expected_body "${@:3}"
 }
 
 run_wrk() { # name port duration -> prints req/s
@@ -116,11 +89,11 @@ run_wrk() { # name port duration -> prints req/s
 
 median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-start_server c "$C_PORT" "$OUT/c-baseline" "$C_PORT"
-start_server c-changelist "$CL_PORT" "$OUT/c-baseline" "$CL_PORT" changelist
+start_bench_server c "$C_PORT" "$OUT/c-baseline" "$C_PORT"
+start_bench_server c-changelist "$CL_PORT" "$OUT/c-baseline" "$CL_PORT" changelist
 NAMES=(c c-changelist)
 if [[ $C_ONLY -eq 0 ]]; then
-    start_server swift "$SWIFT_PORT" "$BFF" --port "$SWIFT_PORT" --threads 1 --bench-routes --log-level warning --cache-file none
+    start_bench_server swift "$SWIFT_PORT" "$BFF" --port "$SWIFT_PORT" --threads 1 --bench-routes --log-level warning --cache-file none
     NAMES+=(swift)
 fi
 port_of() {

@@ -23,23 +23,12 @@ OUT="${LAT_OUT:-$ROOT/artifacts/bench-latency}"
 EXTRA=("$@")
 mkdir -p "$OUT"
 
-log() { echo "bench-latency: $*" >&2; }
+BENCH_NAME=bench-latency
+# shellcheck source=scripts/bench-lib.sh
+source "$ROOT/scripts/bench-lib.sh"
 
-for tool in cc curl pkg-config python3; do
-    command -v "$tool" > /dev/null 2>&1 || { log "$tool is required"; exit 1; }
-done
-if command -v taskset > /dev/null 2>&1 && [[ $(nproc) -ge 2 ]]; then
-    SERVER_PIN=(taskset -c 0)
-    CLIENT_PIN=(taskset -c 1)
-else
-    log "warning: fewer than 2 CPUs or no taskset: running unpinned"
-    SERVER_PIN=()
-    CLIENT_PIN=()
-fi
-
-log "building bench/c-greeting.c"
-# shellcheck disable=SC2046  # pkg-config prints several words on purpose
-cc -O2 -o "$OUT/c-greeting" bench/c-greeting.c $(pkg-config --cflags --libs libevent)
+require_tools cc curl pkg-config python3
+build_c c-greeting
 if [[ -n "${LAT_BIN:-}" ]]; then
     BIN="$LAT_BIN"
 else
@@ -51,30 +40,12 @@ else
     BIN="$(swift build -c release --show-bin-path)"
 fi
 
-PIDS=()
-cleanup() {
-    local pid
-    for pid in "${PIDS[@]}"; do kill "$pid" 2> /dev/null || true; done
-    for pid in "${PIDS[@]}"; do wait "$pid" 2> /dev/null || true; done
-}
-trap cleanup EXIT
+creates_sessions() { curl -fsS --max-time 1 -X POST "http://127.0.0.1:$READY_PORT/api/sessions" > /dev/null 2>&1; }
 
-start_server() { # name port command...
-    local name=$1 port=$2 i
-    shift 2
-    "${SERVER_PIN[@]}" "$@" > "$OUT/$name-server.log" 2>&1 &
-    PIDS+=("$!")
-    for ((i = 0; i < 100; i++)); do
-        curl -fsS --max-time 1 -X POST "http://127.0.0.1:$port/api/sessions" > /dev/null 2>&1 && return 0
-        kill -0 "${PIDS[-1]}" 2> /dev/null || { cat "$OUT/$name-server.log" >&2; log "$name exited"; exit 1; }
-        sleep 0.1
-    done
-    log "$name did not answer on port $port within 10 s"
-    exit 1
-}
-
-start_server c "$C_PORT" "$OUT/c-greeting" "$C_PORT"
-start_server swift "$SWIFT_PORT" "$BIN/bff" --port "$SWIFT_PORT" --threads 1 --cache-file none --log-level warning
+READY_PORT=$C_PORT
+start_server c creates_sessions "$OUT/c-greeting" "$C_PORT"
+READY_PORT=$SWIFT_PORT
+start_server swift creates_sessions "$BIN/bff" --port "$SWIFT_PORT" --threads 1 --cache-file none --log-level warning
 port_of() { if [[ $1 == c ]]; then echo "$C_PORT"; else echo "$SWIFT_PORT"; fi; }
 
 log "load average: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews the figures)"
