@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the project needs, only if missing.
-#   scripts/install-deps.sh            build + run deps (libevent, sqlite, curl)
+#   scripts/install-deps.sh            build + run deps (libevent, hiredis, sqlite, curl)
 #   scripts/install-deps.sh --test     also test deps (chromium + driver, python3-venv for the Python tools,
-#                                      gcc for the benchmarks' C programs)
+#                                      gcc for the benchmarks' C programs, redis-server and haproxy for the
+#                                      cluster tests, debootstrap for the image runtime check)
 set -euo pipefail
-pkgs=(libevent-dev libsqlite3-dev pkg-config libcurl4-openssl-dev ca-certificates)
+pkgs=(libevent-dev libhiredis-dev libsqlite3-dev pkg-config libcurl4-openssl-dev ca-certificates)
 # (wrk is installed by scripts/bench-http.sh, which alone uses it)
-if [[ "${1:-}" == "--test" ]]; then pkgs+=(chromium chromium-driver python3-venv gcc); fi
+if [[ "${1:-}" == "--test" ]]; then pkgs+=(chromium chromium-driver python3-venv gcc redis-server haproxy debootstrap); fi
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then

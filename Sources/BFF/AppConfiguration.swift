@@ -37,9 +37,11 @@ public struct AppConfiguration: Sendable {
 
     public init() {
         http.htmlHeaders = [
-            ("Content-Security-Policy",
-             "default-src 'self'; img-src 'self' https: data:; style-src 'self'; script-src 'self'; connect-src 'self'; "
-                + "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"),
+            (
+                "Content-Security-Policy",
+                "default-src 'self'; img-src 'self' https: data:; style-src 'self'; script-src 'self'; connect-src 'self'; "
+                    + "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+            ),
             ("Referrer-Policy", "no-referrer"),
         ]
     }

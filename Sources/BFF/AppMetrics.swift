@@ -20,7 +20,8 @@ final class AppMetrics: Sendable {
         f.defaultDurationHistogramBuckets = [
             .microseconds(50), .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1),
             .milliseconds(2.5), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
-            .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10),
+            .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5),
+            .seconds(10),
         ]
         factory = f
         sessions = Meter(label: "bff_sessions", factory: f)
@@ -30,7 +31,8 @@ final class AppMetrics: Sendable {
         coalesced = CoreMetrics.Counter(label: "bff_coalesced_state_frames_total", factory: f)
         var ended: [String: CoreMetrics.Counter] = [:]
         for reason in ["deleted", "expired", "shutdown"] {
-            ended[reason] = CoreMetrics.Counter(label: "bff_sessions_ended_total", dimensions: [("reason", reason)], factory: f)
+            ended[reason] = CoreMetrics.Counter(
+                label: "bff_sessions_ended_total", dimensions: [("reason", reason)], factory: f)
         }
         self.ended = ended
     }
@@ -53,13 +55,23 @@ enum ProcessStats {
     static func residentBytes() -> Int {
         guard let f = fopen("/proc/self/statm", "r") else { return 0 }
         defer { fclose(f) }
-        var size = 0, resident = 0
-        guard withUnsafeMutablePointer(to: &size, { s in withUnsafeMutablePointer(to: &resident) { r in
-            readTwo(f, s, r) } }) else { return 0 }
+        var size = 0
+        var resident = 0
+        guard
+            withUnsafeMutablePointer(
+                to: &size,
+                { s in
+                    withUnsafeMutablePointer(to: &resident) { r in
+                        readTwo(f, s, r)
+                    }
+                })
+        else { return 0 }
         return resident * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 
-    private static func readTwo(_ f: UnsafeMutablePointer<FILE>, _ a: UnsafeMutablePointer<Int>, _ b: UnsafeMutablePointer<Int>) -> Bool {
+    private static func readTwo(
+        _ f: UnsafeMutablePointer<FILE>, _ a: UnsafeMutablePointer<Int>, _ b: UnsafeMutablePointer<Int>
+    ) -> Bool {
         var buf = [CChar](repeating: 0, count: 128)
         guard fgets(&buf, 128, f) != nil else { return false }
         let parts = String(cString: buf).split(separator: " ")
@@ -80,7 +92,8 @@ enum ProcessStats {
     static func cpuSeconds() -> Double {
         var usage = rusage()
         getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
-        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(
+            usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 
     static func exposition() -> String {

@@ -27,15 +27,18 @@ public struct GitHubSettings: Sendable {
 extension Application {
     /// The production composition: GitHub gateway → cache decorator → application, with the
     /// gateway's reachability and rate limit feeding the shared `status` view model.
-    public static func live(configuration: AppConfiguration, github: GitHubSettings, logger: Logger) throws -> Application {
+    public static func live(configuration: AppConfiguration, github: GitHubSettings, logger: Logger) throws
+        -> Application
+    {
         let sink = StatusSink()
         let gateway = try GitHubGateway(
             configuration: .init(baseURL: github.baseURL, token: github.token, requestTimeout: github.requestTimeout),
             logger: logger, onStatus: { sink.forward($0) })
         let cache = SearchCache(
             upstream: gateway,
-            configuration: .init(ttl: github.cacheTTL, maxAge: github.cacheMaxAge, maxEntries: github.cacheMaxEntries,
-                                 maxBytes: github.cacheMaxBytes, path: github.cachePath),
+            configuration: .init(
+                ttl: github.cacheTTL, maxAge: github.cacheMaxAge, maxEntries: github.cacheMaxEntries,
+                maxBytes: github.cacheMaxBytes, path: github.cachePath),
             logger: logger)
         let app = Application(configuration: configuration, search: cache, logger: logger)
         sink.connect(app.statusUpdater)

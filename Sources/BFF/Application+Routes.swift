@@ -23,13 +23,17 @@ extension Application {
         router.get("/readyz") { [unowned self] _ in
             switch self.server.state {
             case .running: return .json(200, ["status": "ready"], headers: [("Cache-Control", "no-store")])
-            case .starting: return .problem(status: 503, detail: "the server is starting", headers: [("Retry-After", "1")])
-            case .draining, .stopped: return .problem(status: 503, detail: "the server is shutting down", headers: [("Retry-After", "5")])
+            case .starting:
+                return .problem(status: 503, detail: "the server is starting", headers: [("Retry-After", "1")])
+            case .draining, .stopped:
+                return .problem(status: 503, detail: "the server is shutting down", headers: [("Retry-After", "5")])
             }
         }
         router.get("/metrics") { [unowned self] _ in
-            HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8"), ("Cache-Control", "no-store")],
-                         body: self.metrics.render())
+            HTTPResponse(
+                status: 200,
+                headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8"), ("Cache-Control", "no-store")],
+                body: self.metrics.render())
         }
     }
 
@@ -46,8 +50,10 @@ extension Application {
             return .problem(status: 400, detail: "expected a JSON object {\"reachable\", \"message\", \"rateLimit\"}")
         }
         var s = UpstreamStatus(reachable: o["reachable"]?.boolValue ?? true, message: o["message"]?.stringValue)
-        if let r = o["rateLimit"]?.objectValue, let limit = r["limit"]?.intValue, let remaining = r["remaining"]?.intValue,
-           let reset = r["resetAt"]?.intValue {
+        if let r = o["rateLimit"]?.objectValue, let limit = r["limit"]?.intValue,
+            let remaining = r["remaining"]?.intValue,
+            let reset = r["resetAt"]?.intValue
+        {
             s.rateLimit = RateLimit(limit: limit, remaining: remaining, resetAt: reset, resource: "search")
         }
         statusUpdater(s)

@@ -16,7 +16,9 @@ extension Application {
             let loop = req.loop
             Task {
                 let result: Result<SearchResponse, SearchError>
-                do { result = .success(try await search.search(request, policy: .useCache)) } catch { result = .failure(error as? SearchError ?? .upstream(message: "\(error)")) }
+                do { result = .success(try await search.search(request, policy: .useCache)) } catch {
+                    result = .failure(error as? SearchError ?? .upstream(message: "\(error)"))
+                }
                 let response = Application.searchResponse(result, request: request)
                 loop.execute { res.send(response) }
             }
@@ -27,11 +29,17 @@ extension Application {
         guard let text = q["q"]?.trimmingHTTPWhitespace(), !text.isEmpty else {
             return .failure(HTTPError(400, "query parameter 'q' is required and must not be blank"))
         }
-        guard text.utf8.count <= 256 else { return .failure(HTTPError(400, "query parameter 'q' is longer than 256 bytes")) }
+        guard text.utf8.count <= 256 else {
+            return .failure(HTTPError(400, "query parameter 'q' is longer than 256 bytes"))
+        }
         var r = SearchRequest(query: text)
         if let s = q["sort"] {
             guard let sort = SearchSort(rawValue: s) else {
-                return .failure(HTTPError(400, "query parameter 'sort' must be one of best-match, stars, forks, updated; got '\(s.prefix(40))'"))
+                return .failure(
+                    HTTPError(
+                        400,
+                        "query parameter 'sort' must be one of best-match, stars, forks, updated; got '\(s.prefix(40))'"
+                    ))
             }
             r.sort = sort
         }
@@ -43,13 +51,18 @@ extension Application {
         }
         if let p = q["page"] {
             guard let page = Int(p), page >= 1, page <= 1000 else {
-                return .failure(HTTPError(400, "query parameter 'page' must be an integer from 1 to 1000; got '\(p.prefix(40))'"))
+                return .failure(
+                    HTTPError(400, "query parameter 'page' must be an integer from 1 to 1000; got '\(p.prefix(40))'"))
             }
             r.page = page
         }
         if let pp = q["per_page"] {
             guard let perPage = Int(pp), perPage >= 1, perPage <= maxPerPage else {
-                return .failure(HTTPError(400, "query parameter 'per_page' must be an integer from 1 to \(maxPerPage); got '\(pp.prefix(40))'"))
+                return .failure(
+                    HTTPError(
+                        400,
+                        "query parameter 'per_page' must be an integer from 1 to \(maxPerPage); got '\(pp.prefix(40))'")
+                )
             }
             r.perPage = perPage
         }
@@ -69,11 +82,15 @@ extension Application {
             switch e {
             case .invalidQuery(let m): return .problem(status: 422, detail: "GitHub rejected the query: \(m)")
             case .rateLimited(let s, let m):
-                return .problem(status: 503, detail: "GitHub's rate limit is exhausted: \(m)", headers: [("Retry-After", String(max(1, s)))],
-                                extra: ["kind": "rateLimited", "retryAfterSeconds": .int(s)])
+                return .problem(
+                    status: 503, detail: "GitHub's rate limit is exhausted: \(m)",
+                    headers: [("Retry-After", String(max(1, s)))],
+                    extra: ["kind": "rateLimited", "retryAfterSeconds": .int(s)])
             case .unavailable(let m):
-                return .problem(status: 503, detail: "GitHub cannot be reached and nothing is cached: \(m)", headers: [("Retry-After", "30")],
-                                extra: ["kind": "unavailable"])
+                return .problem(
+                    status: 503, detail: "GitHub cannot be reached and nothing is cached: \(m)",
+                    headers: [("Retry-After", "30")],
+                    extra: ["kind": "unavailable"])
             case .upstream(let m):
                 return .problem(status: 502, detail: "GitHub answered unexpectedly: \(m)", extra: ["kind": "upstream"])
             }

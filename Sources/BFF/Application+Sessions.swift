@@ -29,19 +29,23 @@ extension Application {
     private func createSession(_ req: HTTPRequest) -> HTTPResponse {
         guard reserveSession() else {
             return .problem(
-                status: 503, detail: "the server holds its maximum of \(configuration.maxSessions) sessions; retry later",
+                status: 503,
+                detail: "the server holds its maximum of \(configuration.maxSessions) sessions; retry later",
                 headers: [("Retry-After", "30")])
         }
         let home = sessionLoops[req.loop.index]
         let id = SessionID.make(loop: req.loop.index)
         let loop = home.loop
-        let session = Session(id: id, home: home, viewModels: makeViewModels({ work in loop.execute(work) }), now: now())
+        let session = Session(
+            id: id, home: home, viewModels: makeViewModels({ work in loop.execute(work) }), now: now())
         home.sessions[id] = session
         let location = "/api/sessions/\(id)"
-        return .json(201, [
-            "id": .string(id), "events": .string(location + "/events"), "state": .string(location + "/state"),
-            "expiresInSeconds": .int(Int(configuration.sessionIdleTimeout)),
-        ], headers: [("Location", location), ("Cache-Control", "no-store")])
+        return .json(
+            201,
+            [
+                "id": .string(id), "events": .string(location + "/events"), "state": .string(location + "/state"),
+                "expiresInSeconds": .int(Int(configuration.sessionIdleTimeout)),
+            ], headers: [("Location", location), ("Cache-Control", "no-store")])
     }
 
     private func openStream(_ req: HTTPRequest, _ res: HTTPResponder) {
@@ -56,11 +60,14 @@ extension Application {
                 return host.loop.execute { res.send(Application.noSession(id)) }
             }
             if isHead {
-                return host.loop.execute { res.send(HTTPResponse(status: 200, headers: [("Content-Type", "text/event-stream")])) }
+                return host.loop.execute {
+                    res.send(HTTPResponse(status: 200, headers: [("Content-Type", "text/event-stream")]))
+                }
             }
             guard s.streams.count < config.maxStreamsPerSession else {
                 let p = HTTPResponse.problem(
-                    status: 429, detail: "session '\(id)' already has \(config.maxStreamsPerSession) open event streams (the limit)",
+                    status: 429,
+                    detail: "session '\(id)' already has \(config.maxStreamsPerSession) open event streams (the limit)",
                     headers: [("Retry-After", "5")])
                 return host.loop.execute { res.send(p) }
             }
@@ -125,7 +132,8 @@ enum InputBody {
             return .failure(HTTPError(400, "malformed JSON body: \(error)"))
         }
         guard case .object(let object) = parsed else {
-            return .failure(HTTPError(400, "the body must be a JSON object {\"value\": …}; got \(parsed.typeDescription)"))
+            return .failure(
+                HTTPError(400, "the body must be a JSON object {\"value\": …}; got \(parsed.typeDescription)"))
         }
         if let extra = object.keys.first(where: { $0 != "value" }) {
             return .failure(HTTPError(400, "unknown member '\(extra.prefix(64))' in the body; it holds only \"value\""))
@@ -140,7 +148,8 @@ enum InputBody {
         var contentType = contentType
         return contentType.withUTF8 { bytes -> Bool in
             func isSpace(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 || c == 0x0D || c == 0x0A }
-            var start = 0, end = bytes.firstIndex(of: UInt8(ascii: ";")) ?? bytes.count
+            var start = 0
+            var end = bytes.firstIndex(of: UInt8(ascii: ";")) ?? bytes.count
             while start < end && isSpace(bytes[start]) { start += 1 }
             while end > start && isSpace(bytes[end - 1]) { end -= 1 }
             let media = UnsafeBufferPointer(rebasing: bytes[start..<end])

@@ -41,9 +41,10 @@ public final class Application: @unchecked Sendable {
         let loop0 = server.loops[0]
         status = StatusViewModel(executor: { work in loop0.execute(work) })
         let pageSize = configuration.searchPageSize
-        self.makeViewModels = makeViewModels ?? { executor in
-            [Application.searchViewModel(search, perPage: pageSize, executor: executor), GreetingViewModel()]
-        }
+        self.makeViewModels =
+            makeViewModels ?? { executor in
+                [Application.searchViewModel(search, perPage: pageSize, executor: executor), GreetingViewModel()]
+            }
         sessionLoops = server.loops.map { SessionLoop(app: self, loop: $0, status: status.snapshot) }
         status.onEvent = { [unowned self] event in
             for sl in self.sessionLoops {
@@ -56,7 +57,9 @@ public final class Application: @unchecked Sendable {
         }
     }
 
-    private static func searchViewModel<S: RepositorySearching>(_ s: S, perPage: Int, executor: @escaping OwnerExecutor) -> ViewModel {
+    private static func searchViewModel<S: RepositorySearching>(_ s: S, perPage: Int, executor: @escaping OwnerExecutor)
+        -> ViewModel
+    {
         SearchViewModel(search: s, perPage: perPage, executor: executor)
     }
 
@@ -108,8 +111,10 @@ public final class Application: @unchecked Sendable {
     }
 
     /// Runs `work` on the owner of session `id` and sends its response from the request's loop.
-    func onOwner(of id: String, _ request: HTTPRequest, _ responder: HTTPResponder,
-                 _ work: @escaping @Sendable (SessionLoop) -> HTTPResponse) {
+    func onOwner(
+        of id: String, _ request: HTTPRequest, _ responder: HTTPResponder,
+        _ work: @escaping @Sendable (SessionLoop) -> HTTPResponse
+    ) {
         guard let home = home(of: id) else { return responder.send(Application.noSession(id)) }
         if home.loop === request.loop { return responder.send(work(home)) }
         home.loop.execute {

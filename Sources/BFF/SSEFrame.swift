@@ -47,7 +47,10 @@ enum SSEFrame {
             line.removeAll()
         }
         for b in text.utf8 {
-            if b == 0x0A && previousCR { previousCR = false; continue }
+            if b == 0x0A && previousCR {
+                previousCR = false
+                continue
+            }
             previousCR = b == 0x0D
             if b == 0x0A || b == 0x0D { flush() } else { line.append(b) }
         }

@@ -79,7 +79,9 @@ final class Session: @unchecked Sendable {
     }
 
     /// Applies one input if the rate allows and it is valid; a rejected input uses no `inputSeq`.
-    func offer(viewModel name: String, input: String, value: JSONValue, idempotencyKey: String?, now: Double) -> InputOutcome {
+    func offer(viewModel name: String, input: String, value: JSONValue, idempotencyKey: String?, now: Double)
+        -> InputOutcome
+    {
         lastActivity = now
         if let key = idempotencyKey {
             if let seen = idempotency[key], now - seen.at < home.app.configuration.idempotencyWindow {
@@ -88,13 +90,16 @@ final class Session: @unchecked Sendable {
         }
         if let wait = bucket.take(now: now) {
             let seconds = max(1, Int(wait.rounded(.up)))
-            return .rejected(HTTPError(
-                429, "session '\(id)' sent more than \(Int(home.app.configuration.inputRate)) inputs per second; retry in \(seconds) s",
-                headers: [("Retry-After", String(seconds))]))
+            return .rejected(
+                HTTPError(
+                    429,
+                    "session '\(id)' sent more than \(Int(home.app.configuration.inputRate)) inputs per second; retry in \(seconds) s",
+                    headers: [("Retry-After", String(seconds))]))
         }
         guard let vm = viewModels.first(where: { $0.name == name }) else {
             if name == "status" {
-                return .rejected(HTTPError(404, InputError.unknownInput(viewModel: "status", input: input, known: []).detail))
+                return .rejected(
+                    HTTPError(404, InputError.unknownInput(viewModel: "status", input: input, known: []).detail))
             }
             let known = (viewModels.map(\.name) + ["status"]).joined(separator: ", ")
             return .rejected(HTTPError(404, "no view model '\(name)'; known view models: \(known)"))

@@ -14,7 +14,8 @@ enum SessionID {
         let bytes = words.flatMap { w in (0..<8).map { UInt8(truncatingIfNeeded: w >> (8 * $0)) } }
         var out: [UInt8] = []
         out.reserveCapacity(26)
-        var acc: UInt32 = 0, bits = 0
+        var acc: UInt32 = 0
+        var bits = 0
         for b in bytes {
             acc = acc << 8 | UInt32(b)
             bits += 8
@@ -48,7 +49,7 @@ enum SessionID {
     private static func isAlphabet(_ c: UInt8) -> Bool {
         switch c {
         case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
             return true
         default:
             return false

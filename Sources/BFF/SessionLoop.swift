@@ -27,16 +27,18 @@ final class SessionLoop: @unchecked Sendable {
     /// Starts the loop's timers (on the loop).
     func startTimers() {
         let c = app.configuration
-        timers.append(loop.scheduleRepeating(every: c.keepAliveInterval / 4) { [unowned self] in
-            for s in self.hosted.values { s.keepAliveTick() }
-        })
-        timers.append(loop.scheduleRepeating(every: max(0.05, min(5, c.sessionIdleTimeout / 4))) { [unowned self] in
-            self.expireIdleSessions()
-        })
+        timers.append(
+            loop.scheduleRepeating(every: c.keepAliveInterval / 4) { [unowned self] in
+                for s in self.hosted.values { s.keepAliveTick() }
+            })
+        timers.append(
+            loop.scheduleRepeating(every: max(0.05, min(5, c.sessionIdleTimeout / 4))) { [unowned self] in
+                self.expireIdleSessions()
+            })
     }
 
     func stopTimers() {
-        timers.forEach { $0.cancel() }
+        for timer in timers { timer.cancel() }
         timers = []
         behindTimer?.cancel()
         behindTimer = nil

@@ -57,9 +57,12 @@ final class SessionStream: @unchecked Sendable {
 
     /// Starts the HTTP stream with the preamble and the first frames (snapshot or replay).
     func start(responder: HTTPResponder, initial: [UInt8]) {
-        guard let stream = responder.startStream(headers: [
-            ("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no"),
-        ]) else {
+        guard
+            let stream = responder.startStream(headers: [
+                ("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-cache"),
+                ("X-Accel-Buffering", "no"),
+            ])
+        else {
             closed()
             return
         }

@@ -41,16 +41,22 @@ final class ConnectionState {
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         let arg = Unmanaged.passUnretained(self).toOpaque()
-        evhttp_connection_set_closecb(evcon, { _, arg in
-            Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().connectionClosed()
-        }, arg)
-        inputCallback = evbuffer_add_cb(bufferevent_get_input(bev), { _, info, arg in
-            guard let info, info.pointee.n_added > 0 else { return }
-            Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().bytesArrived()
-        }, arg)
-        readTimer = event_new(owner.loop.base, -1, 0, { _, _, arg in
-            Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().readTimedOut()
-        }, arg)
+        evhttp_connection_set_closecb(
+            evcon,
+            { _, arg in
+                Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().connectionClosed()
+            }, arg)
+        inputCallback = evbuffer_add_cb(
+            bufferevent_get_input(bev),
+            { _, info, arg in
+                guard let info, info.pointee.n_added > 0 else { return }
+                Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().bytesArrived()
+            }, arg)
+        readTimer = event_new(
+            owner.loop.base, -1, 0,
+            { _, _, arg in
+                Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().readTimedOut()
+            }, arg)
     }
 
     private func bytesArrived() {
@@ -107,7 +113,9 @@ final class ConnectionState {
     /// queued and the bufferevent writes it as usual. Not for complete responses: evhttp learns that
     /// a response has gone out only from its own write callback.
     func flushOutput() {
-        guard !isClosed, fd >= 0, let output = bufferevent_get_output(bev), evbuffer_get_length(output) > 0 else { return }
+        guard !isClosed, fd >= 0, let output = bufferevent_get_output(bev), evbuffer_get_length(output) > 0 else {
+            return
+        }
         evbuffer_unfreeze(output, 1)
         _ = evbuffer_write(output, fd)
         evbuffer_freeze(output, 1)
@@ -118,9 +126,11 @@ final class ConnectionState {
         guard closeWatch == nil else { return }
         let fd = bufferevent_getfd(bev)
         let arg = Unmanaged.passUnretained(self).toOpaque()
-        closeWatch = event_new(owner.loop.base, fd, Int16(EV_CLOSED), { _, _, arg in
-            Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().peerClosed()
-        }, arg)
+        closeWatch = event_new(
+            owner.loop.base, fd, Int16(EV_CLOSED),
+            { _, _, arg in
+                Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().peerClosed()
+            }, arg)
         event_add(closeWatch, nil)
     }
 

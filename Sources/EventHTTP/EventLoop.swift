@@ -35,16 +35,19 @@ public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
         // disable-read / enable-write / enable-read dance on a keep-alive request costs 2 epoll_ctl
         // calls instead of 4 (strace -c). libevent's caveat (dup()ed fds) does not apply: every fd
         // here is a socket or eventfd of its own.
-        event_config_set_flag(cfg, Int32(EVENT_BASE_FLAG_NOLOCK.rawValue | EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST.rawValue))
+        event_config_set_flag(
+            cfg, Int32(EVENT_BASE_FLAG_NOLOCK.rawValue | EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST.rawValue))
         guard let b = event_base_new_with_config(cfg) else { fatalError("event_base_new_with_config failed") }
         event_config_free(cfg)
         base = b
         wakeFD = clibevent_wakefd_new()
         precondition(wakeFD >= 0, "eventfd failed: errno \(errno)")
         let arg = Unmanaged.passUnretained(self).toOpaque()
-        wakeEvent = event_new(base, wakeFD, Int16(EV_READ | EV_PERSIST), { _, _, arg in
-            Unmanaged<EventLoop>.fromOpaque(arg!).takeUnretainedValue().drainQueue()
-        }, arg)
+        wakeEvent = event_new(
+            base, wakeFD, Int16(EV_READ | EV_PERSIST),
+            { _, _, arg in
+                Unmanaged<EventLoop>.fromOpaque(arg!).takeUnretainedValue().drainQueue()
+            }, arg)
         event_add(wakeEvent, nil)
     }
 
@@ -81,14 +84,23 @@ public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
 
     /// Starts a dedicated thread that runs this loop; returns the thread for `join`.
     func startThread(name: String) -> pthread_t {
-        final class Box { let loop: EventLoop; let name: String; init(_ l: EventLoop, _ n: String) { loop = l; name = n } }
+        final class Box {
+            let loop: EventLoop
+            let name: String
+            init(_ l: EventLoop, _ n: String) {
+                loop = l
+                name = n
+            }
+        }
         let box = Unmanaged.passRetained(Box(self, name)).toOpaque()
         var tid = pthread_t()
-        let rc = pthread_create(&tid, nil, { arg in
-            let box = Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue()
-            box.loop.run()
-            return nil
-        }, box)
+        let rc = pthread_create(
+            &tid, nil,
+            { arg in
+                let box = Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue()
+                box.loop.run()
+                return nil
+            }, box)
         precondition(rc == 0, "pthread_create failed: \(rc)")
         return tid
     }

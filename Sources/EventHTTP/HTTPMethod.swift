@@ -2,6 +2,8 @@ import CLibevent
 
 /// An HTTP request method.
 public enum HTTPMethod: String, Sendable, CaseIterable {
+    // swift-format-ignore: AlwaysUseLowerCamelCase
+    // (method names as they appear on the wire)
     case GET, HEAD, POST, PUT, DELETE, OPTIONS, TRACE, CONNECT, PATCH
 
     init?(command: evhttp_cmd_type) {

@@ -69,7 +69,9 @@ public enum PercentDecoding {
         var it = utf8.makeIterator()
         while let c = it.next() {
             if c == UInt8(ascii: "%") {
-                guard let h = it.next(), let l = it.next(), let hv = hexValue(h), let lv = hexValue(l) else { return nil }
+                guard let h = it.next(), let l = it.next(), let hv = hexValue(h), let lv = hexValue(l) else {
+                    return nil
+                }
                 out.append(hv << 4 | lv)
             } else if plusIsSpace && c == UInt8(ascii: "+") {
                 out.append(0x20)

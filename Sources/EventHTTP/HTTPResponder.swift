@@ -17,7 +17,8 @@ public final class HTTPResponder: @unchecked Sendable {
     let method: HTTPMethod
     private(set) var stream: HTTPStream?
 
-    init(request: OpaquePointer, owner: LoopHTTP, connection: ConnectionState?, method: HTTPMethod, startNanos: UInt64) {
+    init(request: OpaquePointer, owner: LoopHTTP, connection: ConnectionState?, method: HTTPMethod, startNanos: UInt64)
+    {
         self.request = request
         self.owner = owner
         self.loop = owner.loop
@@ -42,7 +43,9 @@ public final class HTTPResponder: @unchecked Sendable {
                 evhttp_add_header(out, "Content-Length", String(response.body.count))
             }
         } else if !response.body.isEmpty {
-            response.body.withUnsafeBytes { _ = evbuffer_add(evhttp_request_get_output_buffer(req), $0.baseAddress, $0.count) }
+            response.body.withUnsafeBytes {
+                _ = evbuffer_add(evhttp_request_get_output_buffer(req), $0.baseAddress, $0.count)
+            }
         }
         HTTPStatus.withReason(response.status) { evhttp_send_reply(req, Int32(response.status), $0, nil) }
         finished(status: response.status)
@@ -75,9 +78,14 @@ public final class HTTPResponder: @unchecked Sendable {
     /// `evhttp_add_header` with the two strings NUL-terminated in a stack buffer: passing a small
     /// Swift string as `const char *` otherwise allocates a temporary C string on the heap.
     private func addHeader(_ out: UnsafeMutablePointer<evkeyvalq>?, _ name: String, _ value: String) {
-        var name = name, value = value
-        let n = name.utf8.count, v = value.utf8.count
-        guard n + v + 2 <= 1024 else { return _ = evhttp_add_header(out, name, value) }
+        var name = name
+        var value = value
+        let n = name.utf8.count
+        let v = value.utf8.count
+        guard n + v + 2 <= 1024 else {
+            _ = evhttp_add_header(out, name, value)
+            return
+        }
         withUnsafeTemporaryAllocation(of: CChar.self, capacity: n + v + 2) { buf in
             let base = UnsafeMutableRawPointer(buf.baseAddress!)
             name.withUTF8 { if let p = $0.baseAddress { base.copyMemory(from: p, byteCount: n) } }

@@ -110,7 +110,8 @@ extension StringProtocol {
 extension String {
     /// ASCII case-insensitive equality (header names).
     public func caseInsensitiveEquals(_ other: String) -> Bool {
-        let a = utf8, b = other.utf8
+        let a = utf8
+        let b = other.utf8
         guard a.count == b.count else { return false }
         for (x, y) in zip(a, b) where x != y {
             let lx = x >= 65 && x <= 90 ? x + 32 : x

@@ -40,6 +40,9 @@ extension HTTPServer {
 
     /// Lifecycle state, as `/readyz` reports it.
     public enum State: Int, Sendable {
-        case starting = 0, running = 1, draining = 2, stopped = 3
+        case starting = 0
+        case running = 1
+        case draining = 2
+        case stopped = 3
     }
 }

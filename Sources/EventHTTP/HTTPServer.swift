@@ -26,7 +26,9 @@ public final class HTTPServer: @unchecked Sendable {
     public var onDrain: (() -> Void)?
 
     /// Creates a server; nothing is bound until `start()`.
-    public init(configuration: Configuration, logger: Logger, metricsFactory: any MetricsFactory = MetricsSystem.factory) {
+    public init(
+        configuration: Configuration, logger: Logger, metricsFactory: any MetricsFactory = MetricsSystem.factory
+    ) {
         self.configuration = configuration
         self.logger = logger
         self.metrics = ServerMetrics(factory: metricsFactory)
@@ -56,7 +58,7 @@ public final class HTTPServer: @unchecked Sendable {
                 if i == 0 { bindPort = try Socket.localPort(fd) }
                 fds.append(fd)
             } catch {
-                fds.forEach { close($0) }
+                for fd in fds { close(fd) }
                 throw error
             }
         }
@@ -73,8 +75,12 @@ public final class HTTPServer: @unchecked Sendable {
     /// long-lived responses, in-flight requests get up to `gracePeriod` seconds, then every
     /// connection is closed and the loop threads exit. Blocks until they have. Idempotent.
     public func shutdown(gracePeriod: Double = 10) {
-        guard stateValue.compareExchange(expected: State.running.rawValue, desired: State.draining.rawValue,
-                                         ordering: .acquiringAndReleasing).exchanged else { return }
+        guard
+            stateValue.compareExchange(
+                expected: State.running.rawValue, desired: State.draining.rawValue,
+                ordering: .acquiringAndReleasing
+            ).exchanged
+        else { return }
         logger.info("draining", metadata: ["openConnections": "\(openConnections)"])
         for lh in loopHTTPs { lh.loop.execute { lh.stopAccepting() } }
         onDrain?()

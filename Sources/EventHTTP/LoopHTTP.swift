@@ -48,16 +48,21 @@ final class LoopHTTP: @unchecked Sendable {
         evhttp_set_max_body_size(http, cfg.hardBodyLimit)
         evhttp_set_max_headers_size(http, cfg.hardHeaderLimit)
         if cfg.idleTimeout > 0 {
-            var idle = timeval(tv_sec: Int(cfg.idleTimeout), tv_usec: Int((cfg.idleTimeout.truncatingRemainder(dividingBy: 1)) * 1e6))
+            var idle = timeval(
+                tv_sec: Int(cfg.idleTimeout), tv_usec: Int((cfg.idleTimeout.truncatingRemainder(dividingBy: 1)) * 1e6))
             evhttp_set_timeout_tv(http, &idle)
         }
         evhttp_set_default_content_type(http, "application/octet-stream")
-        evhttp_set_bevcb(http, { _, arg in
-            Unmanaged<LoopHTTP>.fromOpaque(arg!).takeUnretainedValue().newConnection()
-        }, arg)
-        evhttp_set_gencb(http, { req, arg in
-            Unmanaged<LoopHTTP>.fromOpaque(arg!).takeUnretainedValue().handle(req!)
-        }, arg)
+        evhttp_set_bevcb(
+            http,
+            { _, arg in
+                Unmanaged<LoopHTTP>.fromOpaque(arg!).takeUnretainedValue().newConnection()
+            }, arg)
+        evhttp_set_gencb(
+            http,
+            { req, arg in
+                Unmanaged<LoopHTTP>.fromOpaque(arg!).takeUnretainedValue().handle(req!)
+            }, arg)
         boundSocket = evhttp_accept_socket_with_handle(http, listenFD)
     }
 
@@ -67,10 +72,12 @@ final class LoopHTTP: @unchecked Sendable {
         guard let bev = bufferevent_socket_new(loop.base, -1, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) else { return nil }
         let state = Unmanaged.passRetained(ConnectionState(owner: self, bev: bev)).toOpaque()
         // evhttp builds the connection around `bev` right after this callback returns; attach then.
-        event_base_once(loop.base, -1, Int16(EV_TIMEOUT), { _, _, arg in
-            let state = Unmanaged<ConnectionState>.fromOpaque(arg!).takeRetainedValue()
-            state.owner.attach(state)
-        }, state, nil)
+        event_base_once(
+            loop.base, -1, Int16(EV_TIMEOUT),
+            { _, _, arg in
+                let state = Unmanaged<ConnectionState>.fromOpaque(arg!).takeRetainedValue()
+                state.owner.attach(state)
+            }, state, nil)
         return bev
     }
 
@@ -82,7 +89,9 @@ final class LoopHTTP: @unchecked Sendable {
         state.attach(evcon: evcon)
         let fd = Int(state.fd)
         guard fd >= 0 else { return }
-        if fd >= connections.count { connections.append(contentsOf: repeatElement(nil, count: fd + 1 - connections.count)) }
+        if fd >= connections.count {
+            connections.append(contentsOf: repeatElement(nil, count: fd + 1 - connections.count))
+        }
         connections[fd] = state
         let open = metrics.connectionCount.add(1, ordering: .relaxed).newValue
         metrics.openConnections.increment()
@@ -136,15 +145,18 @@ final class LoopHTTP: @unchecked Sendable {
         let responder = HTTPResponder(request: req, owner: self, connection: conn, method: method, startNanos: start)
         conn?.current = responder
         if conn?.overLimit == true {
-            return responder.send(HTTPResponse.problem(
-                status: 503, detail: "the server has reached its limit of \(config.maxConnections) open connections",
-                headers: [("Retry-After", "1"), ("Connection", "close")]))
+            return responder.send(
+                HTTPResponse.problem(
+                    status: 503,
+                    detail: "the server has reached its limit of \(config.maxConnections) open connections",
+                    headers: [("Retry-After", "1"), ("Connection", "close")]))
         }
         guard let uriC = evhttp_request_get_uri(req) else {
             return responder.send(HTTPResponse.problem(status: 400, detail: "missing request target"))
         }
         let uri = String(cString: uriC)
-        let rawPath: String, rawQuery: String?
+        let rawPath: String
+        let rawQuery: String?
         if let q = uri.utf8.firstIndex(of: UInt8(ascii: "?")) {
             rawPath = String(uri[..<q])
             rawQuery = String(uri[uri.index(after: q)...])
@@ -153,7 +165,8 @@ final class LoopHTTP: @unchecked Sendable {
             rawQuery = nil
         }
         guard rawPath.utf8.first == UInt8(ascii: "/") else {
-            return responder.send(HTTPResponse.problem(status: 400, detail: "the request target must be an absolute path"))
+            return responder.send(
+                HTTPResponse.problem(status: 400, detail: "the request target must be an absolute path"))
         }
         var headers: [(String, String)] = []
         headers.reserveCapacity(12)
@@ -161,24 +174,28 @@ final class LoopHTTP: @unchecked Sendable {
         if let q = evhttp_request_get_input_headers(req) {
             var kv = clibevent_headers_first(q)
             while let h = kv {
-                let name = String(cString: h.pointee.key), value = String(cString: h.pointee.value)
+                let name = String(cString: h.pointee.key)
+                let value = String(cString: h.pointee.value)
                 headerBytes += name.utf8.count + value.utf8.count + 4
                 headers.append((name, value))
                 kv = clibevent_headers_next(h)
             }
         }
         if headerBytes > config.maxHeaderBytes {
-            return responder.send(HTTPResponse.problem(
-                status: 431, detail: "request headers are \(headerBytes) bytes; the limit is \(config.maxHeaderBytes) bytes",
-                headers: [("Connection", "close")]))
+            return responder.send(
+                HTTPResponse.problem(
+                    status: 431,
+                    detail: "request headers are \(headerBytes) bytes; the limit is \(config.maxHeaderBytes) bytes",
+                    headers: [("Connection", "close")]))
         }
         var body: [UInt8] = []
         if let inbuf = evhttp_request_get_input_buffer(req) {
             let n = evbuffer_get_length(inbuf)
             if n > config.maxBodyBytes {
-                return responder.send(HTTPResponse.problem(
-                    status: 413, detail: "request body is \(n) bytes; the limit is \(config.maxBodyBytes) bytes",
-                    headers: [("Connection", "close")]))
+                return responder.send(
+                    HTTPResponse.problem(
+                        status: 413, detail: "request body is \(n) bytes; the limit is \(config.maxBodyBytes) bytes",
+                        headers: [("Connection", "close")]))
             }
             if n > 0 {
                 body = [UInt8](unsafeUninitializedCapacity: n) { buf, count in
@@ -201,9 +218,12 @@ final class LoopHTTP: @unchecked Sendable {
         case .methodNotAllowed(let allow, let route):
             responder.route = route
             let list = allow.map(\.rawValue).joined(separator: ", ")
-            responder.send(HTTPResponse.problem(
-                status: 405, detail: "method \(knownMethod?.rawValue ?? "(unrecognized)") is not allowed on \(request.path); allowed: \(list)",
-                headers: [("Allow", list)]))
+            responder.send(
+                HTTPResponse.problem(
+                    status: 405,
+                    detail:
+                        "method \(knownMethod?.rawValue ?? "(unrecognized)") is not allowed on \(request.path); allowed: \(list)",
+                    headers: [("Allow", list)]))
         case .notFound:
             if let fallback = router.fallback {
                 responder.route = "static"
@@ -219,11 +239,15 @@ final class LoopHTTP: @unchecked Sendable {
     func record(route: String, routeIndex: Int, method: HTTPMethod, status: Int, startNanos: UInt64) {
         let nanos = Int64(monotonicNanos() &- startNanos)
         routeMetrics.record(
-            factory: metrics.factory, route: route, routeIndex: routeIndex, method: method, status: status, nanos: nanos)
+            factory: metrics.factory, route: route, routeIndex: routeIndex, method: method, status: status, nanos: nanos
+        )
         if debugLogging {
             logger.debug(
-                "request", metadata: ["method": "\(method.rawValue)", "route": "\(route)", "status": "\(status)",
-                                      "us": "\(nanos / 1000)", "loop": "\(loop.index)"])
+                "request",
+                metadata: [
+                    "method": "\(method.rawValue)", "route": "\(route)", "status": "\(status)",
+                    "us": "\(nanos / 1000)", "loop": "\(loop.index)",
+                ])
         }
         if status >= 500 && status != 503 {
             logger.warning("server error", metadata: ["route": "\(route)", "status": "\(status)"])

@@ -14,9 +14,11 @@ public final class LoopTimer {
         self.work = work
         let retained = Unmanaged.passRetained(self)
         selfRetain = retained
-        event = event_new(loop.base, -1, repeats ? Int16(EV_PERSIST) : 0, { _, _, arg in
-            Unmanaged<LoopTimer>.fromOpaque(arg!).takeUnretainedValue().fire()
-        }, retained.toOpaque())
+        event = event_new(
+            loop.base, -1, repeats ? Int16(EV_PERSIST) : 0,
+            { _, _, arg in
+                Unmanaged<LoopTimer>.fromOpaque(arg!).takeUnretainedValue().fire()
+            }, retained.toOpaque())
         var tv = loop.timeout(interval)
         event_add(event, &tv)
     }

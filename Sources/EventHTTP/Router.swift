@@ -119,7 +119,9 @@ public final class Router: @unchecked Sendable {
             while i < bytes.count && bytes[i] == UInt8(ascii: "/") { i += 1 }
             var j = i
             while j < bytes.count && bytes[j] != UInt8(ascii: "/") { j += 1 }
-            if j > i { normalized += "/" + String(decoding: UnsafeBufferPointer(rebasing: bytes[i..<j]), as: UTF8.self) }
+            if j > i {
+                normalized += "/" + String(decoding: UnsafeBufferPointer(rebasing: bytes[i..<j]), as: UTF8.self)
+            }
             i = j
         }
         return exact[normalized.isEmpty ? "/" : normalized]
@@ -127,7 +129,9 @@ public final class Router: @unchecked Sendable {
 
     private func outcome(index: Int, method: HTTPMethod, parameters: RouteParameters) -> Match? {
         let handlers = routes[index].byMethod
-        guard let h = handlers[method.index] ?? (method == .HEAD ? handlers[HTTPMethod.GET.index] : nil) else { return nil }
+        guard let h = handlers[method.index] ?? (method == .HEAD ? handlers[HTTPMethod.GET.index] : nil) else {
+            return nil
+        }
         return .handler(h, route: routes[index].pattern, routeIndex: index, parameters: parameters)
     }
 
@@ -142,7 +146,12 @@ public final class Router: @unchecked Sendable {
         var count = 0
         var inSegment = false
         for b in path {
-            if b == UInt8(ascii: "/") { inSegment = false } else if !inSegment { inSegment = true; count += 1 }
+            if b == UInt8(ascii: "/") {
+                inSegment = false
+            } else if !inSegment {
+                inSegment = true
+                count += 1
+            }
         }
         return count
     }
@@ -165,7 +174,8 @@ public final class Router: @unchecked Sendable {
             case .literal(let lit):
                 guard lit.utf8.elementsEqual(part) else { return nil }
             case .parameter(let name):
-                guard let v = PercentDecoding.decode(Substring(decoding: part, as: UTF8.self), plusIsSpace: false) else { return nil }
+                guard let v = PercentDecoding.decode(Substring(decoding: part, as: UTF8.self), plusIsSpace: false)
+                else { return nil }
                 params.append(name, v)
             }
             segmentIndex += 1

@@ -54,7 +54,8 @@ struct RouteMetricsCache {
             meters = m
         } else {
             meters = RouteMeters(
-                timer: CoreMetrics.Timer(label: "http_request_duration_seconds", dimensions: [("route", route)], factory: factory))
+                timer: CoreMetrics.Timer(
+                    label: "http_request_duration_seconds", dimensions: [("route", route)], factory: factory))
             routes[slot] = meters
         }
         let key = method.index << 10 | (status & 0x3FF)
@@ -63,7 +64,8 @@ struct RouteMetricsCache {
         } else {
             let c = CoreMetrics.Counter(
                 label: "http_requests_total",
-                dimensions: [("route", route), ("method", method.rawValue), ("status", String(status))], factory: factory)
+                dimensions: [("route", route), ("method", method.rawValue), ("status", String(status))],
+                factory: factory)
             meters.counters.append((key, c))
             c.increment()
         }

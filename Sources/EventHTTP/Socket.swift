@@ -12,7 +12,9 @@ enum Socket {
     /// A non-blocking listening socket with SO_REUSEADDR and SO_REUSEPORT.
     static func listen(host: String, port: Int, backlog: Int32) throws(SystemError) -> Int32 {
         let v6 = host.contains(":")
-        let fd = socket(v6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(
+            v6 ? AF_INET6 : AF_INET,
+            Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SystemError(function: "socket", errno: errno) }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -22,18 +24,40 @@ enum Socket {
             var addr = sockaddr_in6()
             addr.sin6_family = sa_family_t(AF_INET6)
             addr.sin6_port = in_port_t(UInt16(port).bigEndian)
-            guard inet_pton(AF_INET6, host, &addr.sin6_addr) == 1 else { close(fd); throw SystemError(function: "inet_pton(\(host))", errno: EINVAL) }
-            rc = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) } }
+            guard inet_pton(AF_INET6, host, &addr.sin6_addr) == 1 else {
+                close(fd)
+                throw SystemError(function: "inet_pton(\(host))", errno: EINVAL)
+            }
+            rc = withUnsafePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+                }
+            }
         } else {
             var addr = sockaddr_in()
             addr.sin_family = sa_family_t(AF_INET)
             addr.sin_port = in_port_t(UInt16(port).bigEndian)
             let h = host == "localhost" ? "127.0.0.1" : host
-            guard inet_pton(AF_INET, h, &addr.sin_addr) == 1 else { close(fd); throw SystemError(function: "inet_pton(\(host))", errno: EINVAL) }
-            rc = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            guard inet_pton(AF_INET, h, &addr.sin_addr) == 1 else {
+                close(fd)
+                throw SystemError(function: "inet_pton(\(host))", errno: EINVAL)
+            }
+            rc = withUnsafePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
         }
-        guard rc == 0 else { let e = errno; close(fd); throw SystemError(function: "bind(\(host):\(port))", errno: e) }
-        guard Glibc.listen(fd, backlog) == 0 else { let e = errno; close(fd); throw SystemError(function: "listen", errno: e) }
+        guard rc == 0 else {
+            let e = errno
+            close(fd)
+            throw SystemError(function: "bind(\(host):\(port))", errno: e)
+        }
+        guard Glibc.listen(fd, backlog) == 0 else {
+            let e = errno
+            close(fd)
+            throw SystemError(function: "listen", errno: e)
+        }
         return fd
     }
 
@@ -41,14 +65,20 @@ enum Socket {
     static func localPort(_ fd: Int32) throws(SystemError) -> Int {
         var storage = sockaddr_storage()
         var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let rc = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        let rc = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+        }
         guard rc == 0 else { throw SystemError(function: "getsockname", errno: errno) }
         let family = storage.ss_family
         return withUnsafePointer(to: &storage) { p -> Int in
             if family == sa_family_t(AF_INET6) {
-                return p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) }
+                return p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                    Int(UInt16(bigEndian: $0.pointee.sin6_port))
+                }
             }
-            return p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) }
+            return p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                Int(UInt16(bigEndian: $0.pointee.sin_port))
+            }
         }
     }
 }

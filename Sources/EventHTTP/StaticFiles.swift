@@ -28,8 +28,10 @@ public struct StaticFiles: Sendable {
     /// The response for `request` (pure apart from reading the file system).
     public func response(for request: HTTPRequest) -> HTTPResponse {
         guard request.method == .GET || request.method == .HEAD else {
-            return .problem(status: 405, detail: "method \(request.method.rawValue) is not allowed on \(request.path); allowed: GET, HEAD",
-                            headers: [("Allow", "GET, HEAD")])
+            return .problem(
+                status: 405,
+                detail: "method \(request.method.rawValue) is not allowed on \(request.path); allowed: GET, HEAD",
+                headers: [("Allow", "GET, HEAD")])
         }
         guard let relative = safeRelativePath(request.rawPath) else {
             return .problem(status: 404, detail: "no file at \(request.rawPath)")
@@ -46,11 +48,14 @@ public struct StaticFiles: Sendable {
             }
             path = index
         }
-        guard (st.st_mode & S_IFMT) == S_IFREG else { return .problem(status: 404, detail: "no file at \(request.path)") }
+        guard (st.st_mode & S_IFMT) == S_IFREG else {
+            return .problem(status: 404, detail: "no file at \(request.path)")
+        }
         guard st.st_size <= maxFileBytes else { return .problem(status: 404, detail: "no file at \(request.path)") }
 
         let mtime = Int(st.st_mtim.tv_sec)
-        let etag = "\"\(String(st.st_size, radix: 16))-\(String(mtime, radix: 16))-\(String(st.st_mtim.tv_nsec, radix: 16))\""
+        let etag =
+            "\"\(String(st.st_size, radix: 16))-\(String(mtime, radix: 16))-\(String(st.st_mtim.tv_nsec, radix: 16))\""
         let type = StaticFiles.contentType(path)
         var headers: [(String, String)] = [
             ("Content-Type", type), ("ETag", etag), ("Last-Modified", HTTPDate.format(mtime)),
@@ -147,7 +152,8 @@ public enum HTTPDate {
     public static func parse(_ text: String) -> Int? {
         let p = text.split(separator: " ")
         guard p.count == 6, p[5] == "GMT", let day = Int(p[1]), let year = Int(p[3]),
-              let month = months.firstIndex(of: String(p[2])) else { return nil }
+            let month = months.firstIndex(of: String(p[2]))
+        else { return nil }
         let t = p[4].split(separator: ":").compactMap { Int($0) }
         guard t.count == 3 else { return nil }
         var tmv = tm()

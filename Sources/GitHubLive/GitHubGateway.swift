@@ -142,10 +142,13 @@ public final class GitHubGateway: ConditionalRepositorySearching {
             if let http = response as? HTTPURLResponse {
                 let ms = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
                 logger.debug(
-                    "github search", metadata: ["status": "\(http.statusCode)", "page": "\(request.page)", "ms": "\(ms)"])
+                    "github search",
+                    metadata: ["status": "\(http.statusCode)", "page": "\(request.page)", "ms": "\(ms)"])
                 do {
-                    outcome = .success(try await interpret(
-                        status: http.statusCode, headers: GitHubGateway.lowercasedHeaders(http), data: data, request: request))
+                    outcome = .success(
+                        try await interpret(
+                            status: http.statusCode, headers: GitHubGateway.lowercasedHeaders(http), data: data,
+                            request: request))
                 } catch {
                     outcome = .failure(error)
                 }

@@ -28,7 +28,9 @@ public struct SearchRequest: Sendable, Hashable, Codable {
     /// Results per page, 1...100.
     public var perPage: Int
 
-    public init(query: String, sort: SearchSort = .bestMatch, order: SortOrder = .desc, page: Int = 1, perPage: Int = 30) {
+    public init(
+        query: String, sort: SearchSort = .bestMatch, order: SortOrder = .desc, page: Int = 1, perPage: Int = 30
+    ) {
         self.query = query
         self.sort = sort
         self.order = order

@@ -1,4 +1,5 @@
 import Foundation
+
 /// The simulator's deterministic set of repositories: the same seed and count give the same
 /// corpus on every machine. Stars and forks follow a Zipf distribution; some descriptions carry
 /// hostile HTML and tricky Unicode; some languages and descriptions are null; some repositories

@@ -1,4 +1,5 @@
 import Foundation
+
 /// A parsed GitHub repository search `q`: free-text terms and the common qualifiers.
 ///
 /// Supported: free text (quoted phrases too), `language:`, `stars:`, `forks:` (`N`, `>N`, `>=N`,

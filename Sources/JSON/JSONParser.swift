@@ -58,9 +58,15 @@ struct JSONParser {
         case UInt8(ascii: "{"): return try parseObject()
         case UInt8(ascii: "["): return try parseArray()
         case UInt8(ascii: "\""): return .string(try parseString())
-        case UInt8(ascii: "t"): try literal("true"); return .bool(true)
-        case UInt8(ascii: "f"): try literal("false"); return .bool(false)
-        case UInt8(ascii: "n"): try literal("null"); return .null
+        case UInt8(ascii: "t"):
+            try literal("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try literal("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try literal("null")
+            return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
         default: throw fail("unexpected character, expected a value")
         }
@@ -84,7 +90,11 @@ struct JSONParser {
         i += 1
         var obj = JSONObject()
         skipWhitespace()
-        if i < bytes.count && bytes[i] == UInt8(ascii: "}") { i += 1; depth -= 1; return .object(obj) }
+        if i < bytes.count && bytes[i] == UInt8(ascii: "}") {
+            i += 1
+            depth -= 1
+            return .object(obj)
+        }
         while true {
             skipWhitespace()
             guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
@@ -96,8 +106,14 @@ struct JSONParser {
             obj[key] = try parseValue()
             skipWhitespace()
             guard i < bytes.count else { throw fail("unexpected end of input, expected ',' or '}'") }
-            if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
-            if bytes[i] == UInt8(ascii: "}") { i += 1; break }
+            if bytes[i] == UInt8(ascii: ",") {
+                i += 1
+                continue
+            }
+            if bytes[i] == UInt8(ascii: "}") {
+                i += 1
+                break
+            }
             throw fail("expected ',' or '}'")
         }
         depth -= 1
@@ -109,14 +125,24 @@ struct JSONParser {
         i += 1
         var arr: [JSONValue] = []
         skipWhitespace()
-        if i < bytes.count && bytes[i] == UInt8(ascii: "]") { i += 1; depth -= 1; return .array(arr) }
+        if i < bytes.count && bytes[i] == UInt8(ascii: "]") {
+            i += 1
+            depth -= 1
+            return .array(arr)
+        }
         while true {
             skipWhitespace()
             arr.append(try parseValue())
             skipWhitespace()
             guard i < bytes.count else { throw fail("unexpected end of input, expected ',' or ']'") }
-            if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
-            if bytes[i] == UInt8(ascii: "]") { i += 1; break }
+            if bytes[i] == UInt8(ascii: ",") {
+                i += 1
+                continue
+            }
+            if bytes[i] == UInt8(ascii: "]") {
+                i += 1
+                break
+            }
             throw fail("expected ',' or ']'")
         }
         depth -= 1
@@ -149,7 +175,10 @@ struct JSONParser {
         }
         let text = String(decoding: bytes[start..<i], as: UTF8.self)
         if isInteger, let v = Int(text) { return .int(v) }
-        guard let d = Double(text), d.isFinite else { i = start; throw fail("number out of range") }
+        guard let d = Double(text), d.isFinite else {
+            i = start
+            throw fail("number out of range")
+        }
         return .double(d)
     }
 

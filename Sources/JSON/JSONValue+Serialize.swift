@@ -17,12 +17,18 @@ extension JSONValue {
     public func write(into out: inout [UInt8]) {
         switch self {
         case .null: out.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C])
-        case .bool(let b): b ? out.append(contentsOf: [0x74, 0x72, 0x75, 0x65]) : out.append(contentsOf: [0x66, 0x61, 0x6C, 0x73, 0x65])
+        case .bool(let b):
+            b
+                ? out.append(contentsOf: [0x74, 0x72, 0x75, 0x65])
+                : out.append(contentsOf: [0x66, 0x61, 0x6C, 0x73, 0x65])
         case .int(let i): JSONValue.writeInt(i, into: &out)
         case .double(let d):
             if d.isFinite {
-                if d.rounded() == d && abs(d) < 1e15 { JSONValue.writeInt(Int(d), into: &out) }
-                else { out.append(contentsOf: "\(d)".utf8) }
+                if d.rounded() == d && abs(d) < 1e15 {
+                    JSONValue.writeInt(Int(d), into: &out)
+                } else {
+                    out.append(contentsOf: "\(d)".utf8)
+                }
             } else {
                 out.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C])  // JSON has no NaN/Infinity
             }
@@ -42,7 +48,10 @@ extension JSONValue {
 
     /// Appends the decimal digits of `value`.
     public static func writeInt(_ value: Int, into out: inout [UInt8]) {
-        if value == 0 { out.append(UInt8(ascii: "0")); return }
+        if value == 0 {
+            out.append(UInt8(ascii: "0"))
+            return
+        }
         var v = value.magnitude
         var buf: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of scratch, enough for 20 digits
         let n: Int = withUnsafeMutableBytes(of: &buf) { raw in
@@ -52,7 +61,10 @@ extension JSONValue {
                 raw[i] = UInt8(truncatingIfNeeded: v % 10) &+ 48
                 v /= 10
             }
-            if value < 0 { i -= 1; raw[i] = UInt8(ascii: "-") }
+            if value < 0 {
+                i -= 1
+                raw[i] = UInt8(ascii: "-")
+            }
             out.append(contentsOf: raw[i...])
             return raw.count - i
         }

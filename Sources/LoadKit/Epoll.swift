@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import WireClient
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Linux epoll and timerfd, reached through `dlsym` because Swift's Glibc module map does not
 /// include `<sys/epoll.h>` or `<sys/timerfd.h>` (and the package layout has no C shim for
@@ -23,19 +24,20 @@ enum Epoll {
     static let nonBlocking: Int32 = 0x800
 
     #if arch(x86_64)
-    /// Size of one `struct epoll_event`.
-    static let eventSize = 12
-    static let dataOffset = 4
+        /// Size of one `struct epoll_event`.
+        static let eventSize = 12
+        static let dataOffset = 4
     #else
-    static let eventSize = 16
-    static let dataOffset = 8
+        static let eventSize = 16
+        static let dataOffset = 8
     #endif
 
     private typealias Create1 = @convention(c) (Int32) -> Int32
     private typealias Ctl = @convention(c) (Int32, Int32, Int32, UnsafeMutableRawPointer?) -> Int32
     private typealias Wait = @convention(c) (Int32, UnsafeMutableRawPointer, Int32, Int32) -> Int32
     private typealias TimerCreate = @convention(c) (Int32, Int32) -> Int32
-    private typealias TimerSet = @convention(c) (Int32, Int32, UnsafePointer<itimerspec>, UnsafeMutablePointer<itimerspec>?) -> Int32
+    private typealias TimerSet =
+        @convention(c) (Int32, Int32, UnsafePointer<itimerspec>, UnsafeMutablePointer<itimerspec>?) -> Int32
 
     private static func symbol<T>(_ name: String, as type: T.Type) -> T {
         guard let pointer = dlsym(UnsafeMutableRawPointer(bitPattern: 0), name) else {

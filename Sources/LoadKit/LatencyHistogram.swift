@@ -53,10 +53,11 @@ public struct LatencySummary: Sendable, Equatable {
 
     /// `{"count":…, "p50Us":…, …}`.
     public var json: JSONValue {
-        .object(JSONObject([
-            ("count", .int(count)), ("p50Us", .double(p50)), ("p90Us", .double(p90)), ("p99Us", .double(p99)),
-            ("p99_9Us", .double(p999)), ("maxUs", .double(max)), ("meanUs", .double(mean)),
-        ]))
+        .object(
+            JSONObject([
+                ("count", .int(count)), ("p50Us", .double(p50)), ("p90Us", .double(p90)), ("p99Us", .double(p99)),
+                ("p99_9Us", .double(p999)), ("maxUs", .double(max)), ("meanUs", .double(mean)),
+            ]))
     }
 
     /// `p50 212µs  p90 …`, for tables and progress lines.

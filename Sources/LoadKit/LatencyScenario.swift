@@ -48,8 +48,14 @@ public struct LatencyScenario {
         SystemProbe.raiseOpenFileLimit(to: options.sessions + options.connections + 256)
         let ids = try LoadSession.create(options.sessions, loop: loop, pool: pool)
         let sessions = ids.map(Session.init)
-        var latency = LatencyHistogram(), lag = LatencyHistogram()
-        var sent = 0, accepted = 0, received = 0, errors = 0, streamErrors = 0, unmatched = 0
+        var latency = LatencyHistogram()
+        var lag = LatencyHistogram()
+        var sent = 0
+        var accepted = 0
+        var received = 0
+        var errors = 0
+        var streamErrors = 0
+        var unmatched = 0
         var statusCounts: [Int: Int] = [:]
         var snapshots = 0
         var running = true
@@ -58,7 +64,10 @@ public struct LatencyScenario {
             let session = sessions[index]
             let stream = try StreamClient(loop: loop, target: target, path: "/api/sessions/\(id)/events")
             stream.onEvent = { event, now in
-                if event.event == "snapshot" { snapshots += 1; return }
+                if event.event == "snapshot" {
+                    snapshots += 1
+                    return
+                }
                 guard event.event == "greeting", let seq = LoadSession.inputSeq(in: event.data) else { return }
                 if let scheduled = session.pending.removeValue(forKey: seq) {
                     latency.record(nanoseconds: now &- scheduled)
@@ -92,8 +101,10 @@ public struct LatencyScenario {
                 session.nameSet.toggle()
                 let value = session.nameSet
                 sent += 1
-                pool.submit("POST", session.inputPath, headers: [("Content-Type", "application/json")],
-                            body: bodies[value ? 0 : 1]) { result in
+                pool.submit(
+                    "POST", session.inputPath, headers: [("Content-Type", "application/json")],
+                    body: bodies[value ? 0 : 1]
+                ) { result in
                     completed += 1
                     switch result {
                     case .success(let response):
@@ -130,7 +141,8 @@ public struct LatencyScenario {
         // from the last *accepted* input before it (in inputSeq order; the name starts empty).
         // A rejected input (429, …) leaves the name as it was, so the next one may change nothing.
         func expectedEvents(_ session: Session) -> Set<Int> {
-            var expected = Set<Int>(), value = false
+            var expected = Set<Int>()
+            var value = false
             for input in session.accepted.sorted(by: { $0.seq < $1.seq }) {
                 if input.value != value { expected.insert(input.seq) }
                 value = input.value
@@ -141,7 +153,8 @@ public struct LatencyScenario {
         loop.run(timeout: options.grace) { received >= expectedTotal }
         running = false
         let cpu = SystemProbe.ownCPUSeconds() - cpuBefore
-        var lost = 0, noChange = 0
+        var lost = 0
+        var noChange = 0
         for session in sessions {
             let expected = expectedEvents(session)
             noChange += session.accepted.count - expected.count
@@ -166,8 +179,11 @@ public struct LatencyScenario {
         report.add("clientCPU", .number(cpu, unit: "s"))
         report.add("clientCPUPerInput", .number(sent > 0 ? cpu * 1e6 / Double(sent) : 0, unit: "µs (POST + its event)"))
         report.add("clientWait", .text(options.busyPoll ? "busy-poll" : "sleep"))
-        report.add("statusCounts", .text(statusCounts.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }
-            .joined(separator: " ")))
+        report.add(
+            "statusCounts",
+            .text(
+                statusCounts.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }
+                    .joined(separator: " ")))
         for session in sessions { session.stream?.close() }
         if options.cleanup { LoadSession.delete(ids, loop: loop, pool: pool) }
         pool.close()

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import WireClient
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// One nonblocking TCP connection driven by a `LoadLoop`: queued writes, and received bytes
 /// parsed by WireClient's `HTTPResponseParser` into callbacks.
@@ -24,7 +25,8 @@ final class LoadConnection {
     /// Starts a nonblocking connect to `target`.
     init(loop: LoadLoop, target: Target) throws {
         self.loop = loop
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        fd = socket(
+            AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else {
             isClosed = true
             throw WireError.system("socket", errno)
@@ -36,7 +38,9 @@ final class LoadConnection {
         addr.sin_port = in_port_t(UInt16(target.port).bigEndian)
         addr.sin_addr = target.address
         let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         if rc != 0 && errno != EINPROGRESS {
             let e = errno

@@ -1,3 +1,5 @@
+import WireClient
+
 /// LoadKit: the engine and scenarios of `bff-load`, the project's load-test tool.
 ///
 /// One `LoadLoop` (a nonblocking epoll event loop with a nanosecond timerfd) drives many
@@ -6,9 +8,8 @@
 /// open-loop where latency is measured: each action has a scheduled time and latency counts
 /// from it, so a slow server cannot hide its latency by slowing the client down.
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
-import WireClient
 
 /// An epoll event loop with timers. Everything registered with it (connections, timers) is
 /// touched only on the thread that calls `run`; build and start it on that thread.

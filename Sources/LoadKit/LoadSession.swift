@@ -17,7 +17,9 @@ public enum LoadSession {
             pool.submit("POST", "/api/sessions", headers: [("Content-Type", "application/json")], body: []) { result in
                 switch result {
                 case .success(let response) where response.status == 201:
-                    if let id = (try? JSONValue.parse(response.body))?["id"]?.stringValue { ids.append(id) } else {
+                    if let id = (try? JSONValue.parse(response.body))?["id"]?.stringValue {
+                        ids.append(id)
+                    } else {
                         failures.append("201 without an id: \(response.text.prefix(100))")
                     }
                 case .success(let response): failures.append("HTTP \(response.status) \(response.text.prefix(200))")
@@ -27,7 +29,8 @@ public enum LoadSession {
         }
         loop.run(timeout: timeout) { ids.count + failures.count >= count }
         guard ids.count == count else {
-            throw WireError.malformed("created \(ids.count) of \(count) sessions; first failure: \(failures.first ?? "timeout")")
+            throw WireError.malformed(
+                "created \(ids.count) of \(count) sessions; first failure: \(failures.first ?? "timeout")")
         }
         return ids
     }
@@ -35,7 +38,8 @@ public enum LoadSession {
     /// Deletes `ids` through `pool`, waiting up to `timeout` seconds; returns how many succeeded.
     @discardableResult
     public static func delete(_ ids: [String], loop: LoadLoop, pool: RequestPool, timeout: Double = 30) -> Int {
-        var done = 0, ok = 0
+        var done = 0
+        var ok = 0
         for id in ids {
             pool.submit("DELETE", "/api/sessions/\(id)") { result in
                 done += 1
@@ -75,7 +79,8 @@ public enum LoadSession {
                 if bytes[i] == first && (1..<pattern.count).allSatisfy({ bytes[i + $0] == pattern[$0] }) {
                     var j = i + pattern.count
                     while j < bytes.count && bytes[j] == 0x20 { j += 1 }
-                    var value = 0, digits = 0
+                    var value = 0
+                    var digits = 0
                     while j < bytes.count && bytes[j] >= 0x30 && bytes[j] <= 0x39 {
                         value = value * 10 + Int(bytes[j] - 0x30)
                         j += 1

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A fixed vocabulary of search terms with Zipf-distributed popularity, drawn from a seeded
@@ -56,4 +56,3 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
         return z ^ (z >> 31)
     }
 }
-

@@ -33,7 +33,12 @@ public struct RestScenario {
         let ids = try LoadSession.create(1, loop: loop, pool: pool)
         var mix = QueryMix(seed: 7)
         var latency = LatencyHistogram()
-        var done = 0, sent = 0, non2xx = 0, errors = 0, searchCount = 0, stateCount = 0
+        var done = 0
+        var sent = 0
+        var non2xx = 0
+        var errors = 0
+        var searchCount = 0
+        var stateCount = 0
         var statusCounts: [Int: Int] = [:]
         let start = LoadLoop.now()
         let cpuBefore = SystemProbe.ownCPUSeconds()
@@ -94,8 +99,11 @@ public struct RestScenario {
         report.add("latency", .latency(latency.summary))
         report.add("clientCPU", .number(cpu, unit: "s"))
         report.add("clientCPUPerRequest", .number(done > 0 ? cpu * 1e6 / Double(done) : 0, unit: "µs"))
-        report.add("statusCounts", .text(statusCounts.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }
-            .joined(separator: " ")))
+        report.add(
+            "statusCounts",
+            .text(
+                statusCounts.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }
+                    .joined(separator: " ")))
         if options.cleanup { LoadSession.delete(ids, loop: loop, pool: pool) }
         pool.close()
         return report

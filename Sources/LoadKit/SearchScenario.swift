@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import JSON
 import WireClient
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `search`: S sessions, each with a stream, issuing a realistic search mix through the
 /// `search` view model: Zipf-popular queries (`query` then `submit`), sometimes `loadMore`,
@@ -62,8 +63,14 @@ public struct SearchScenario {
         let ids = try LoadSession.create(options.sessions, loop: loop, pool: pool)
         let sessions = ids.map(Session.init)
         var mix = QueryMix(seed: options.seed)
-        var all = LatencyHistogram(), repeats = LatencyHistogram()
-        var searches = 0, events = 0, rateLimited = 0, searchErrors = 0, postErrors = 0, timeouts = 0
+        var all = LatencyHistogram()
+        var repeats = LatencyHistogram()
+        var searches = 0
+        var events = 0
+        var rateLimited = 0
+        var searchErrors = 0
+        var postErrors = 0
+        var timeouts = 0
         var served = Set<String>()  // keys (query|sort|page) that already returned results in this run
         var running = true
         let start = LoadLoop.now()
@@ -73,13 +80,18 @@ public struct SearchScenario {
         /// action's next input) instead of awaiting results, so inputs reach the server in order.
         func post(_ session: Session, _ input: String, _ body: String, then: (() -> Void)? = nil) {
             let action = session.scheduled
-            pool.submit("POST", session.base + input, headers: [("Content-Type", "application/json")],
-                        body: Array(body.utf8)) { result in
+            pool.submit(
+                "POST", session.base + input, headers: [("Content-Type", "application/json")],
+                body: Array(body.utf8)
+            ) { result in
                 // A reply for an action that already timed out must not touch the next action.
                 let current = session.scheduled == action && session.waitingFor != nil
                 guard case .success(let r) = result, r.status == 202 else {
                     postErrors += 1
-                    if current { session.waitingFor = nil; scheduleNext(session) }
+                    if current {
+                        session.waitingFor = nil
+                        scheduleNext(session)
+                    }
                     return
                 }
                 guard current else { return }
@@ -145,7 +157,8 @@ public struct SearchScenario {
                 if data.contains("\"rateLimited\"") { rateLimited += 1 }
                 if data.contains("\"hasMore\":true") { session.hasMore = true }
                 if data.contains("\"hasMore\":false") { session.hasMore = false }
-                let finished = data.contains("\"isLoading\":false")
+                let finished =
+                    data.contains("\"isLoading\":false")
                     || (data.contains("\"repositories\"") && !data.contains("\"isLoading\":true"))
                     || data.contains("\"error\":{")
                 guard finished, let seq = LoadSession.inputSeq(in: data) else { return }
@@ -180,8 +193,11 @@ public struct SearchScenario {
         if let upstreamBefore, let upstreamAfter {
             let upstream = upstreamAfter - upstreamBefore
             report.add("upstreamRequests", .int(upstream))
-            report.add("searchesPerUpstreamRequest", .number(upstream > 0 ? Double(searches) / Double(upstream) : 0,
-                                                            unit: "(/_sim/stats requests)"))
+            report.add(
+                "searchesPerUpstreamRequest",
+                .number(
+                    upstream > 0 ? Double(searches) / Double(upstream) : 0,
+                    unit: "(/_sim/stats requests)"))
         } else {
             report.add("upstreamRequests", .text("unavailable (no --sim-url, or its /_sim/stats has no requests)"))
         }
@@ -198,7 +214,7 @@ public struct SearchScenario {
         }
         defer { connection.close() }
         guard let response = try? connection.request("GET", sim.basePath + "/_sim/stats"), response.status == 200,
-              let stats = try? JSONValue.parse(response.body)
+            let stats = try? JSONValue.parse(response.body)
         else { return nil }
         return stats["requests"]?.intValue
     }

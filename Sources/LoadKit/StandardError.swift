@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Writes to file descriptor 2 (progress lines, warnings). Stateless; any thread.

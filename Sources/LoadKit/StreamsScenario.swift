@@ -37,9 +37,15 @@ public struct StreamsScenario {
         let before = SystemProbe.serverResidentBytes(target: target, pid: options.pid)
         let started = LoadLoop.now()
         var phase = "creating sessions"
-        var established = LatencyHistogram(), broadcastLatency = LatencyHistogram()
-        var succeeded = 0, failed = 0, opening = 0, next = 0, closedEarly = 0
-        var broadcastAt: UInt64?, broadcastReceived = 0
+        var established = LatencyHistogram()
+        var broadcastLatency = LatencyHistogram()
+        var succeeded = 0
+        var failed = 0
+        var opening = 0
+        var next = 0
+        var closedEarly = 0
+        var broadcastAt: UInt64?
+        var broadcastReceived = 0
         var streams: [StreamClient] = []
         var failureSamples: [String] = []
         LoadSession.startProgress(loop: loop, enabled: options.progress, started: started) {
@@ -53,13 +59,18 @@ public struct StreamsScenario {
                 next += 1
                 opening += 1
                 do {
-                    let stream = try StreamClient(loop: loop, target: target, path: "/api/sessions/\(ids[index])/events")
-                    var first = true, done = false, sawBroadcast = false
+                    let stream = try StreamClient(
+                        loop: loop, target: target, path: "/api/sessions/\(ids[index])/events")
+                    var first = true
+                    var done = false
+                    var sawBroadcast = false
                     func settle(ok: Bool, _ why: String) {
                         guard !done else { return }
                         done = true
                         opening -= 1
-                        if ok { succeeded += 1 } else {
+                        if ok {
+                            succeeded += 1
+                        } else {
                             failed += 1
                             if failureSamples.count < 3 { failureSamples.append(why) }
                         }
@@ -118,8 +129,10 @@ public struct StreamsScenario {
         phase = "broadcast"
         var hookStatus = 0
         broadcastAt = LoadLoop.now()
-        pool.submit("POST", "/api/_test/status", headers: [("Content-Type", "application/json")],
-                    body: Array("{\"reachable\":false,\"message\":\"load-test broadcast\"}".utf8)) { result in
+        pool.submit(
+            "POST", "/api/_test/status", headers: [("Content-Type", "application/json")],
+            body: Array("{\"reachable\":false,\"message\":\"load-test broadcast\"}".utf8)
+        ) { result in
             if case .success(let r) = result { hookStatus = r.status } else { hookStatus = -1 }
         }
         loop.run(timeout: 10) { hookStatus != 0 }
@@ -134,8 +147,10 @@ public struct StreamsScenario {
             report.add("broadcastAllReceived", .number(broadcastLatency.summary.max / 1000, unit: "ms"))
             report.add("broadcastLatency", .latency(broadcastLatency.summary))
             var resetDone = false
-            pool.submit("POST", "/api/_test/status", headers: [("Content-Type", "application/json")],
-                        body: Array("{\"reachable\":true,\"message\":null}".utf8)) { _ in resetDone = true }
+            pool.submit(
+                "POST", "/api/_test/status", headers: [("Content-Type", "application/json")],
+                body: Array("{\"reachable\":true,\"message\":null}".utf8)
+            ) { _ in resetDone = true }
             loop.run(timeout: 5) { resetDone }  // closing the pool first would drop the reset
         }
         report.add("streamsClosedEarly", .int(closedEarly))

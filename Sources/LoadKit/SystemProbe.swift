@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import WireClient
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Reads facts about the process under test and this one: server RSS (from `/proc/PID/status`
 /// or the server's `/metrics`), metric sums, and the open-file limit.
@@ -31,7 +32,7 @@ public enum SystemProbe {
     /// `nil` when `/metrics` is unavailable or nothing matched.
     public static func metricSum(target: Target, where matches: (String) -> Bool) -> Double? {
         guard let connection = try? target.connect(timeout: 3),
-              let response = try? connection.request("GET", target.basePath + "/metrics"), response.status == 200
+            let response = try? connection.request("GET", target.basePath + "/metrics"), response.status == 200
         else { return nil }
         connection.close()
         var sum: Double?
@@ -48,11 +49,11 @@ public enum SystemProbe {
     @discardableResult
     public static func raiseOpenFileLimit(to needed: Int) -> Int {
         var limit = rlimit()
-        getrlimit(RLIMIT_NOFILE_VALUE, &limit)
+        getrlimit(openFilesResource, &limit)
         if limit.rlim_cur < rlim_t(needed) {
             limit.rlim_cur = min(rlim_t(needed), limit.rlim_max)
-            setrlimit(RLIMIT_NOFILE_VALUE, &limit)
-            getrlimit(RLIMIT_NOFILE_VALUE, &limit)
+            setrlimit(openFilesResource, &limit)
+            getrlimit(openFilesResource, &limit)
         }
         return Int(limit.rlim_cur)
     }
@@ -65,7 +66,7 @@ public enum SystemProbe {
             + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
     }
 
-    private static let RLIMIT_NOFILE_VALUE = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+    private static let openFilesResource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
 
     private static func readFile(_ path: String) -> String? {
         guard let file = fopen(path, "r") else { return nil }

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import WireClient
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Where the load goes: an `http://host:port` URL resolved once to an IPv4 address.
 ///
@@ -19,7 +20,9 @@ public struct Target: Sendable, CustomStringConvertible {
     /// Parses `http://host[:port][/prefix]` and resolves the host.
     public init(url: String) throws {
         var rest = Substring(url)
-        if rest.hasPrefix("http://") { rest = rest.dropFirst(7) } else if rest.contains("://") {
+        if rest.hasPrefix("http://") {
+            rest = rest.dropFirst(7)
+        } else if rest.contains("://") {
             throw WireError.malformed("only http:// URLs are supported: \(url)")
         }
         let slash = rest.firstIndex(of: "/") ?? rest.endIndex

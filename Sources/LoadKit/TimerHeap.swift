@@ -37,7 +37,8 @@ struct TimerHeap {
             entries[0] = last
             var i = 0
             while true {
-                let l = 2 * i + 1, r = l + 1
+                let l = 2 * i + 1
+                let r = l + 1
                 var m = i
                 if l < entries.count && entries[l].before(entries[m]) { m = l }
                 if r < entries.count && entries[r].before(entries[m]) { m = r }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A connected blocking TCP socket with deadline-based reads (poll) and whole-buffer writes.

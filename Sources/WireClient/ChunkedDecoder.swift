@@ -77,7 +77,11 @@ public struct ChunkedDecoder: Sendable {
                 guard byte == 0x0A else { throw .malformed("chunk data not followed by CRLF") }
                 state = .size(digits: 0)
             case .trailerLineStart:
-                if byte == 0x0D { state = .trailerFinalLF } else if byte == 0x0A { state = .done } else {
+                if byte == 0x0D {
+                    state = .trailerFinalLF
+                } else if byte == 0x0A {
+                    state = .done
+                } else {
                     state = .trailerLine
                 }
             case .trailerLine:

@@ -61,7 +61,8 @@ public struct HTTPResponseParser: Sendable {
                     headBytes.removeAll(keepingCapacity: true)  // stray CRLF between responses
                     continue
                 }
-                let endsHead = (n >= 2 && headBytes[n - 2] == 0x0A)
+                let endsHead =
+                    (n >= 2 && headBytes[n - 2] == 0x0A)
                     || (n >= 3 && headBytes[n - 2] == 0x0D && headBytes[n - 3] == 0x0A)
                 if endsHead { try finishHead(emit: emit) }
             case .fixed(let remaining):
@@ -111,7 +112,9 @@ public struct HTTPResponseParser: Sendable {
         }
         let chunked = head.headers.contains { name, value in
             WireResponse.namesMatch(name, "Transfer-Encoding")
-                && value.split(separator: ",").contains { WireResponse.namesMatch(String($0.trimmingSpaces()), "chunked") }
+                && value.split(separator: ",").contains {
+                    WireResponse.namesMatch(String($0.trimmingSpaces()), "chunked")
+                }
         }
         if chunked {
             state = .chunked(ChunkedDecoder())
@@ -142,7 +145,7 @@ public struct HTTPResponseParser: Sendable {
         guard let statusLine = lines.first else { throw .malformed("empty response head") }
         let parts = statusLine.split(separator: 0x20, maxSplits: 2, omittingEmptySubsequences: false)
         guard parts.count >= 2, parts[0].starts(with: "HTTP/1.".utf8), parts[1].count == 3,
-              let status = Int(String(decoding: parts[1], as: UTF8.self)), status >= 100
+            let status = Int(String(decoding: parts[1], as: UTF8.self)), status >= 100
         else {
             throw .malformed("bad status line '\(String(decoding: statusLine.prefix(100), as: UTF8.self))'")
         }

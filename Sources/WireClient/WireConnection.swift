@@ -5,7 +5,7 @@
 /// incremental parsers it is built on (`HTTPResponseParser`, `ChunkedDecoder`, `SSEParser`)
 /// are public value types that the load tool reuses in its event loop.
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One TCP connection to a server, used one request at a time (keep-alive reuse), or turned

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Why a `WireConnection` call or a parser failed. A plain value: safe to pass between threads.

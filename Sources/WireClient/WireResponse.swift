@@ -32,7 +32,8 @@ public struct WireResponse: Sendable, CustomStringConvertible {
     /// ASCII case-insensitive equality of header names (field names are ASCII tokens), without
     /// building lowercased copies.
     static func namesMatch(_ a: String, _ b: String) -> Bool {
-        let x = a.utf8, y = b.utf8
+        let x = a.utf8
+        let y = b.utf8
         guard x.count == y.count else { return false }
         for (p, q) in zip(x, y) where p != q {
             let lp = p >= 0x41 && p <= 0x5A ? p | 0x20 : p

@@ -42,14 +42,21 @@ extension BffLoad {
         @Option(help: "Inputs per second in total (spread round-robin over the sessions).") var rate = 2000.0
         @Option(help: "Keep-alive connections for the POSTs.") var connections = 16
         @Option(help: "Seconds to wait for outstanding events after the last input.") var grace = 2.0
-        @Flag(help: """
-            Spin on epoll instead of sleeping during the load (uses all of the client's core): the             figures then exclude the client's own wake-up delays (see scheduleLag).
-            """) var busyPoll = false
+        @Flag(
+            help: """
+                Spin on epoll instead of sleeping during the load (uses all of the client's core): the             figures then exclude the client's own wake-up delays (see scheduleLag).
+                """) var busyPoll = false
 
         func run() throws {
             var o = LatencyScenario.Options()
-            o.sessions = sessions; o.rate = rate; o.duration = common.duration; o.connections = connections
-            o.grace = grace; o.progress = !common.quiet; o.cleanup = !common.keepSessions; o.busyPoll = busyPoll
+            o.sessions = sessions
+            o.rate = rate
+            o.duration = common.duration
+            o.connections = connections
+            o.grace = grace
+            o.progress = !common.quiet
+            o.cleanup = !common.keepSessions
+            o.busyPoll = busyPoll
             common.emit(try LatencyScenario.run(target: common.target(), options: o))
         }
     }
@@ -65,8 +72,12 @@ extension BffLoad {
 
         func run() throws {
             var o = StreamsScenario.Options()
-            o.streams = streams; o.pid = pid; o.hold = hold; o.concurrency = concurrency
-            o.progress = !common.quiet; o.cleanup = !common.keepSessions
+            o.streams = streams
+            o.pid = pid
+            o.hold = hold
+            o.concurrency = concurrency
+            o.progress = !common.quiet
+            o.cleanup = !common.keepSessions
             common.emit(try StreamsScenario.run(target: common.target(), options: o))
         }
     }
@@ -82,8 +93,13 @@ extension BffLoad {
 
         func run() throws {
             var o = SearchScenario.Options()
-            o.sessions = sessions; o.duration = common.duration; o.think = think; o.simURL = simURL; o.seed = seed
-            o.progress = !common.quiet; o.cleanup = !common.keepSessions
+            o.sessions = sessions
+            o.duration = common.duration
+            o.think = think
+            o.simURL = simURL
+            o.seed = seed
+            o.progress = !common.quiet
+            o.cleanup = !common.keepSessions
             common.emit(try SearchScenario.run(target: common.target(), options: o))
         }
     }
@@ -99,8 +115,12 @@ extension BffLoad {
 
         func run() throws {
             var o = RestScenario.Options()
-            o.connections = connections; o.duration = common.duration; o.rate = rate; o.searchShare = searchShare
-            o.progress = !common.quiet; o.cleanup = !common.keepSessions
+            o.connections = connections
+            o.duration = common.duration
+            o.rate = rate
+            o.searchShare = searchShare
+            o.progress = !common.quiet
+            o.cleanup = !common.keepSessions
             common.emit(try RestScenario.run(target: common.target(), options: o))
         }
     }

@@ -8,7 +8,8 @@ import Logging
 struct BFFCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bff",
-        abstract: "HTTP backend-for-frontend hosting per-session view models (POST inputs, Server-Sent Events outputs).",
+        abstract:
+            "HTTP backend-for-frontend hosting per-session view models (POST inputs, Server-Sent Events outputs).",
         discussion: """
             Environment: PORT (like --port), HOST (like --host), GITHUB_API_URL (like --github-api-url), \
             GITHUB_TOKEN (bearer token for GitHub; never logged), LOG_LEVEL (like --log-level). Flags win over the environment.
@@ -21,38 +22,53 @@ struct BFFCommand: ParsableCommand {
     @Option(help: "Folder of static files (the browser UI and /openapi.yaml).") var publicDir = "Public"
     @Option(help: "Largest request body in bytes (413 past it).") var maxBodyBytes = 64 * 1024
     @Option(help: "Largest total request header size in bytes (431 past it).") var maxHeaderBytes = 16 * 1024
-    @Option(help: "Seconds an idle keep-alive connection (or a stalled write) stays open; 0 disables.") var idleTimeout = 60.0
-    @Option(help: "Seconds allowed to receive a whole request once it started (408 past it); 0 disables.") var requestTimeout = 10.0
-    @Option(help: "Most open connections (503 past it); bff raises its open-file limit to fit.") var maxConnections = 25_000
-    @Option(help: "Seconds without requests or open streams after which a session expires.") var sessionIdleTimeout = 1800.0
+    @Option(help: "Seconds an idle keep-alive connection (or a stalled write) stays open; 0 disables.")
+    var idleTimeout = 60.0
+    @Option(help: "Seconds allowed to receive a whole request once it started (408 past it); 0 disables.")
+    var requestTimeout = 10.0
+    @Option(help: "Most open connections (503 past it); bff raises its open-file limit to fit.") var maxConnections =
+        25_000
+    @Option(help: "Seconds without requests or open streams after which a session expires.") var sessionIdleTimeout =
+        1800.0
     @Option(help: "Most live sessions (503 + Retry-After past it).") var maxSessions = 20_000
     @Option(help: "Most open event streams per session (429 past it).") var maxStreamsPerSession = 4
     @Option(help: "Sustained inputs per second per session (429 past it).") var inputRate = 50.0
     @Option(help: "Inputs a session may send in a burst above the rate.") var inputBurst = 100.0
     @Option(help: "Events kept per session for Last-Event-ID replay.") var historyEvents = 256
     @Option(help: "Queued bytes per stream past which state changes are coalesced.") var streamHighWater = 64 * 1024
-    @Option(help: "Seconds a stream may carry nothing before it gets a keep-alive comment (checked every quarter of it; busy streams get none).") var keepAlive = 15.0
+    @Option(
+        help:
+            "Seconds a stream may carry nothing before it gets a keep-alive comment (checked every quarter of it; busy streams get none)."
+    ) var keepAlive = 15.0
     @Option(help: "Seconds in-flight requests get at shutdown.") var shutdownGrace = 10.0
-    @Option(help: "GitHub API base URL (env GITHUB_API_URL; default https://api.github.com; http:// allowed).") var githubApiUrl: String?
+    @Option(help: "GitHub API base URL (env GITHUB_API_URL; default https://api.github.com; http:// allowed).")
+    var githubApiUrl: String?
     @Option(help: "Seconds a cached search page is fresh.") var cacheTtl = 60.0
     @Option(help: "Seconds a stale page may be served when GitHub fails.") var cacheMaxAge = 86_400.0
     @Option(help: "Most cached search pages.") var cacheMaxEntries = 2000
-    @Option(help: "SQLite file of the search cache, or 'none' for memory only.") var cacheFile = "var/search-cache.sqlite"
+    @Option(help: "SQLite file of the search cache, or 'none' for memory only.") var cacheFile =
+        "var/search-cache.sqlite"
     @Option(help: "Results per page in the search view model (1-100).") var pageSize = 30
-    @Option(help: "trace, debug, info, notice, warning, error or critical (env LOG_LEVEL). debug logs one line per request.")
+    @Option(
+        help: "trace, debug, info, notice, warning, error or critical (env LOG_LEVEL). debug logs one line per request."
+    )
     var logLevel: String?
     @Flag(help: "Enable POST /api/_test/status (drives the shared status view model; for load and browser tests).")
     var testHooks = false
     @Flag(help: "Enable GET /bench/json (the HTTP benchmark's route).") var benchRoutes = false
 
     func validate() throws {
-        if let p = port ?? env("PORT").flatMap(Int.init), !(0...65535).contains(p) { throw ValidationError("--port must be 0...65535") }
+        if let p = port ?? env("PORT").flatMap(Int.init), !(0...65535).contains(p) {
+            throw ValidationError("--port must be 0...65535")
+        }
         if let t = threads, t < 1 || t > 64 { throw ValidationError("--threads must be 1...64") }
         if !(1...100).contains(pageSize) { throw ValidationError("--page-size must be 1...100") }
         if let l = logLevel ?? env("LOG_LEVEL"), Logger.Level(rawValue: l) == nil {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }
-        if let p = env("PORT"), port == nil, Int(p) == nil { throw ValidationError("PORT must be a number, got '\(p)'") }
+        if let p = env("PORT"), port == nil, Int(p) == nil {
+            throw ValidationError("PORT must be a number, got '\(p)'")
+        }
     }
 
     func run() throws {
@@ -122,7 +138,9 @@ func raiseOpenFileLimit(to wanted: Int, logger: Logger) {
         setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
     }
     if Int(limit.rlim_cur) < wanted {
-        logger.warning("open-file limit is below --max-connections", metadata: ["limit": "\(limit.rlim_cur)", "wanted": "\(wanted)"])
+        logger.warning(
+            "open-file limit is below --max-connections",
+            metadata: ["limit": "\(limit.rlim_cur)", "wanted": "\(wanted)"])
     }
 }
 

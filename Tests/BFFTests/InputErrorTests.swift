@@ -12,27 +12,32 @@ final class InputErrorTests: XCTestCase {
         let before = try t.state(id)
 
         XCTAssertTrue(try t.post(id, "greeting", "name", #"{"value":"#).problem(400).contains("malformed JSON body"))
-        XCTAssertEqual(try t.post(id, "greeting", "name", #"{"value":42}"#).problem(400),
-                       "invalid value for 'greeting/name': expected a string, got a number")
+        XCTAssertEqual(
+            try t.post(id, "greeting", "name", #"{"value":42}"#).problem(400),
+            "invalid value for 'greeting/name': expected a string, got a number")
         XCTAssertTrue(try t.post(id, "greeting", "name", "[1]").problem(400).contains("got an array"))
         XCTAssertTrue(try t.post(id, "greeting", "name", #"{"value":"x","extra":1}"#).problem(400).contains("'extra'"))
         XCTAssertTrue(try t.post(id, "search", "sort", #"{"value":"popularity"}"#).problem(400).contains("best-match"))
         XCTAssertTrue(try t.post(id, "greeting", "shout", "{}").problem(404).contains("no input 'shout'"))
         XCTAssertTrue(try t.post(id, "weather", "name", "{}").problem(404).contains("no view model 'weather'"))
         XCTAssertTrue(try t.post(id, "status", "reachable", "{}").problem(404).contains("status"))
-        XCTAssertEqual(try t.post("nosuchsession", "greeting", "name", #"{"value":"x"}"#).problem(404), "no session 'nosuchsession'")
+        XCTAssertEqual(
+            try t.post("nosuchsession", "greeting", "name", #"{"value":"x"}"#).problem(404),
+            "no session 'nosuchsession'")
         let big = #"{"value":""# + String(repeating: "a", count: 2000) + #""}"#
         XCTAssertTrue(try t.post(id, "greeting", "name", big).problem(413).contains("limit is 1024 bytes"))
         let c = try WireConnection(port: t.port)
-        let plain = try c.request("POST", "/api/sessions/\(id)/greeting/name", headers: [("Content-Type", "text/plain")],
-                                  body: Array("x".utf8))
+        let plain = try c.request(
+            "POST", "/api/sessions/\(id)/greeting/name", headers: [("Content-Type", "text/plain")],
+            body: Array("x".utf8))
         XCTAssertTrue(plain.problem(415).contains("text/plain"))
         let get = try WireConnection.get(port: t.port, path: "/api/sessions/\(id)/greeting/name")
         get.problem(405)
         XCTAssertEqual(get.header("Allow"), "POST")
 
         XCTAssertEqual(try t.state(id), before, "rejected inputs changed nothing")
-        XCTAssertEqual(try t.post(id, "greeting", "name", #"{"value":"ok"}"#).json, ["inputSeq": 1], "no inputSeq was used up")
+        XCTAssertEqual(
+            try t.post(id, "greeting", "name", #"{"value":"ok"}"#).json, ["inputSeq": 1], "no inputSeq was used up")
     }
 
     func testJSONMediaTypesAreMatchedByTheirTypeNotTheirSpelling() throws {
@@ -40,15 +45,20 @@ final class InputErrorTests: XCTestCase {
         let id = try t.createSession()
         let c = try WireConnection(port: t.port)
         func post(_ type: String) throws -> WireResponse {
-            try c.request("POST", "/api/sessions/\(id)/greeting/name", headers: [("Content-Type", type)],
-                          body: Array(#"{"value":"x"}"#.utf8))
+            try c.request(
+                "POST", "/api/sessions/\(id)/greeting/name", headers: [("Content-Type", type)],
+                body: Array(#"{"value":"x"}"#.utf8))
         }
-        for accepted in ["application/json", "Application/JSON; charset=utf-8", " application/json ;x=1",
-                         "application/merge-patch+json", "APPLICATION/VND.API+JSON"] {
+        for accepted in [
+            "application/json", "Application/JSON; charset=utf-8", " application/json ;x=1",
+            "application/merge-patch+json", "APPLICATION/VND.API+JSON",
+        ] {
             XCTAssertEqual(try post(accepted).status, 202, accepted)
         }
-        for rejected in ["application/jsonx", "application/+json", "text/json", "application/json+xml", "json",
-                         "application/"] {
+        for rejected in [
+            "application/jsonx", "application/+json", "text/json", "application/json+xml", "json",
+            "application/",
+        ] {
             XCTAssertTrue(try post(rejected).problem(415).contains(rejected.trimmingHTTPWhitespace()), rejected)
         }
     }
@@ -65,7 +75,10 @@ final class InputErrorTests: XCTestCase {
     }
 
     func testRateLimitAnswers429WithRetryAfter() throws {
-        let t = try LiveApp(configure: { $0.inputRate = 1; $0.inputBurst = 3 })
+        let t = try LiveApp(configure: {
+            $0.inputRate = 1
+            $0.inputBurst = 3
+        })
         let id = try t.createSession()
         let c = try WireConnection(port: t.port)
         for i in 1...3 { XCTAssertEqual(try t.post(id, "greeting", "greet", on: c).json?["inputSeq"], .int(i)) }
@@ -89,7 +102,10 @@ final class InputErrorTests: XCTestCase {
     }
 
     func testSessionAndStreamLimits() throws {
-        let t = try LiveApp(configure: { $0.maxSessions = 2; $0.maxStreamsPerSession = 2 })
+        let t = try LiveApp(configure: {
+            $0.maxSessions = 2
+            $0.maxStreamsPerSession = 2
+        })
         let id = try t.createSession()
         _ = try t.createSession()
         let third = try WireConnection.post(port: t.port, path: "/api/sessions", body: [])
@@ -116,7 +132,8 @@ final class InputErrorTests: XCTestCase {
         var expired = false
         let deadline = Date().addingTimeInterval(10)
         while !expired && Date() < deadline {
-            expired = try WireConnection.get(port: t.port, path: "/metrics").text.contains(#"bff_sessions_ended_total{reason="expired"} 1"#)
+            expired = try WireConnection.get(port: t.port, path: "/metrics").text.contains(
+                #"bff_sessions_ended_total{reason="expired"} 1"#)
             if !expired { usleep(50_000) }  // not synchronisation: waiting for wall time to pass
         }
         XCTAssertTrue(expired)

@@ -62,7 +62,8 @@ final class SessionContractTests: XCTestCase {
         XCTAssertEqual(try JSONValue.parse(end.data), ["reason": "deleted"])
         XCTAssertNil(try reader.next())  // the response ends
         _ = c
-        XCTAssertEqual(try WireConnection.get(port: t.port, path: "/api/sessions/\(id)/state").problem(404), "no session '\(id)'")
+        XCTAssertEqual(
+            try WireConnection.get(port: t.port, path: "/api/sessions/\(id)/state").problem(404), "no session '\(id)'")
         try WireConnection(port: t.port).request("DELETE", "/api/sessions/\(id)").problem(404)
         try WireConnection.get(port: t.port, path: "/api/sessions/\(id)/events").problem(404)
     }
@@ -72,14 +73,16 @@ final class SessionContractTests: XCTestCase {
         let id = try t.createSession()
         let (_, a) = try t.stream(id)
         let (_, b) = try t.stream(id)
-        var stateA = ClientState(), stateB = ClientState()
+        var stateA = ClientState()
+        var stateB = ClientState()
         try stateA.apply(XCTUnwrap(a.next()))
         try stateB.apply(XCTUnwrap(b.next()))
         for (i, name) in ["a", "", "bob", "", "carol"].enumerated() {
             XCTAssertEqual(try t.post(id, "greeting", "name", #"{"value":"\#(name)"}"#).json?["inputSeq"], .int(i + 1))
         }
         _ = try t.post(id, "greeting", "greet")
-        let eventsA = try a.next(6), eventsB = try b.next(6)
+        let eventsA = try a.next(6)
+        let eventsB = try b.next(6)
         XCTAssertEqual(eventsA, eventsB)
         XCTAssertEqual(eventsA.compactMap(\.id), ["1", "2", "3", "4", "5", "6"])
         for e in eventsA { try stateA.apply(e) }
@@ -100,13 +103,16 @@ final class SessionContractTests: XCTestCase {
             readers.append(r)
             ids.append(id)
         }
-        let hook = try WireConnection.post(port: t.port, path: "/api/_test/status",
-                                           body: Array(#"{"reachable":false,"message":"GitHub is down"}"#.utf8))
+        let hook = try WireConnection.post(
+            port: t.port, path: "/api/_test/status",
+            body: Array(#"{"reachable":false,"message":"GitHub is down"}"#.utf8))
         XCTAssertEqual(hook.status, 202)
         for r in readers {
             let e = try XCTUnwrap(r.next())
             XCTAssertEqual(e.event, "status")
-            XCTAssertEqual(try JSONValue.parse(e.data), ["inputSeq": nil, "outputs": ["reachable": false, "message": "GitHub is down"]])
+            XCTAssertEqual(
+                try JSONValue.parse(e.data),
+                ["inputSeq": nil, "outputs": ["reachable": false, "message": "GitHub is down"]])
         }
         for id in ids { XCTAssertEqual(try t.state(id)["viewModels"]?["status"]?["message"], "GitHub is down") }
     }
@@ -120,9 +126,12 @@ final class SessionContractTests: XCTestCase {
         XCTAssertEqual(m.status, 200)
         XCTAssertTrue(m.header("Content-Type")?.hasPrefix("text/plain") ?? false)
         let text = m.text
-        for needle in ["# TYPE http_requests_total counter", #"http_requests_total{route="/api/sessions",method="POST",status="201"} 1"#,
-                       "# TYPE http_request_duration_seconds histogram", "http_open_connections", "bff_sessions 1",
-                       "process_resident_memory_bytes"] {
+        for needle in [
+            "# TYPE http_requests_total counter",
+            #"http_requests_total{route="/api/sessions",method="POST",status="201"} 1"#,
+            "# TYPE http_request_duration_seconds histogram", "http_open_connections", "bff_sessions 1",
+            "process_resident_memory_bytes",
+        ] {
             XCTAssertTrue(text.contains(needle), "metrics lack \(needle)")
         }
         // every sample line is `name{labels} value` or `name value`

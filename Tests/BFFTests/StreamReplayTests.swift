@@ -33,7 +33,9 @@ final class StreamReplayTests: XCTestCase {
     func testUnknownFutureOrNonNumericLastEventIDGetsAFreshSnapshot() throws {
         let t = try LiveApp(configure: { $0.historyEvents = 4 })
         let id = try t.createSession()
-        for name in ["a", "", "b", "", "c", "", "d"] { _ = try t.post(id, "greeting", "name", #"{"value":"\#(name)"}"#) }
+        for name in ["a", "", "b", "", "c", "", "d"] {
+            _ = try t.post(id, "greeting", "name", #"{"value":"\#(name)"}"#)
+        }
         for last in ["1", "99", "abc", "-5"] {  // 1 fell out of the 4-event history
             let (c, reader) = try t.stream(id, lastEventID: last)
             let e = try XCTUnwrap(reader.next())
@@ -60,7 +62,11 @@ final class StreamReplayTests: XCTestCase {
     }
 
     func testSlowReaderKeepsMemoryBoundedAndConvergesToTheFinalState() throws {
-        let t = try LiveApp(configure: { $0.inputRate = 1_000_000; $0.inputBurst = 1_000_000; $0.streamHighWaterBytes = 16 * 1024 })
+        let t = try LiveApp(configure: {
+            $0.inputRate = 1_000_000
+            $0.inputBurst = 1_000_000
+            $0.streamHighWaterBytes = 16 * 1024
+        })
         let id = try t.createSession()
         // a reader that reads the head and then stops reading
         let slow = try WireConnection(port: t.port, timeout: 20)
@@ -75,7 +81,8 @@ final class StreamReplayTests: XCTestCase {
             if i % 2 == 0 { _ = try t.post(id, "greeting", "greet", on: poster) }
         }
         let metrics = try WireConnection.get(port: t.port, path: "/metrics").text
-        let coalesced = metrics.split(separator: "\n").first { $0.hasPrefix("bff_coalesced_state_frames_total ") }
+        let coalesced =
+            metrics.split(separator: "\n").first { $0.hasPrefix("bff_coalesced_state_frames_total ") }
             .flatMap { Double($0.split(separator: " ")[1]) } ?? 0
         // 2,250 state frames were produced; the kernel's socket buffers (autotuned, several MB on
         // loopback) take a machine-dependent share before the server's queue reaches its mark, and
@@ -95,8 +102,12 @@ final class StreamReplayTests: XCTestCase {
     }
 
     func testKeepAliveCommentsGoToQuietStreamsOnly() throws {
-        let t = try LiveApp(configure: { $0.keepAliveInterval = 0.4; $0.http.threads = 1 })
-        let quiet = try t.createSession(), busy = try t.createSession()
+        let t = try LiveApp(configure: {
+            $0.keepAliveInterval = 0.4
+            $0.http.threads = 1
+        })
+        let quiet = try t.createSession()
+        let busy = try t.createSession()
         let (_, quietReader) = try t.stream(quiet)
         let (_, busyReader) = try t.stream(busy)
         XCTAssertEqual(try quietReader.next()?.event, "snapshot")

@@ -19,8 +19,16 @@ struct UnexpectedSearch: RepositorySearching {
 final class LogCollector: @unchecked Sendable {
     private let lock = NSLock()
     private var lines: [String] = []
-    func append(_ s: String) { lock.lock(); lines.append(s); lock.unlock() }
-    var all: String { lock.lock(); defer { lock.unlock() }; return lines.joined(separator: "\n") }
+    func append(_ s: String) {
+        lock.lock()
+        lines.append(s)
+        lock.unlock()
+    }
+    var all: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return lines.joined(separator: "\n")
+    }
 
     func logger(level: Logger.Level = .trace) -> Logger {
         var l = Logger(label: "test") { _ in CollectingHandler(collector: self) }
@@ -47,8 +55,10 @@ final class LiveApp: @unchecked Sendable {
     let app: Application
     var port: Int { app.port }
 
-    init(search: any RepositorySearching = UnexpectedSearch(), logger: Logger? = nil,
-         configure: (inout AppConfiguration) -> Void = { _ in }) throws {
+    init(
+        search: any RepositorySearching = UnexpectedSearch(), logger: Logger? = nil,
+        configure: (inout AppConfiguration) -> Void = { _ in }
+    ) throws {
         var c = AppConfiguration()
         c.http.port = 0
         c.http.threads = 2
@@ -74,13 +84,16 @@ final class LiveApp: @unchecked Sendable {
         return try XCTUnwrap(JSONValue.parse(r.body)["id"]?.stringValue)
     }
 
-    func post(_ id: String, _ vm: String, _ input: String, _ json: String? = nil, headers: [(String, String)] = [],
-              on connection: WireConnection? = nil) throws -> WireResponse {
+    func post(
+        _ id: String, _ vm: String, _ input: String, _ json: String? = nil, headers: [(String, String)] = [],
+        on connection: WireConnection? = nil
+    ) throws -> WireResponse {
         let c = try connection ?? WireConnection(port: port)
         defer { if connection == nil { c.close() } }
-        return try c.request("POST", "/api/sessions/\(id)/\(vm)/\(input)",
-                             headers: (json == nil ? [] : [("Content-Type", "application/json")]) + headers,
-                             body: json.map { Array($0.utf8) })
+        return try c.request(
+            "POST", "/api/sessions/\(id)/\(vm)/\(input)",
+            headers: (json == nil ? [] : [("Content-Type", "application/json")]) + headers,
+            body: json.map { Array($0.utf8) })
     }
 
     func state(_ id: String) throws -> JSONValue {
@@ -91,8 +104,9 @@ final class LiveApp: @unchecked Sendable {
 
     func stream(_ id: String, lastEventID: String? = nil) throws -> (WireConnection, EventStreamReader) {
         let c = try WireConnection(port: port, timeout: 10)
-        let (head, reader) = try c.openEventStream("/api/sessions/\(id)/events",
-                                                   headers: lastEventID.map { [("Last-Event-ID", $0)] } ?? [])
+        let (head, reader) = try c.openEventStream(
+            "/api/sessions/\(id)/events",
+            headers: lastEventID.map { [("Last-Event-ID", $0)] } ?? [])
         XCTAssertEqual(head.status, 200, "\(head)")
         return (c, reader)
     }

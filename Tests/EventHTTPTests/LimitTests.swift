@@ -21,8 +21,10 @@ final class LimitTests: XCTestCase {
 
     func testHeaderOverflowGets431Problem() throws {
         let t = try TestServer(configure: { $0.maxHeaderBytes = 2048 })
-        let r = try WireConnection.get(port: t.port, path: "/hello", headers: [("X-Big", String(repeating: "a", count: 3000))])
-        XCTAssertEqual(TestServer.problem(r, status: 431)?["detail"]?.stringValue?.contains("limit is 2048 bytes"), true)
+        let r = try WireConnection.get(
+            port: t.port, path: "/hello", headers: [("X-Big", String(repeating: "a", count: 3000))])
+        XCTAssertEqual(
+            TestServer.problem(r, status: 431)?["detail"]?.stringValue?.contains("limit is 2048 bytes"), true)
         XCTAssertEqual(try WireConnection.get(port: t.port, path: "/hello").status, 200)
     }
 
@@ -45,8 +47,12 @@ final class LimitTests: XCTestCase {
     }
 
     func testConnectionLimitAnswers503AndFreesSlotsOnClose() throws {
-        let t = try TestServer(configure: { $0.maxConnections = 2; $0.threads = 1 })
-        let a = try WireConnection(port: t.port), b = try WireConnection(port: t.port)
+        let t = try TestServer(configure: {
+            $0.maxConnections = 2
+            $0.threads = 1
+        })
+        let a = try WireConnection(port: t.port)
+        let b = try WireConnection(port: t.port)
         XCTAssertEqual(try a.request("GET", "/hello").status, 200)
         XCTAssertEqual(try b.request("GET", "/hello").status, 200)
         let c = try WireConnection(port: t.port)
@@ -80,7 +86,9 @@ final class LimitTests: XCTestCase {
 final class MethodTests: XCTestCase {
     func testUnrecognizedMethodsGet405ProblemNotLibeventsHTML501() throws {
         let t = try TestServer()
-        for (method, path, allow) in [("QUERY", "/hello", "GET, HEAD"), ("BREW", "/index.html", "GET, HEAD"), ("PROPFIND", "/echo", "POST")] {
+        for (method, path, allow) in [
+            ("QUERY", "/hello", "GET, HEAD"), ("BREW", "/index.html", "GET, HEAD"), ("PROPFIND", "/echo", "POST"),
+        ] {
             let c = try WireConnection(port: t.port)
             try c.send(raw: "\(method) \(path) HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
             let r = try c.readResponse()

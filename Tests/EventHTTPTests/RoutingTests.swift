@@ -61,7 +61,10 @@ final class RoutingTests: XCTestCase {
         let t = try TestServer()
         let loop = t.server.loops[1]
         let done = Signal()
-        final class Box: @unchecked Sendable { var seen: [Int] = []; var onLoop = true }
+        final class Box: @unchecked Sendable {
+            var seen: [Int] = []
+            var onLoop = true
+        }
         let box = Box()
         for i in 0..<1000 {  // submitted from the test's thread, not the loop's
             loop.execute {
@@ -80,7 +83,9 @@ final class RoutingTests: XCTestCase {
         let long = String(repeating: "v", count: 2000)
         let t = try TestServer(routes: { router in
             router.get("/headers") { _ in
-                HTTPResponse(status: 200, headers: [("X-Empty", ""), ("X-Small", "é1"), ("X-Long", long)], body: Array("ok".utf8))
+                HTTPResponse(
+                    status: 200, headers: [("X-Empty", ""), ("X-Small", "é1"), ("X-Long", long)], body: Array("ok".utf8)
+                )
             }
         })
         let r = try WireConnection.get(port: t.port, path: "/headers")
@@ -92,17 +97,25 @@ final class RoutingTests: XCTestCase {
 
     func testRouterMatchingIsExact() throws {
         let t = try TestServer(configure: { $0.publicDirectory = nil })
-        for (path, status) in [("/hello/", 200), ("//hello", 200), ("/hello//", 200), ("/hello/x", 404), ("/items", 404), ("/items/1/2", 404)] {
+        for (path, status) in [
+            ("/hello/", 200), ("//hello", 200), ("/hello//", 200), ("/hello/x", 404), ("/items", 404),
+            ("/items/1/2", 404),
+        ] {
             XCTAssertEqual(try WireConnection.get(port: t.port, path: path).status, status, path)
         }
     }
 
     func testEachMethodReachesItsOwnHandlerAndAllowListsTheRegisteredOnes() throws {
-        let t = try TestServer(configure: { $0.publicDirectory = nil }, routes: { router in
-            router.add(.PUT, "/multi") { _, res in res.send(HTTPResponse(status: 200, body: Array("put".utf8))) }
-            router.add(.PATCH, "/multi") { _, res in res.send(HTTPResponse(status: 200, body: Array("patch".utf8))) }
-            router.add(.DELETE, "/multi/:id") { req, res in res.send(HTTPResponse(status: 200, body: Array("delete \(req.parameters["id"] ?? "")".utf8))) }
-        })
+        let t = try TestServer(
+            configure: { $0.publicDirectory = nil },
+            routes: { router in
+                router.add(.PUT, "/multi") { _, res in res.send(HTTPResponse(status: 200, body: Array("put".utf8))) }
+                router.add(.PATCH, "/multi") { _, res in res.send(HTTPResponse(status: 200, body: Array("patch".utf8)))
+                }
+                router.add(.DELETE, "/multi/:id") { req, res in
+                    res.send(HTTPResponse(status: 200, body: Array("delete \(req.parameters["id"] ?? "")".utf8)))
+                }
+            })
         XCTAssertEqual(try WireConnection(port: t.port).request("PUT", "/multi").text, "put")
         XCTAssertEqual(try WireConnection(port: t.port).request("PATCH", "/multi").text, "patch")
         XCTAssertEqual(try WireConnection(port: t.port).request("DELETE", "/multi/7").text, "delete 7")

@@ -14,9 +14,12 @@ final class StaticFilesTests: XCTestCase {
         XCTAssertTrue(index.text.contains("<title>t</title>"))
         let etag = try XCTUnwrap(index.header("ETag"))
         let lastModified = try XCTUnwrap(index.header("Last-Modified"))
-        XCTAssertEqual(try WireConnection.get(port: t.port, path: "/index.html", headers: [("If-None-Match", etag)]).status, 304)
-        XCTAssertEqual(try WireConnection.get(port: t.port, path: "/", headers: [("If-Modified-Since", lastModified)]).status, 304)
-        XCTAssertEqual(try WireConnection.get(port: t.port, path: "/", headers: [("If-None-Match", "\"other\"")]).status, 200)
+        XCTAssertEqual(
+            try WireConnection.get(port: t.port, path: "/index.html", headers: [("If-None-Match", etag)]).status, 304)
+        XCTAssertEqual(
+            try WireConnection.get(port: t.port, path: "/", headers: [("If-Modified-Since", lastModified)]).status, 304)
+        XCTAssertEqual(
+            try WireConnection.get(port: t.port, path: "/", headers: [("If-None-Match", "\"other\"")]).status, 200)
         let css = try WireConnection.get(port: t.port, path: "/css/app.css")
         XCTAssertEqual(css.header("Content-Type"), "text/css; charset=utf-8")
         XCTAssertEqual(css.text, "body{}")
@@ -28,11 +31,13 @@ final class StaticFilesTests: XCTestCase {
         let outside = t.publicDir.deletingLastPathComponent().appendingPathComponent("outside-\(UUID().uuidString).txt")
         try "top secret".write(to: outside, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: outside) }
-        try FileManager.default.createSymbolicLink(at: t.publicDir.appendingPathComponent("link.txt"), withDestinationURL: outside)
+        try FileManager.default.createSymbolicLink(
+            at: t.publicDir.appendingPathComponent("link.txt"), withDestinationURL: outside)
         let name = outside.lastPathComponent
         let hostile = [
             "/../\(name)", "/css/../../\(name)", "/%2e%2e/\(name)", "/%2E%2E%2F\(name)", "/css%2F..%2F..%2F\(name)",
-            "/link.txt", "/.env", "/%2eenv", "/..%5C\(name)", "/%00", "/etc/passwd", "//etc/passwd", "/css/%2e%2e/%2e%2e/\(name)",
+            "/link.txt", "/.env", "/%2eenv", "/..%5C\(name)", "/%00", "/etc/passwd", "//etc/passwd",
+            "/css/%2e%2e/%2e%2e/\(name)",
         ]
         for path in hostile {
             let c = try WireConnection(port: t.port)
@@ -53,8 +58,8 @@ final class StaticFilesTests: XCTestCase {
     }
 
     func testHTTPDateRoundTrips() {
-        XCTAssertEqual(HTTPDate.format(784111777), "Sun, 06 Nov 1994 08:49:37 GMT")
-        XCTAssertEqual(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT"), 784111777)
+        XCTAssertEqual(HTTPDate.format(784_111_777), "Sun, 06 Nov 1994 08:49:37 GMT")
+        XCTAssertEqual(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT"), 784_111_777)
         XCTAssertNil(HTTPDate.parse("yesterday"))
     }
 }

@@ -14,7 +14,9 @@ final class StreamTests: XCTestCase {
     func makeServer(_ s: Streams) throws -> TestServer {
         try TestServer(routes: { router in
             router.add(.GET, "/stream") { _, responder in
-                guard let stream = responder.startStream(headers: [("Content-Type", "text/event-stream")]) else { return }
+                guard let stream = responder.startStream(headers: [("Content-Type", "text/event-stream")]) else {
+                    return
+                }
                 stream.onClose = { s.closed.fire() }
                 stream.write(Array("data: hello\n\n".utf8))
                 s.streams.append(stream)
@@ -55,7 +57,10 @@ final class StreamTests: XCTestCase {
         XCTAssertTrue(s.closed.wait(), "server noticed the vanished reader without writing")
         let stream = s.streams[0]
         let after = Signal()
-        final class Box: @unchecked Sendable { var closed = false; var queued = -1 }
+        final class Box: @unchecked Sendable {
+            var closed = false
+            var queued = -1
+        }
         let box = Box()
         stream.loop.execute {
             stream.write(Array("data: late\n\n".utf8))  // harmless after close

@@ -12,8 +12,10 @@ final class TestServer: @unchecked Sendable {
 
     init(configure: (inout HTTPServer.Configuration) -> Void = { _ in }, routes: (Router) -> Void = { _ in }) throws {
         publicDir = FileManager.default.temporaryDirectory.appendingPathComponent("eventhttp-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: publicDir.appendingPathComponent("css"), withIntermediateDirectories: true)
-        try "<!doctype html><title>t</title>".write(to: publicDir.appendingPathComponent("index.html"), atomically: true, encoding: .utf8)
+        try FileManager.default.createDirectory(
+            at: publicDir.appendingPathComponent("css"), withIntermediateDirectories: true)
+        try "<!doctype html><title>t</title>".write(
+            to: publicDir.appendingPathComponent("index.html"), atomically: true, encoding: .utf8)
         try "body{}".write(to: publicDir.appendingPathComponent("css/app.css"), atomically: true, encoding: .utf8)
         try "secret".write(to: publicDir.appendingPathComponent(".env"), atomically: true, encoding: .utf8)
         var config = HTTPServer.Configuration()
@@ -26,7 +28,9 @@ final class TestServer: @unchecked Sendable {
         server = HTTPServer(configuration: config, logger: logger)
         server.router.get("/hello") { _ in .json(200, ["hello": "world"]) }
         server.router.get("/items/:id") { req in .json(200, ["id": .string(req.parameters["id"] ?? "")]) }
-        server.router.post("/echo") { req in HTTPResponse(status: 200, headers: [("Content-Type", "application/octet-stream")], body: req.body) }
+        server.router.post("/echo") { req in
+            HTTPResponse(status: 200, headers: [("Content-Type", "application/octet-stream")], body: req.body)
+        }
         routes(server.router)
         try server.start()
     }
@@ -37,7 +41,9 @@ final class TestServer: @unchecked Sendable {
     }
 
     /// Parses a problem body and checks its shape.
-    static func problem(_ r: WireResponseLike, status: Int, file: StaticString = #filePath, line: UInt = #line) -> JSONValue? {
+    static func problem(_ r: WireResponseLike, status: Int, file: StaticString = #filePath, line: UInt = #line)
+        -> JSONValue?
+    {
         XCTAssertEqual(r.statusCode, status, file: file, line: line)
         XCTAssertEqual(r.contentType, "application/problem+json", file: file, line: line)
         guard let v = try? JSONValue.parse(r.bodyBytes) else {

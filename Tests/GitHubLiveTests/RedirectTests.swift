@@ -29,7 +29,8 @@ final class RedirectTests: XCTestCase {
         defer { origin.shutdown(gracePeriod: 1) }
 
         let gateway = try GitHubGateway(
-            configuration: .init(baseURL: "http://127.0.0.1:\(origin.port)", token: "ghp_REDIRECTsecret", requestTimeout: 5),
+            configuration: .init(
+                baseURL: "http://127.0.0.1:\(origin.port)", token: "ghp_REDIRECTsecret", requestTimeout: 5),
             logger: quiet)
         var caught: SearchError?
         do { _ = try await gateway.search(SearchRequest(query: "swift")) } catch { caught = error }

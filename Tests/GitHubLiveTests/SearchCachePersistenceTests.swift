@@ -18,7 +18,8 @@ final class SearchCachePersistenceTests: XCTestCase {
             await cache.flush()
         }
         clock.advance(10)
-        let fake = FakeSearch([.success(.notModified)], conditional: true)  // nothing else stubbed: a call for a hit fails loudly
+        // Nothing else stubbed: a call for a hit fails loudly.
+        let fake = FakeSearch([.success(.notModified)], conditional: true)
         let restarted = SearchCache(upstream: fake, configuration: .init(path: path), clock: clock)
         let count = await restarted.count
         XCTAssertEqual(count, 1)
@@ -42,7 +43,8 @@ final class SearchCachePersistenceTests: XCTestCase {
         _ = try await cache.search(SearchRequest(query: "b"))
         await cache.flush()
         // Restart with room for more: only the file's contents decide, so "a" must be gone from it.
-        let restarted = SearchCache(upstream: FakeSearch(), configuration: .init(maxEntries: 10, path: path), clock: clock)
+        let restarted = SearchCache(
+            upstream: FakeSearch(), configuration: .init(maxEntries: 10, path: path), clock: clock)
         let count = await restarted.count
         XCTAssertEqual(count, 1)
         let b = try await restarted.search(SearchRequest(query: "b"))

@@ -62,7 +62,7 @@ actor FakeSearch: ConditionalRepositorySearching {
         holding = false
         let h = held
         held = []
-        h.forEach { $0.resume() }
+        for continuation in h { continuation.resume() }
     }
     var callCount: Int { calls.count }
 
@@ -76,7 +76,7 @@ actor FakeSearch: ConditionalRepositorySearching {
         calls.append((request, conditional ? etag : nil))
         let ready = callWaiters.filter { $0.0 <= calls.count }
         callWaiters.removeAll { $0.0 <= calls.count }
-        ready.forEach { $0.1.resume() }
+        for waiter in ready { waiter.1.resume() }
         if holding { await withCheckedContinuation { held.append($0) } }
         guard !script.isEmpty else {
             XCTFail("FakeSearch called without a scripted answer for \(request)")

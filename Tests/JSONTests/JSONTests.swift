@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import JSON
 
 final class JSONTests: XCTestCase {
@@ -49,7 +50,8 @@ final class JSONTests: XCTestCase {
 
     func testRejectsInvalidUTF8AndDeepNesting() {
         XCTAssertThrowsError(try JSONValue.parse([0x22, 0xFF, 0x22]))
-        XCTAssertThrowsError(try JSONValue.parse(String(repeating: "[", count: 100) + String(repeating: "]", count: 100)))
+        XCTAssertThrowsError(
+            try JSONValue.parse(String(repeating: "[", count: 100) + String(repeating: "]", count: 100)))
         XCTAssertNoThrow(try JSONValue.parse(String(repeating: "[", count: 60) + String(repeating: "]", count: 60)))
     }
 

@@ -28,7 +28,8 @@ final class GreetingTestServer: @unchecked Sendable {
     func stop() { server.stop() }
 
     private func respond(_ client: ScriptedServer.Client, _ status: String, _ body: String) {
-        client.write("HTTP/1.1 \(status)\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+        client.write(
+            "HTTP/1.1 \(status)\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
     }
 
     private static func chunk(_ text: String) -> String { String(text.utf8.count, radix: 16) + "\r\n" + text + "\r\n" }
@@ -46,7 +47,8 @@ final class GreetingTestServer: @unchecked Sendable {
         case ("GET", 4) where parts[3] == "events":
             guard var session = sessions[parts[2]] else { return respond(client, "404 Not Found", "{}") }
             client.write("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
-            client.write(Self.chunk("retry: 2000\n\nid: \(session.seq)\nevent: snapshot\ndata: {\"seq\":\(session.seq)}\n\n"))
+            client.write(
+                Self.chunk("retry: 2000\n\nid: \(session.seq)\nevent: snapshot\ndata: {\"seq\":\(session.seq)}\n\n"))
             session.streams.append(client)
             sessions[parts[2]] = session
         case ("GET", 4) where parts[3] == "state":
@@ -61,7 +63,8 @@ final class GreetingTestServer: @unchecked Sendable {
             session.inputSeq += 1
             if name.isEmpty != session.name.isEmpty {
                 session.seq += 1
-                let event = "id: \(session.seq)\nevent: greeting\n"
+                let event =
+                    "id: \(session.seq)\nevent: greeting\n"
                     + "data: {\"inputSeq\":\(session.inputSeq),\"outputs\":{\"buttonEnabled\":\(!name.isEmpty)}}\n\n"
                 for stream in session.streams { stream.write(Self.chunk(event)) }
             }
@@ -80,7 +83,9 @@ final class GreetingTestServer: @unchecked Sendable {
             }
             respond(client, "200 OK", "{}")
         case ("DELETE", 3):
-            guard let session = sessions.removeValue(forKey: parts[2]) else { return respond(client, "404 Not Found", "{}") }
+            guard let session = sessions.removeValue(forKey: parts[2]) else {
+                return respond(client, "404 Not Found", "{}")
+            }
             for stream in session.streams {
                 stream.write(Self.chunk("event: end\ndata: {\"reason\":\"deleted\"}\n\n") + "0\r\n\r\n")
                 stream.close()

@@ -14,7 +14,9 @@ final class HTTPParserTests: XCTestCase {
         for byte in Array(text.utf8) {
             try parser.feed([byte][...]) { event in
                 switch event {
-                case .head(let h): c.heads.append(h); c.bodies.append([])
+                case .head(let h):
+                    c.heads.append(h)
+                    c.bodies.append([])
                 case .body(let b): c.bodies[c.bodies.count - 1] += b
                 case .end: c.ends += 1
                 }
@@ -48,7 +50,8 @@ final class HTTPParserTests: XCTestCase {
     }
 
     func testPipelinedContentLengthChunkedAndNoBodyResponses() throws {
-        let wire = "HTTP/1.1 100 Continue\r\n\r\n"
+        let wire =
+            "HTTP/1.1 100 Continue\r\n\r\n"
             + "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A:  spaced  \r\n\r\nhello"
             + "HTTP/1.1 202 Accepted\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{\"a\r\n2\r\n\":\r\n1\r\n1\r\n1\r\n}\r\n0\r\n\r\n"
             + "HTTP/1.1 204 No Content\r\nContent-Length: 99\r\n\r\n"
@@ -83,7 +86,8 @@ final class HTTPParserTests: XCTestCase {
         var a = HTTPResponseParser()
         XCTAssertThrowsError(try feedByteByByte("HTTX/1.1 200 OK\r\n\r\n", into: &a))
         var b = HTTPResponseParser()
-        XCTAssertThrowsError(try feedByteByByte("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", into: &b))
+        XCTAssertThrowsError(
+            try feedByteByByte("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", into: &b))
         var c = HTTPResponseParser()
         XCTAssertThrowsError(try feedByteByByte("HTTP/1.1 200 OK\r\nContent-Length: 5, 6\r\n\r\n", into: &c))
     }

@@ -14,7 +14,8 @@ final class LoadKitUnitTests: XCTestCase {
         var mix = QueryMix(seed: 1)
         var counts: [String: Int] = [:]
         for _ in 0..<10_000 { counts[mix.nextQuery(), default: 0] += 1 }
-        let first = counts[QueryMix.vocabulary[0]] ?? 0, tenth = counts[QueryMix.vocabulary[9]] ?? 0
+        let first = counts[QueryMix.vocabulary[0]] ?? 0
+        let tenth = counts[QueryMix.vocabulary[9]] ?? 0
         XCTAssertGreaterThan(first, 1_500)  // 1/H(50) ≈ 22 %
         XCTAssertGreaterThan(first, tenth * 5)
     }
@@ -70,7 +71,8 @@ final class LoadKitUnitTests: XCTestCase {
         let loop = try LoadLoop()
         defer { loop.close() }
         let pool = RequestPool(loop: loop, target: try Target(url: "http://127.0.0.1:\(server.port)"), size: 1)
-        var statuses: [Int] = [], failures: [WireError] = []
+        var statuses: [Int] = []
+        var failures: [WireError] = []
         func next() {
             pool.submit("GET", "/") { result in
                 switch result {

@@ -43,7 +43,11 @@ final class RealServerTests: XCTestCase {
 
     func testLatencyOnTheRealServerHasNoErrorsAndNoLoss() throws {
         var o = LatencyScenario.Options()
-        o.sessions = 20; o.rate = 500; o.duration = 1; o.connections = 4; o.progress = false
+        o.sessions = 20
+        o.rate = 500
+        o.duration = 1
+        o.connections = 4
+        o.progress = false
         let report = try LatencyScenario.run(target: target, options: o)
         XCTAssertEqual(report.int("sent"), 500, report.table)
         XCTAssertEqual(report.int("received"), 500, report.table)
@@ -59,8 +63,13 @@ final class RealServerTests: XCTestCase {
 
     func testLatencyReportsErrorsWhenTheServerStopsMidRun() throws {
         var o = LatencyScenario.Options()
-        o.sessions = 5; o.rate = 200; o.duration = 1.5; o.connections = 2; o.grace = 0.3
-        o.progress = false; o.cleanup = false
+        o.sessions = 5
+        o.rate = 200
+        o.duration = 1.5
+        o.connections = 2
+        o.grace = 0.3
+        o.progress = false
+        o.cleanup = false
         let app = self.app!
         DispatchQueue.global().asyncAfter(deadline: .now() + 0.5) { app.shutdown() }  // the stimulus, not a sync
         let report = try LatencyScenario.run(target: target, options: o)
@@ -68,13 +77,17 @@ final class RealServerTests: XCTestCase {
         XCTAssertLessThan(report.int("accepted") ?? 0, 250, report.table)
         XCTAssertGreaterThan(report.int("errors") ?? 0, 50, report.table)
         XCTAssertEqual(report.int("streamErrors"), 5, report.table)
-        XCTAssertEqual((report.int("accepted") ?? 0) + (report.int("errors") ?? 0), 300,
-                       "every input was either accepted or an error: \(report.table)")
+        XCTAssertEqual(
+            (report.int("accepted") ?? 0) + (report.int("errors") ?? 0), 300,
+            "every input was either accepted or an error: \(report.table)")
     }
 
     func testStreamsOpensAllReceivesTheBroadcastAndMeasuresMemory() throws {
         var o = StreamsScenario.Options()
-        o.streams = 200; o.hold = 0.2; o.progress = false; o.pid = getpid()
+        o.streams = 200
+        o.hold = 0.2
+        o.progress = false
+        o.pid = getpid()
         let report = try StreamsScenario.run(target: target, options: o)
         XCTAssertEqual(report.int("succeeded"), 200, report.table)
         XCTAssertEqual(report.int("failed"), 0, report.table)
@@ -85,7 +98,10 @@ final class RealServerTests: XCTestCase {
 
     func testSearchMixRunsThroughTheViewModel() throws {
         var o = SearchScenario.Options()
-        o.sessions = 5; o.duration = 1; o.think = 0.02; o.progress = false
+        o.sessions = 5
+        o.duration = 1
+        o.think = 0.02
+        o.progress = false
         let report = try SearchScenario.run(target: target, options: o)
         XCTAssertGreaterThan(report.int("searches") ?? 0, 20, report.table)
         XCTAssertEqual(report.int("postErrors"), 0, report.table)
@@ -96,7 +112,9 @@ final class RealServerTests: XCTestCase {
 
     func testRestOnTheRealServer() throws {
         var o = RestScenario.Options()
-        o.connections = 4; o.duration = 0.5; o.progress = false
+        o.connections = 4
+        o.duration = 0.5
+        o.progress = false
         let report = try RestScenario.run(target: target, options: o)
         XCTAssertGreaterThan(report.int("requests") ?? 0, 100, report.table)
         XCTAssertEqual(report.int("non2xx"), 0, report.table)

@@ -11,13 +11,16 @@ final class SSEParserTests: XCTestCase {
     }
 
     func testContractExampleByteByByte() {
-        let stream = "retry: 2000\n\nid: 41\nevent: snapshot\ndata: {\"seq\":41}\n\n"
+        let stream =
+            "retry: 2000\n\nid: 41\nevent: snapshot\ndata: {\"seq\":41}\n\n"
             + "id: 42\nevent: search\ndata: {\"inputSeq\":7}\n\n: keep-alive\n\n"
         let (events, parser) = parseByteByByte(stream)
-        XCTAssertEqual(events, [
-            SSEEvent(id: "41", event: "snapshot", data: "{\"seq\":41}"),
-            SSEEvent(id: "42", event: "search", data: "{\"inputSeq\":7}"),
-        ])
+        XCTAssertEqual(
+            events,
+            [
+                SSEEvent(id: "41", event: "snapshot", data: "{\"seq\":41}"),
+                SSEEvent(id: "42", event: "search", data: "{\"inputSeq\":7}"),
+            ])
         XCTAssertEqual(parser.retry, 2000)
         XCTAssertEqual(parser.commentCount, 1)
         XCTAssertEqual(parser.lastEventID, "42")
@@ -66,7 +69,8 @@ final class SSEParserTests: XCTestCase {
     /// The slice path (bulk line copies, used by the load tool) agrees with the byte-by-byte path
     /// for every split of a stream into two feeds: CR, LF and CRLF endings, BOM, comments, retry.
     func testSliceFeedingAgreesWithByteByByteAtEverySplit() {
-        let text = "\u{FEFF}retry: 1500\r\n: ping\r\rid: 7\revent: a\ndata: x\r\ndata: ü\n\ndata:y\r\n\r\nid\ndata: z\n\n"
+        let text =
+            "\u{FEFF}retry: 1500\r\n: ping\r\rid: 7\revent: a\ndata: x\r\ndata: ü\n\ndata:y\r\n\r\nid\ndata: z\n\n"
         let bytes = Array(text.utf8)
         let (expected, reference) = parseByteByByte(text)
         XCTAssertEqual(expected.map(\.data), ["x\nü", "y", "z"])

@@ -15,7 +15,11 @@ final class ScenarioTests: XCTestCase {
         let server = try GreetingTestServer()
         defer { server.stop() }
         var options = LatencyScenario.Options()
-        options.sessions = 10; options.rate = 400; options.duration = 1; options.connections = 4; options.progress = false
+        options.sessions = 10
+        options.rate = 400
+        options.duration = 1
+        options.connections = 4
+        options.progress = false
         options.busyPoll = busyPoll
         let report = try LatencyScenario.run(target: Target(url: "http://127.0.0.1:\(server.port)"), options: options)
         XCTAssertTrue(report.table.contains(busyPoll ? "busy-poll" : "sleep"), report.table)
@@ -38,18 +42,25 @@ final class ScenarioTests: XCTestCase {
         server.stopAfterInputs = 100
         defer { server.stop() }
         var options = LatencyScenario.Options()
-        options.sessions = 5; options.rate = 200; options.duration = 1; options.connections = 2
-        options.grace = 0.5; options.progress = false; options.cleanup = false
+        options.sessions = 5
+        options.rate = 200
+        options.duration = 1
+        options.connections = 2
+        options.grace = 0.5
+        options.progress = false
+        options.cleanup = false
         let report = try LatencyScenario.run(target: Target(url: "http://127.0.0.1:\(server.port)"), options: options)
         XCTAssertEqual(report.int("sent"), 200, report.table)
         XCTAssertLessThanOrEqual(report.int("accepted") ?? 0, 100, report.table)
         XCTAssertGreaterThanOrEqual(report.int("errors") ?? 0, 100, report.table)
         XCTAssertEqual(report.int("streamErrors"), 5, report.table)
         // Every input ended one way or the other, and every accepted one is accounted for.
-        let accepted = try XCTUnwrap(report.int("accepted")), errors = try XCTUnwrap(report.int("errors"))
+        let accepted = try XCTUnwrap(report.int("accepted"))
+        let errors = try XCTUnwrap(report.int("errors"))
         XCTAssertEqual(accepted + errors, 200, report.table)
-        XCTAssertEqual(accepted, (report.int("received") ?? 0) + (report.int("lost") ?? 0) + (report.int("noChange") ?? 0),
-                       report.table)
+        XCTAssertEqual(
+            accepted, (report.int("received") ?? 0) + (report.int("lost") ?? 0) + (report.int("noChange") ?? 0),
+            report.table)
     }
 
     func testLatencyDoesNotCountInputsAfterARejectionAsLost() throws {
@@ -57,7 +68,11 @@ final class ScenarioTests: XCTestCase {
         server.rejectEvery = 7
         defer { server.stop() }
         var options = LatencyScenario.Options()
-        options.sessions = 4; options.rate = 280; options.duration = 1; options.connections = 1; options.progress = false
+        options.sessions = 4
+        options.rate = 280
+        options.duration = 1
+        options.connections = 1
+        options.progress = false
         let report = try LatencyScenario.run(target: Target(url: "http://127.0.0.1:\(server.port)"), options: options)
         XCTAssertEqual(report.int("sent"), 280, report.table)
         XCTAssertEqual(report.int("errors"), 40, report.table)
@@ -74,7 +89,9 @@ final class ScenarioTests: XCTestCase {
         let server = try GreetingTestServer()
         defer { server.stop() }
         var options = StreamsScenario.Options()
-        options.streams = 60; options.hold = 0; options.progress = false
+        options.streams = 60
+        options.hold = 0
+        options.progress = false
         options.pid = getpid()
         let report = try StreamsScenario.run(target: Target(url: "http://127.0.0.1:\(server.port)"), options: options)
         XCTAssertEqual(report.int("succeeded"), 60, report.table)
@@ -89,7 +106,9 @@ final class ScenarioTests: XCTestCase {
         server.hasStatusHook = false
         defer { server.stop() }
         var options = StreamsScenario.Options()
-        options.streams = 3; options.hold = 0; options.progress = false
+        options.streams = 3
+        options.hold = 0
+        options.progress = false
         let report = try StreamsScenario.run(target: Target(url: "http://127.0.0.1:\(server.port)"), options: options)
         guard case .text(let text)? = report["broadcast"] else { return XCTFail(report.table) }
         XCTAssertEqual(text, "broadcast skipped: server has no test hook")
@@ -99,7 +118,9 @@ final class ScenarioTests: XCTestCase {
         let server = try GreetingTestServer()
         defer { server.stop() }
         var options = RestScenario.Options()
-        options.connections = 4; options.duration = 0.5; options.progress = false
+        options.connections = 4
+        options.duration = 0.5
+        options.progress = false
         let report = try RestScenario.run(target: Target(url: "http://127.0.0.1:\(server.port)"), options: options)
         let requests = try XCTUnwrap(report.int("requests"))
         XCTAssertGreaterThan(requests, 50, report.table)

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A tiny blocking HTTP/1.1 server for tests: listens on 127.0.0.1:0, one thread per
@@ -26,7 +27,9 @@ final class ScriptedServer: @unchecked Sendable {
         func write(_ bytes: [UInt8]) {
             var offset = 0
             while offset < bytes.count {
-                let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+                let n = bytes.withUnsafeBytes {
+                    Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+                }
                 if n <= 0 { return }
                 offset += n
             }
@@ -52,7 +55,9 @@ final class ScriptedServer: @unchecked Sendable {
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
         addr.sin_port = 0
         let bound = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0, listen(listener, 1024) == 0 else { throw POSIXError(.EADDRINUSE) }
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
@@ -115,7 +120,7 @@ final class ScriptedServer: @unchecked Sendable {
     private static func takeRequest(_ buffer: inout [UInt8]) -> Request? {
         let terminator: [UInt8] = [13, 10, 13, 10]
         guard buffer.count >= 4,
-              let end = (0...(buffer.count - 4)).first(where: { buffer[$0..<($0 + 4)].elementsEqual(terminator) })
+            let end = (0...(buffer.count - 4)).first(where: { buffer[$0..<($0 + 4)].elementsEqual(terminator) })
         else { return nil }
         let head = String(decoding: buffer[0..<end], as: UTF8.self)
         var lines = head.components(separatedBy: "\r\n")

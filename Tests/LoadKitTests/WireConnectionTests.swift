@@ -6,7 +6,8 @@ import XCTest
 final class WireConnectionTests: XCTestCase {
     func testKeepAliveRequestsReuseOneConnectionAndAddHostAndLength() throws {
         let server = try ScriptedServer { request, client in
-            let echo = "\(request.method) \(request.path) host=\(request.header("Host") ?? "-") "
+            let echo =
+                "\(request.method) \(request.path) host=\(request.header("Host") ?? "-") "
                 + "len=\(request.header("Content-Length") ?? "-") body=\(String(decoding: request.body, as: UTF8.self))"
             client.write("HTTP/1.1 200 OK\r\nContent-Length: \(echo.utf8.count)\r\n\r\n\(echo)")
         }
@@ -22,8 +23,10 @@ final class WireConnectionTests: XCTestCase {
     func testEventStreamIsDechunkedAndParsedAndEndsCleanly() throws {
         let server = try ScriptedServer { _, client in
             client.write("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
-            for piece in ["retry: 2000\n\nid: 1\nevent: snap", "shot\ndata: {}\n\n", ": keep-alive\n\n",
-                          "id: 2\nevent: end\ndata: {\"reason\":\"deleted\"}\n\n"] {
+            for piece in [
+                "retry: 2000\n\nid: 1\nevent: snap", "shot\ndata: {}\n\n", ": keep-alive\n\n",
+                "id: 2\nevent: end\ndata: {\"reason\":\"deleted\"}\n\n",
+            ] {
                 client.write(String(piece.utf8.count, radix: 16) + "\r\n" + piece + "\r\n")
             }
             client.write("0\r\n\r\n")
