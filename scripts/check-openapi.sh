@@ -5,6 +5,11 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+# docs/API.md is the repository's copy of the product contract (shared/API.md beside the clone).
+if [[ -f ../shared/API.md ]] && ! tail -n +4 docs/API.md | cmp -s - ../shared/API.md; then
+    echo "check-openapi: WARNING: docs/API.md differs from ../shared/API.md: the contract changed; update the copy" \
+         "(and the implementation)" >&2
+fi
 SPEC="${1:-Public/openapi.yaml}"
 PYTHON="${PYTHON:-python3}"
 
