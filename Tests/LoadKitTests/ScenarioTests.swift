@@ -25,12 +25,18 @@ final class ScenarioTests: XCTestCase {
         XCTAssertTrue(report.table.contains(busyPoll ? "busy-poll" : "sleep"), report.table)
         XCTAssertEqual(report.int("sent"), 400, report.table)
         XCTAssertEqual(report.int("accepted"), 400, report.table)
-        XCTAssertEqual(report.int("received"), 400, report.table)
         XCTAssertEqual(report.int("errors"), 0, report.table)
         XCTAssertEqual(report.int("lost"), 0, report.table)
-        XCTAssertEqual(report.int("noChange"), 0, report.table)
+        // A session's inputs alternate between two names over 4 connections; on a busy machine two of
+        // them can reach the server in the other order, and an input that repeats the name changes
+        // nothing (`noChange`). What must hold: every accepted input either produced its event or is
+        // counted as changing nothing; none is lost.
+        let received = try XCTUnwrap(report.int("received"))
+        let noChange = try XCTUnwrap(report.int("noChange"))
+        XCTAssertEqual(received + noChange, 400, report.table)
+        XCTAssertLessThan(noChange, 40, "reordering is the exception: \(report.table)")
         let latency = try XCTUnwrap(report.latency("latency"))
-        XCTAssertEqual(latency.count, 400)
+        XCTAssertEqual(latency.count, received)
         XCTAssertGreaterThan(latency.p50, 1, "a round trip over loopback takes more than 1 µs")
         XCTAssertLessThan(latency.p50, 200_000, report.table)
         XCTAssertLessThanOrEqual(latency.p50, latency.p99)
