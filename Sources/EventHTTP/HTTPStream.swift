@@ -33,10 +33,9 @@ public final class HTTPStream: @unchecked Sendable {
     func markClosed(notify: Bool) {
         guard !isClosed else { return }
         isClosed = true
-        if notify {
-            let cb = onClose
-            onClose = nil
-            cb?()
-        }
+        // The callback will not run any more: drop it (and whatever it captured) either way.
+        let cb = onClose
+        onClose = nil
+        if notify { cb?() }
     }
 }
