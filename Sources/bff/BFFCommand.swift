@@ -38,7 +38,7 @@ struct BFFCommand: ParsableCommand {
     @Option(help: "Queued bytes per stream past which state changes are coalesced.") var streamHighWater = 64 * 1024
     @Option(
         help:
-            "Seconds a stream may carry nothing before it gets a keep-alive comment (checked every quarter of it; busy streams get none)."
+            "Longest silence on an event stream: one that carried nothing gets a keep-alive comment before this many seconds pass (checked every eighth of it; busy streams get none)."
     ) var keepAlive = 15.0
     @Option(help: "Seconds in-flight requests get at shutdown.") var shutdownGrace = 10.0
     @Option(help: "GitHub API base URL (env GITHUB_API_URL; default https://api.github.com; http:// allowed).")
