@@ -22,8 +22,13 @@ struct BFFCommand: ParsableCommand {
     @Option(help: "Folder of static files (the browser UI and /openapi.yaml).") var publicDir = "Public"
     @Option(help: "Largest request body in bytes (413 past it).") var maxBodyBytes = 64 * 1024
     @Option(help: "Largest total request header size in bytes (431 past it).") var maxHeaderBytes = 16 * 1024
-    @Option(help: "Seconds an idle keep-alive connection (or a stalled write) stays open; 0 disables.")
+    @Option(help: "Seconds an idle keep-alive connection stays open (event streams are exempt); 0 disables.")
     var idleTimeout = 60.0
+    @Option(
+        help:
+            "Seconds a response or event stream may wait for its reader to accept any byte before it is closed (like nginx's send_timeout; the client reconnects with Last-Event-ID); 0 disables."
+    )
+    var writeTimeout = 60.0
     @Option(help: "Seconds allowed to receive a whole request once it started (408 past it); 0 disables.")
     var requestTimeout = 10.0
     @Option(help: "Most open connections (503 past it); bff raises its open-file limit to fit.") var maxConnections =
@@ -89,6 +94,7 @@ struct BFFCommand: ParsableCommand {
         config.http.maxBodyBytes = maxBodyBytes
         config.http.maxHeaderBytes = maxHeaderBytes
         config.http.idleTimeout = idleTimeout
+        config.http.writeTimeout = writeTimeout
         config.http.requestReadTimeout = requestTimeout
         config.http.maxConnections = maxConnections
         config.sessionIdleTimeout = sessionIdleTimeout
