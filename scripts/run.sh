@@ -3,21 +3,29 @@
 # builds a release binary, and starts bff (extra arguments are passed to bff; see `bff --help`).
 #   scripts/run.sh                       # against api.github.com (set GITHUB_TOKEN for 30 searches/min)
 #   scripts/run.sh --demo                # offline: also starts the GitHub simulator and points bff at it
+# BFF_BIN_DIR=.build/debug scripts/run.sh --demo   # use binaries built already (no install, no build; tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
 demo=0
 if [[ "${1:-}" == "--demo" ]]; then demo=1; shift; fi
-swift build -c release --product bff
-if ((demo == 0)); then
-  exec .build/release/bff "$@"  # signals go straight to bff, which drains on SIGTERM/SIGINT
+bin="${BFF_BIN_DIR:-}"
+if [[ -z "$bin" ]]; then
+  scripts/install-deps.sh
+  swift build -c release --product bff
+  if ((demo == 1)); then swift build -c release --product github-sim; fi
+  bin=.build/release
 fi
-swift build -c release --product github-sim
+if ((demo == 0)); then
+  exec "$bin/bff" "$@"  # signals go straight to bff, which drains on SIGTERM/SIGINT
+fi
 sim_port="${SIM_PORT:-9090}"
-.build/release/github-sim --port "$sim_port" &
+# Ctrl-C reaches the whole process group: bff and github-sim (both take SIGINT/SIGTERM with sigwait,
+# which also sees the SIGINT bash ignores for background jobs) and this script, which forwards
+# SIGTERM to bff, waits for it to drain, then stops the simulator.
+"$bin/github-sim" --port "$sim_port" &
 sim=$!
 for _ in $(seq 100); do curl -fsS -o /dev/null "http://127.0.0.1:$sim_port/_sim/stats" && break; sleep 0.1; done
-GITHUB_API_URL="http://127.0.0.1:$sim_port" .build/release/bff "$@" &
+GITHUB_API_URL="http://127.0.0.1:$sim_port" "$bin/bff" "$@" &
 bff=$!
 trap 'kill -TERM $bff 2>/dev/null' TERM INT   # forward: bff drains, then both exit
 wait $bff || true

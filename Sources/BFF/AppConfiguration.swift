@@ -19,8 +19,9 @@ public struct AppConfiguration: Sendable {
     public var historyBytes = 256 * 1024
     /// Queued bytes past which a stream's pending state changes are coalesced.
     public var streamHighWaterBytes = 64 * 1024
-    /// Seconds a stream may carry nothing before it gets a keep-alive comment (checked every
-    /// quarter of it, so the gap is between 1 and 1.25 times this).
+    /// Longest gap between two writes on an idle stream: a stream that carried nothing gets a
+    /// keep-alive comment (checked every eighth of it, so idle streams get one every 7/8 of this and
+    /// no gap exceeds it, up to the timer's lateness).
     public var keepAliveInterval: Double = 15
     /// The `retry:` the stream announces, milliseconds.
     public var retryMilliseconds = 2000

@@ -28,7 +28,8 @@ final class SessionLoop: @unchecked Sendable {
     func startTimers() {
         let c = app.configuration
         timers.append(
-            loop.scheduleRepeating(every: c.keepAliveInterval / 4) { [unowned self] in
+            loop.scheduleRepeating(every: c.keepAliveInterval / Double(SessionStream.keepAliveTicksPerInterval)) {
+                [unowned self] in
                 for s in self.hosted.values { s.keepAliveTick() }
             })
         timers.append(

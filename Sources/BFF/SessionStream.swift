@@ -25,9 +25,14 @@ final class SessionStream: @unchecked Sendable {
     private var pendingSignals: [[UInt8]] = []
     static let maxPendingSignals = 1000
     /// Keep-alive bookkeeping: whether anything was written since the last keep-alive tick, and
-    /// how many ticks (a quarter of the interval each) passed with nothing written.
+    /// how many ticks (`keepAliveTicksPerInterval` to an interval) passed with nothing written.
     private var wroteSinceTick = false
     private var quietTicks = 0
+    /// Keep-alive ticks per `--keep-alive` interval. A stream gets a comment on the tick that ends
+    /// its `ticks - 1`-th tick period with nothing written: its last write happened after the tick
+    /// before those periods began, so the gap between two writes stays below `ticks` periods, i.e.
+    /// below the interval (plus the timer's lateness).
+    static let keepAliveTicksPerInterval = 8
 
     init(sessionID: String, sessionHome: SessionLoop, host: SessionLoop) {
         self.sessionID = sessionID
@@ -118,9 +123,12 @@ final class SessionStream: @unchecked Sendable {
         mode = .live
     }
 
-    /// A keep-alive tick, every quarter of the keep-alive interval: a stream that carried nothing
-    /// for four ticks gets a comment. Busy streams carry none, and idle streams get theirs at
-    /// different times instead of all in one burst (with 10,000 streams, one write each).
+    /// A keep-alive tick, `keepAliveTicksPerInterval` times per keep-alive interval. A stream whose
+    /// last write came after tick 0 and that carried nothing through ticks 1 … n-1 gets a comment at
+    /// tick n-1: the gap since that write is under n tick periods, the interval. (Waiting for n quiet
+    /// ticks, as before, let gaps reach (n+1)/n of the interval.) Busy streams carry none, and idle
+    /// streams get theirs at different times instead of all in one burst (with 10,000 streams, one
+    /// write each).
     func keepAliveTick() {
         guard mode == .live, let http else { return }
         if wroteSinceTick {
@@ -129,7 +137,7 @@ final class SessionStream: @unchecked Sendable {
             return
         }
         quietTicks += 1
-        if quietTicks >= 4 {
+        if quietTicks >= SessionStream.keepAliveTicksPerInterval - 1 {
             quietTicks = 0
             http.write(SSEFrame.keepAlive)
         }

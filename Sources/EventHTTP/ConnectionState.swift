@@ -25,6 +25,12 @@ final class ConnectionState {
     var freeingOurselves = false
     private var closeWatch: OpaquePointer?
     private var inputCallback: OpaquePointer?
+    /// Write watch of a streaming response: the output buffer's callback, its timer, and when the
+    /// peer last accepted bytes (or bytes started waiting), monotonic nanoseconds.
+    private var outputCallback: OpaquePointer?
+    private var writeTimer: OpaquePointer?
+    private var writeTimerArmed = false
+    private var lastWriteProgress: UInt64 = 0
     var isClosed = false
 
     init(owner: LoopHTTP, bev: OpaquePointer) {
@@ -57,6 +63,23 @@ final class ConnectionState {
             { _, _, arg in
                 Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().readTimedOut()
             }, arg)
+        setBuffereventTimeouts(streaming: false)
+    }
+
+    /// evhttp gives the bufferevent one time-out for reads and writes (`--idle-timeout`). Complete
+    /// responses get `--write-timeout` for writes instead; streaming responses get neither (their
+    /// peer sends nothing, and evhttp re-arms the bufferevent's write time-out with every chunk, so
+    /// a stalled reader fed keep-alives would never time out): `startWriteWatch` watches them.
+    private func setBuffereventTimeouts(streaming: Bool) {
+        var idle = owner.idleTimeval ?? timeval()
+        var write = owner.writeTimeval ?? timeval()
+        withUnsafePointer(to: &idle) { idlePointer in
+            withUnsafePointer(to: &write) { writePointer in
+                _ = bufferevent_set_timeouts(
+                    bev, streaming || owner.idleTimeval == nil ? nil : idlePointer,
+                    streaming || owner.writeTimeval == nil ? nil : writePointer)
+            }
+        }
     }
 
     private func bytesArrived() {
@@ -85,7 +108,11 @@ final class ConnectionState {
         if handling { owner.metrics.inFlight.subtract(1, ordering: .relaxed) }
         handling = false
         current = nil
-        stopCloseWatch()
+        if closeWatch != nil {
+            stopCloseWatch()
+            stopWriteWatch()
+            if !isClosed { setBuffereventTimeouts(streaming: false) }
+        }
     }
 
     private func readTimedOut() {
@@ -132,6 +159,72 @@ final class ConnectionState {
                 Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().peerClosed()
             }, arg)
         event_add(closeWatch, nil)
+        setBuffereventTimeouts(streaming: true)
+        startWriteWatch()
+    }
+
+    /// Closes a streaming response whose peer accepted no bytes for `--write-timeout` while bytes
+    /// waited (only what the peer takes counts as progress, not what the server adds).
+    private func startWriteWatch() {
+        guard owner.writeTimeoutNanos > 0, outputCallback == nil, let output = bufferevent_get_output(bev) else {
+            return
+        }
+        let arg = Unmanaged.passUnretained(self).toOpaque()
+        lastWriteProgress = monotonicNanos()
+        writeTimer = event_new(
+            owner.loop.base, -1, 0,
+            { _, _, arg in
+                Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().writeTimerFired()
+            }, arg)
+        outputCallback = evbuffer_add_cb(
+            output,
+            { _, info, arg in
+                guard let info else { return }
+                Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().outputChanged(info.pointee)
+            }, arg)
+        if evbuffer_get_length(output) > 0 { armWriteTimer(afterNanos: owner.writeTimeoutNanos) }
+    }
+
+    private func stopWriteWatch() {
+        if let cb = outputCallback {
+            evbuffer_remove_cb_entry(bufferevent_get_output(bev), cb)
+            outputCallback = nil
+        }
+        if let t = writeTimer {
+            event_free(t)
+            writeTimer = nil
+        }
+        writeTimerArmed = false
+    }
+
+    private func outputChanged(_ info: evbuffer_cb_info) {
+        if info.n_deleted > 0 || (info.n_added > 0 && info.orig_size == 0) {
+            lastWriteProgress = monotonicNanos()  // the peer took bytes, or bytes start waiting now
+        }
+        if info.n_added > 0 && !writeTimerArmed {
+            armWriteTimer(afterNanos: owner.writeTimeoutNanos)
+        }
+    }
+
+    private func armWriteTimer(afterNanos nanos: UInt64) {
+        guard let writeTimer else { return }
+        var tv = timeval(tv_sec: Int(nanos / 1_000_000_000), tv_usec: Int(nanos % 1_000_000_000 / 1000))
+        event_add(writeTimer, &tv)
+        writeTimerArmed = true
+    }
+
+    private func writeTimerFired() {
+        writeTimerArmed = false
+        guard !isClosed, let evcon, let output = bufferevent_get_output(bev), evbuffer_get_length(output) > 0 else {
+            return  // nothing waits: the next write arms the timer again
+        }
+        let waited = monotonicNanos() &- lastWriteProgress
+        if waited < owner.writeTimeoutNanos {
+            return armWriteTimer(afterNanos: owner.writeTimeoutNanos - waited)
+        }
+        owner.metrics.streamWriteTimeouts.increment()
+        freeingOurselves = true
+        evhttp_connection_free(evcon)  // calls connectionClosed() through the close callback
     }
 
     private func stopCloseWatch() {
@@ -152,6 +245,7 @@ final class ConnectionState {
         guard !isClosed else { return }
         isClosed = true
         stopCloseWatch()
+        stopWriteWatch()
         if let t = readTimer {
             event_free(t)
             readTimer = nil

@@ -16,8 +16,13 @@ extension HTTPServer {
         public var maxBodyBytes = 64 * 1024
         /// Largest total size of request headers; larger gets `431` (problem JSON).
         public var maxHeaderBytes = 16 * 1024
-        /// A keep-alive connection with no traffic for this long is closed (also a write stall); 0 disables.
+        /// A keep-alive connection with no traffic for this long is closed; 0 disables. Streaming
+        /// responses are exempt (their peer need not send anything; `writeTimeout` covers them).
         public var idleTimeout: Double = 60
+        /// A response (streaming or not) whose peer accepts no bytes at all for this long while bytes
+        /// wait to be sent is closed, like nginx's `send_timeout`; 0 disables. Writing more to a
+        /// stalled stream does not restart the clock: only bytes the peer accepts do.
+        public var writeTimeout: Double = 60
         /// Time allowed to receive a whole request once its first byte arrived; then `408`; 0 disables.
         public var requestReadTimeout: Double = 10
         /// Most open connections (all loops); past it a request gets `503` and the connection closes.

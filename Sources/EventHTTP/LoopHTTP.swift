@@ -18,6 +18,11 @@ final class LoopHTTP: @unchecked Sendable {
     let scratch: OpaquePointer
     let readTimeout: timeval
     let readTimeoutEnabled: Bool
+    /// `config.idleTimeout` and `config.writeTimeout` as timevals (nil: disabled), for the bufferevents.
+    let idleTimeval: timeval?
+    let writeTimeval: timeval?
+    /// `config.writeTimeout` in nanoseconds (0: disabled), for the streams' own write watch.
+    let writeTimeoutNanos: UInt64
     /// Set while evhttp_free tears every connection down at shutdown.
     var freeingAll = false
     private var routeMetrics = RouteMetricsCache()
@@ -35,6 +40,9 @@ final class LoopHTTP: @unchecked Sendable {
         scratch = evbuffer_new()
         readTimeout = loop.timeout(server.configuration.requestReadTimeout)
         readTimeoutEnabled = server.configuration.requestReadTimeout > 0
+        idleTimeval = LoopHTTP.timeval(seconds: server.configuration.idleTimeout)
+        writeTimeval = LoopHTTP.timeval(seconds: server.configuration.writeTimeout)
+        writeTimeoutNanos = UInt64(max(0, server.configuration.writeTimeout) * 1e9)
         config = server.configuration
         metrics = server.metrics
         router = server.router
@@ -47,10 +55,8 @@ final class LoopHTTP: @unchecked Sendable {
         evhttp_set_allowed_methods(http, HTTPMethod.evhttpMask)
         evhttp_set_max_body_size(http, cfg.hardBodyLimit)
         evhttp_set_max_headers_size(http, cfg.hardHeaderLimit)
-        if cfg.idleTimeout > 0 {
-            var idle = timeval(
-                tv_sec: Int(cfg.idleTimeout), tv_usec: Int((cfg.idleTimeout.truncatingRemainder(dividingBy: 1)) * 1e6))
-            evhttp_set_timeout_tv(http, &idle)
+        if var idle = idleTimeval {
+            evhttp_set_timeout_tv(http, &idle)  // read and write; `attach` gives writes their own
         }
         evhttp_set_default_content_type(http, "application/octet-stream")
         evhttp_set_bevcb(
@@ -64,6 +70,12 @@ final class LoopHTTP: @unchecked Sendable {
                 Unmanaged<LoopHTTP>.fromOpaque(arg!).takeUnretainedValue().handle(req!)
             }, arg)
         boundSocket = evhttp_accept_socket_with_handle(http, listenFD)
+    }
+
+    /// A plain timeval of `seconds` (nil when not positive).
+    static func timeval(seconds: Double) -> Glibc.timeval? {
+        guard seconds > 0 else { return nil }
+        return Glibc.timeval(tv_sec: Int(seconds), tv_usec: Int(seconds.truncatingRemainder(dividingBy: 1) * 1e6))
     }
 
     // MARK: connections

@@ -11,6 +11,8 @@ final class ServerMetrics: Sendable {
     let openStreams: Meter
     let readTimeouts: CoreMetrics.Counter
     let rejectedConnections: CoreMetrics.Counter
+    /// Streaming responses closed because their peer accepted no bytes for the write time-out.
+    let streamWriteTimeouts: CoreMetrics.Counter
     /// Exact count of open connections across loops (the limit is checked against it).
     let connectionCount = Atomic<Int>(0)
     /// Requests handed to handlers and not yet answered (including open streams), across loops.
@@ -22,6 +24,7 @@ final class ServerMetrics: Sendable {
         openStreams = Meter(label: "http_open_streams", factory: factory)
         readTimeouts = CoreMetrics.Counter(label: "http_request_read_timeouts_total", factory: factory)
         rejectedConnections = CoreMetrics.Counter(label: "http_rejected_connections_total", factory: factory)
+        streamWriteTimeouts = CoreMetrics.Counter(label: "http_stream_write_timeouts_total", factory: factory)
     }
 }
 

@@ -1,4 +1,5 @@
 import CSQLite
+import Glibc
 
 /// A failed sqlite3 call: the function, the result code and sqlite's message.
 public struct SQLiteError: Error, CustomStringConvertible, Sendable {
@@ -18,8 +19,10 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable {
 final class SQLiteDatabase {
     private var handle: OpaquePointer?
 
-    /// Opens (creating if needed) the database at `path`; ":memory:" for an in-memory one.
+    /// Opens (creating if needed) the database at `path`; ":memory:" for an in-memory one. Missing
+    /// parent folders are created, readable by the owner only (0700): a fresh clone has no `var/`.
     init(path: String) throws(SQLiteError) {
+        try SQLiteDatabase.createParentFolders(of: path)
         var db: OpaquePointer?
         let rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
         guard rc == SQLITE_OK, let db else {
@@ -32,6 +35,24 @@ final class SQLiteDatabase {
     }
 
     deinit { close() }
+
+    /// `mkdir -p` of the folder holding `path`, new folders with mode 0700 (existing ones are left as they are).
+    private static func createParentFolders(of path: String) throws(SQLiteError) {
+        guard path != ":memory:", !path.hasPrefix("file:"), let slash = path.utf8.lastIndex(of: UInt8(ascii: "/"))
+        else {
+            return
+        }
+        let folder = String(path[..<slash])
+        var prefix = folder.hasPrefix("/") ? "/" : ""
+        for part in folder.split(separator: "/") {
+            prefix += part
+            if mkdir(prefix, 0o700) != 0, case let e = errno, e != EEXIST {
+                throw SQLiteError(
+                    function: "mkdir(\(prefix))", code: SQLITE_CANTOPEN, message: String(cString: strerror(e)))
+            }
+            prefix += "/"
+        }
+    }
 
     /// Closes the connection (idempotent).
     func close() {

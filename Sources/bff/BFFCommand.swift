@@ -22,8 +22,13 @@ struct BFFCommand: ParsableCommand {
     @Option(help: "Folder of static files (the browser UI and /openapi.yaml).") var publicDir = "Public"
     @Option(help: "Largest request body in bytes (413 past it).") var maxBodyBytes = 64 * 1024
     @Option(help: "Largest total request header size in bytes (431 past it).") var maxHeaderBytes = 16 * 1024
-    @Option(help: "Seconds an idle keep-alive connection (or a stalled write) stays open; 0 disables.")
+    @Option(help: "Seconds an idle keep-alive connection stays open (event streams are exempt); 0 disables.")
     var idleTimeout = 60.0
+    @Option(
+        help:
+            "Seconds a response or event stream may wait for its reader to accept any byte before it is closed (like nginx's send_timeout; the client reconnects with Last-Event-ID); 0 disables."
+    )
+    var writeTimeout = 60.0
     @Option(help: "Seconds allowed to receive a whole request once it started (408 past it); 0 disables.")
     var requestTimeout = 10.0
     @Option(help: "Most open connections (503 past it); bff raises its open-file limit to fit.") var maxConnections =
@@ -38,7 +43,7 @@ struct BFFCommand: ParsableCommand {
     @Option(help: "Queued bytes per stream past which state changes are coalesced.") var streamHighWater = 64 * 1024
     @Option(
         help:
-            "Seconds a stream may carry nothing before it gets a keep-alive comment (checked every quarter of it; busy streams get none)."
+            "Longest silence on an event stream: one that carried nothing gets a keep-alive comment before this many seconds pass (checked every eighth of it; busy streams get none)."
     ) var keepAlive = 15.0
     @Option(help: "Seconds in-flight requests get at shutdown.") var shutdownGrace = 10.0
     @Option(help: "GitHub API base URL (env GITHUB_API_URL; default https://api.github.com; http:// allowed).")
@@ -89,6 +94,7 @@ struct BFFCommand: ParsableCommand {
         config.http.maxBodyBytes = maxBodyBytes
         config.http.maxHeaderBytes = maxHeaderBytes
         config.http.idleTimeout = idleTimeout
+        config.http.writeTimeout = writeTimeout
         config.http.requestReadTimeout = requestTimeout
         config.http.maxConnections = maxConnections
         config.sessionIdleTimeout = sessionIdleTimeout

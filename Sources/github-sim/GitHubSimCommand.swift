@@ -1,5 +1,4 @@
 import ArgumentParser
-import Dispatch
 import EventHTTP
 import Foundation
 import GitHubSimulator
@@ -73,6 +72,13 @@ struct GitHubSimCommand: ParsableCommand {
     var threads = 1
 
     func run() throws {
+        // Taken by sigwait below; blocked before any loop thread starts so that no thread receives them.
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGINT)
+        sigaddset(&signals, SIGTERM)
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+        signal(SIGPIPE, SIG_IGN)
         var configuration = GitHubSimulator.Configuration()
         configuration.seed = seed
         configuration.repositories = repositories
@@ -100,17 +106,10 @@ struct GitHubSimCommand: ParsableCommand {
             "github-sim: \(simulator.corpus.repositories.count) repositories on http://\(host):\(server.port)\n"
         FileHandle.standardOutput.write(Data(banner.utf8))
 
-        signal(SIGINT, SIG_IGN)
-        signal(SIGTERM, SIG_IGN)
-        let done = DispatchSemaphore(value: 0)
-        let sources = [SIGINT, SIGTERM].map { sig in
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { done.signal() }
-            source.resume()
-            return source
-        }
-        done.wait()
+        // SIGINT/SIGTERM are blocked (see the top of run) and taken here, like bff does. SIG_IGN plus
+        // Dispatch signal sources never saw them on Linux: an ignored signal is discarded.
+        var received: Int32 = 0
+        sigwait(&signals, &received)
         server.shutdown(gracePeriod: 2)
-        _ = sources
     }
 }
