@@ -111,7 +111,7 @@ let package = Package(
         .testTarget(
             name: "BFFTests",
             dependencies: [
-                "BFF", "EventHTTP", "WireClient", "JSON", "GitHubSimulator", "GitHubSearch",
+                "BFF", "EventHTTP", "WireClient", "JSON", "GitHubSimulator", "GitHubSearch", "GitHubLive",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

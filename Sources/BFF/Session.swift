@@ -134,6 +134,9 @@ final class Session: @unchecked Sendable {
         let frame = SSEFrame.event(id: nil, name: "end", json: ["reason": .string(reason)])
         for stream in streams { stream.endFromSession(frame) }
         streams.removeAll()
-        for vm in viewModels { vm.onEvent = nil }
+        for vm in viewModels {
+            vm.onEvent = nil
+            vm.close()  // cancels its effects: an ended session's searches must not spend GitHub's budget
+        }
     }
 }

@@ -17,6 +17,9 @@ import Logging
 /// 1000-result cap is answered empty without calling GitHub. The token is sent as
 /// `Authorization: Bearer …` and never appears in an error message or log line.
 ///
+/// Cancellation: a call whose task is cancelled while it waits in the rate limiter's queue leaves it
+/// without spending a slot and throws `SearchError.cancelled`; a call already sent is not cancelled.
+///
 /// Immutable and `Sendable`: call it from any thread or task.
 public final class GitHubGateway: ConditionalRepositorySearching {
     /// Where and how to call GitHub.
@@ -121,12 +124,10 @@ public final class GitHubGateway: ConditionalRepositorySearching {
         let urlRequest = makeURLRequest(request, ifNoneMatch: etag)
         try await rateLimiter.acquire()
         let started = ContinuousClock.now
-        let result: Result<(Data, URLResponse), any Error>
-        do {
-            result = .success(try await session.data(for: urlRequest))
-        } catch {
-            result = .failure(error)
-        }
+        // Once sent, the request has spent its budget: it is not cancelled with the caller's task (its
+        // answer is still worth caching), so it runs in a task of its own.
+        let session = self.session
+        let result = await Task { try await session.data(for: urlRequest) }.result
         let elapsed = ContinuousClock.now - started
         // The slot is released only after the answer was observed, so a queued caller cannot slip a
         // request past a 403 or `remaining: 0` that this answer carries.

@@ -41,7 +41,9 @@ public actor RateLimiter {
     /// No upstream call before this wall-clock time (seconds since 1970).
     private(set) var blockedUntil: Double?
     private var inFlight = 0
-    private var waiters: [CheckedContinuation<Void, Never>] = []
+    private var waiters: [(id: Int, continuation: CheckedContinuation<Bool, Never>)] = []
+    private var nextWaiter = 0
+    private var queueWatchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     private var lastStart: ContinuousClock.Instant?
     private var rateLimit: RateLimit?
     private var published: UpstreamStatus?
@@ -75,18 +77,42 @@ public actor RateLimiter {
 
     /// Waits for a slot to call upstream; throws `rateLimited` (without waiting) while blocked.
     /// Every successful `acquire` must be paired with one `release`.
+    ///
+    /// Cancellation: a caller whose task is cancelled while it waits (in the queue behind the calls in
+    /// flight, or for the spacing) leaves at once and throws `SearchError.cancelled`; it spends no slot
+    /// (a slot handed to it meanwhile passes to the next waiter) and gives back its spacing turn.
     public func acquire() async throws(SearchError) {
         if let error = blockedError() { throw error }
+        if Task.isCancelled { throw .cancelled }
         if inFlight >= configuration.maxConcurrentRequests {
-            await withCheckedContinuation { waiters.append($0) }  // `release` hands its slot over
+            nextWaiter += 1
+            let id = nextWaiter
+            let granted = await withTaskCancellationHandler {
+                await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+                    waiters.append((id, c))  // `release` hands its slot over (true)
+                    queueChanged()
+                }
+            } onCancel: {
+                Task { await self.leaveQueue(id) }
+            }
+            guard granted else { throw .cancelled }  // left the queue: no slot taken
         } else {
             inFlight += 1
+        }
+        if Task.isCancelled {
+            release()
+            throw .cancelled
         }
         let now = ContinuousClock.now
         if let last = lastStart, last + configuration.minimumSpacing > now {
             let start = last + configuration.minimumSpacing
             lastStart = start
             try? await Task.sleep(until: start, clock: .continuous)
+            if Task.isCancelled {
+                if lastStart == start { lastStart = last }  // the turn was not used
+                release()
+                throw .cancelled
+            }
         } else {
             lastStart = now
         }
@@ -96,12 +122,35 @@ public actor RateLimiter {
         }
     }
 
+    /// A cancelled caller leaves the queue (false: no slot); a no-op when it was already handed a slot.
+    private func leaveQueue(_ id: Int) {
+        guard let i = waiters.firstIndex(where: { $0.id == id }) else { return }
+        waiters.remove(at: i).continuation.resume(returning: false)
+        queueChanged()
+    }
+
+    /// Callers waiting for a slot.
+    public var queued: Int { waiters.count }
+
+    /// Returns once exactly `count` callers wait for a slot (tests await a queue forming or emptying).
+    func waitForQueue(_ count: Int) async {
+        if waiters.count == count { return }
+        await withCheckedContinuation { queueWatchers.append((count, $0)) }
+    }
+
+    private func queueChanged() {
+        let ready = queueWatchers.filter { $0.count == waiters.count }
+        queueWatchers.removeAll { $0.count == waiters.count }
+        for watcher in ready { watcher.continuation.resume() }
+    }
+
     /// Gives back the slot taken by `acquire`.
     public func release() {
         if waiters.isEmpty {
             inFlight -= 1
         } else {
-            waiters.removeFirst().resume()
+            waiters.removeFirst().continuation.resume(returning: true)
+            queueChanged()
         }
     }
 

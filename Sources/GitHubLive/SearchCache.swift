@@ -13,7 +13,8 @@ import Logging
 /// - `.revalidate` policy: fetched now (`.revalidated`); if that fails and an entry younger than
 ///   `maxAge` exists it is served as `.stale` with `isStale: true` (never for `invalidQuery`).
 ///
-/// Concurrent identical requests share one upstream call (single flight). When the upstream is a
+/// Concurrent identical requests share one upstream call (single flight; a cancelled caller leaves it,
+/// see `SearchCache+SingleFlight.swift`). When the upstream is a
 /// `ConditionalRepositorySearching`, revalidation sends the entry's `ETag` and a 304 refreshes it.
 /// Bounded LRU by `maxEntries` and `maxBytes` (an entry weighs its encoded page's bytes).
 /// Persistence (when `path` is set): loaded at start, written through on a private serial queue,
@@ -65,7 +66,12 @@ public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
     let logger: Logger
     let store: CacheStore?
     var entries: [String: Entry] = [:]
-    var inFlight: [String: Task<Result<SearchPage, SearchError>, Never>] = [:]
+    /// The single-flight upstream call under way per key.
+    var inFlight: [String: Flight] = [:]
+    /// Numbers for flights and their waiters.
+    var flightCounter = 0
+    /// Tests waiting for a flight to have a number of waiters.
+    var flightWatchers: [(key: String, count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     var useCounter = 0
     /// Calls of `search` so far (tests use it to know every caller has arrived).
     var lookups = 0
@@ -127,14 +133,14 @@ public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
                 if now - entry.storedAt < configuration.ttl {
                     return SearchResponse(page: entry.page, cache: .hit)
                 }
-                _ = startFetch(request, key: key)  // stale-while-revalidate
+                startFetch(request, key: key, background: true)  // stale-while-revalidate
                 return SearchResponse(page: entry.page, cache: .stale, isStale: entry.revalidationFailed)
             }
-            let page = try await startFetch(request, key: key).value.get()
+            let page = try await join(request, key: key).get()
             return SearchResponse(page: page, cache: .miss)
         case .revalidate:
             let existed = entries[key] != nil
-            switch await startFetch(request, key: key).value {
+            switch await join(request, key: key) {
             case .success(let page):
                 return SearchResponse(page: page, cache: existed ? .revalidated : .miss)
             case .failure(let error):
@@ -147,41 +153,16 @@ public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
 
     /// Waits until every upstream call under way (including background revalidations) has finished.
     public func waitForRevalidations() async {
-        while let task = inFlight.values.first { _ = await task.value }
+        while let task = inFlight.values.first?.task { await task.value }
     }
 
     /// Waits until every write so far has reached the SQLite file.
     public func flush() async { await store?.flush() }
 
-    /// The single-flight call for `key`: joins the one under way or starts one.
-    func startFetch(_ request: SearchRequest, key: String) -> Task<Result<SearchPage, SearchError>, Never> {
-        if let task = inFlight[key] { return task }
-        let cached = entries[key].map { (page: $0.page, etag: $0.etag) }
-        let etag = cached?.etag
-        let upstream = self.upstream
-        let task = Task<Result<SearchPage, SearchError>, Never> {
-            let fetched: Result<ConditionalFetch, SearchError>
-            do throws(SearchError) {
-                if let conditional = upstream as? any ConditionalRepositorySearching {
-                    fetched = .success(try await conditional.fetch(request, ifNoneMatch: etag))
-                } else {
-                    fetched = .success(
-                        .modified(try await upstream.search(request, policy: .revalidate).page, etag: nil))
-                }
-            } catch {
-                fetched = .failure(error)
-            }
-            return self.finish(request, key: key, fetched, cached: cached)
-        }
-        inFlight[key] = task
-        return task
-    }
-
     func finish(
         _ request: SearchRequest, key: String, _ fetched: Result<ConditionalFetch, SearchError>,
         cached: (page: SearchPage, etag: String?)?
     ) -> Result<SearchPage, SearchError> {
-        inFlight[key] = nil
         let now = clock.now()
         switch fetched {
         case .success(.modified(let page, let etag)):

@@ -32,3 +32,10 @@ public enum SearchError: Error, Sendable, Equatable {
         return nil
     }
 }
+
+extension SearchError {
+    /// The error a search throws when its task was cancelled before GitHub was called (a superseded
+    /// search, an ended session). Nobody shows it: the view model drops a cancelled effect's result.
+    /// Reported as `unavailable` so that code switching over the kinds needs no new case.
+    public static let cancelled = SearchError.unavailable(message: "The search was cancelled before it was sent.")
+}

@@ -15,6 +15,10 @@ public enum SearchAction: Sendable, Equatable {
     case refreshTapped
     /// `select`: a row was tapped.
     case rowSelected(id: Int)
-    /// The search effect finished: the generation it was started with, the request, and its outcome.
-    case searchResponse(generation: Int, request: SearchRequest, Result<SearchResponse, SearchError>)
+    /// The search effect finished: the generation it was started with, the request, its outcome, and
+    /// when it finished (the clock's time, seconds since 1970; a rate limit counts from it).
+    case searchResponse(
+        generation: Int, request: SearchRequest, Result<SearchResponse, SearchError>, receivedAt: Double)
+    /// The rate-limit timer reached `retryAt` (the value it was started for).
+    case rateLimitEnded(retryAt: Int)
 }

@@ -10,10 +10,15 @@ extension SearchFeature {
             .bool("searchEnabled") { $0.searchEnabled },
             .bool("isLoading") { $0.isLoading },
             Output("repositories", { $0.repositories }, encode: { .array($0.map(SearchJSON.repository)) }),
-            .int("totalCount") { $0.totalCount },
+            Output("totalCount", { $0.totalCount }, encode: JSONValue.optional),
             .bool("hasMore") { $0.hasMore },
             Output("error", { $0.error }, encode: SearchJSON.error),
             .bool("stale") { $0.stale },
+            .bool("loadMoreEnabled") { $0.loadMoreEnabled },
+            .optionalString("errorMessage") { $0.errorMessage },
+            Output(
+                "retryAt", { $0.retryAt },
+                encode: { $0.map { .string(UTCTimestamp.iso8601(epochSeconds: $0)) } ?? .null }),
         ]
     }
 }

@@ -17,16 +17,33 @@ import JSON
 ///   `loadMore` can retry. Starting any request clears `error`.
 /// - Old results stay visible while a new search loads; they are replaced when it answers.
 /// - `stale` is true when any page shown came from stale cache.
+/// - Every search or page request is one cancellable effect (`searchEffect`): starting a newer one
+///   (submit, sort change, refresh) cancels the one under way, so a superseded request that is still
+///   waiting for GitHub's rate budget leaves the queue instead of spending a call; the store cancels it
+///   when the session ends.
+/// - A `rateLimited` failure sets `retryAt` (when it finished plus `retryAfterSeconds`, rounded up to
+///   a whole second) and starts a timer effect that clears it at that time; meanwhile `submit` and
+///   `loadMore` are no-ops (`searchEnabled`, `loadMoreEnabled` are false). Sort changes and `refresh`
+///   still run: the cache may answer them without GitHub.
 public struct SearchFeature<Searcher: RepositorySearching>: ViewModelFeature {
     /// The search client (live gateway, cache, or a test fake).
     public let searcher: Searcher
     /// Results per page, 1...100.
     public let perPage: Int
+    /// The time effects read and wait for.
+    public let clock: any SearchClock
 
-    /// A feature searching with `searcher`, `perPage` results per page (clamped to 1...100).
-    public init(searcher: Searcher, perPage: Int = 30) {
+    /// The id of the search effect: a new search cancels the one in flight.
+    public static var searchEffect: EffectID { "search" }
+    /// The id of the rate-limit timer.
+    public static var rateLimitTimer: EffectID { "rateLimitTimer" }
+
+    /// A feature searching with `searcher`, `perPage` results per page (clamped to 1...100), reading
+    /// time from `clock`.
+    public init(searcher: Searcher, perPage: Int = 30, clock: any SearchClock = SystemSearchClock()) {
         self.searcher = searcher
         self.perPage = min(max(perPage, 1), SearchRequest.maximumPageSize)
+        self.clock = clock
     }
 
     /// The search state.
@@ -76,7 +93,7 @@ public struct SearchFeature<Searcher: RepositorySearching>: ViewModelFeature {
             let request = SearchRequest(query: trimmed(state.query), sort: state.sort, page: 1, perPage: perPage)
             return start(request, policy: .useCache, in: &state)
         case .loadMoreTapped:
-            guard state.hasMore, !state.isLoading, var request = state.current else { return [] }
+            guard state.loadMoreEnabled, var request = state.current else { return [] }
             request.page = state.loadedPage + 1
             guard !request.isPastResultCap else { return [] }
             return start(request, policy: .useCache, in: &state)
@@ -86,9 +103,24 @@ public struct SearchFeature<Searcher: RepositorySearching>: ViewModelFeature {
         case .rowSelected(let id):
             guard let repository = state.repositories.first(where: { $0.id == id }) else { return [] }
             return [.signal("openURL", .string(repository.htmlURL)), .signal("deselect", .int(id))]
-        case .searchResponse(let generation, let request, let result):
+        case .searchResponse(let generation, let request, let result, let receivedAt):
             guard generation == state.generation, state.isLoading else { return [] }
             receive(result, for: request, in: &state)
+            guard case .failure(.rateLimited(let seconds, _)) = result else { return [] }
+            let retryAt = Int((receivedAt + Double(seconds)).rounded(.up))
+            guard retryAt != state.retryAt else { return [] }
+            state.retryAt = retryAt
+            let clock = self.clock
+            return [
+                Effect.run {
+                    await clock.sleep(until: Double(retryAt))
+                    return .rateLimitEnded(retryAt: retryAt)
+                }
+                .cancellable(id: Self.rateLimitTimer, cancelInFlight: true)
+            ]
+        case .rateLimitEnded(let retryAt):
+            guard retryAt == state.retryAt else { return [] }
+            state.retryAt = nil
             return []
         }
     }
@@ -101,15 +133,18 @@ public struct SearchFeature<Searcher: RepositorySearching>: ViewModelFeature {
         if request.page == 1 { state.current = request }
         let generation = state.generation
         let searcher = self.searcher
+        let clock = self.clock
         return [
-            .run {
+            Effect.run {
+                let result: Result<SearchResponse, SearchError>
                 do throws(SearchError) {
-                    let response = try await searcher.search(request, policy: policy)
-                    return .searchResponse(generation: generation, request: request, .success(response))
+                    result = .success(try await searcher.search(request, policy: policy))
                 } catch {
-                    return .searchResponse(generation: generation, request: request, .failure(error))
+                    result = .failure(error)
                 }
+                return .searchResponse(generation: generation, request: request, result, receivedAt: clock.now())
             }
+            .cancellable(id: Self.searchEffect, cancelInFlight: true)
         ]
     }
 
@@ -137,7 +172,7 @@ public struct SearchFeature<Searcher: RepositorySearching>: ViewModelFeature {
             state.error = error
             if request.page == 1 {
                 state.repositories = []
-                state.totalCount = 0
+                state.totalCount = nil
                 state.hasMore = false
                 state.stale = false
                 state.loadedPage = 0

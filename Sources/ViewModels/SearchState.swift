@@ -11,8 +11,9 @@ public struct SearchState: Equatable, Sendable {
     public var isLoading: Bool
     /// The results shown; ids are unique.
     public var repositories: [Repository]
-    /// GitHub's total match count of the search shown.
-    public var totalCount: Int
+    /// GitHub's total match count of the search shown; nil until a search answered (and after a
+    /// first page failed).
+    public var totalCount: Int?
     /// True when `loadMore` can fetch another page.
     public var hasMore: Bool
     /// The last failure, until the next search or page starts.
@@ -24,6 +25,9 @@ public struct SearchState: Equatable, Sendable {
     public var current: SearchRequest?
     /// The last page of `current` that was loaded (0 for none).
     public var loadedPage: Int
+    /// While rate limited: the time (seconds since 1970, whole seconds) at which searching is possible
+    /// again; nil otherwise. Set by a `rateLimited` failure, cleared by the timer effect at that time.
+    public var retryAt: Int?
     /// The number of the latest search or page started; a response carrying another number is from a
     /// superseded request and is ignored.
     public var generation: Int
@@ -34,15 +38,27 @@ public struct SearchState: Equatable, Sendable {
         self.sort = sort
         isLoading = false
         repositories = []
-        totalCount = 0
+        totalCount = nil
         hasMore = false
         error = nil
         stale = false
         current = nil
         loadedPage = 0
+        retryAt = nil
         generation = 0
     }
 
-    /// Submitting is possible when the query is not blank and nothing is loading.
-    public var searchEnabled: Bool { !isLoading && !query.allSatisfy(\.isWhitespace) }
+    /// Submitting is possible when the query is not blank, nothing is loading and no rate limit is in force.
+    public var searchEnabled: Bool { !isLoading && retryAt == nil && !query.allSatisfy(\.isWhitespace) }
+
+    /// Loading the next page is possible when there is one, nothing is loading and no rate limit is in force.
+    public var loadMoreEnabled: Bool { hasMore && !isLoading && retryAt == nil }
+
+    /// The sentence the search area shows for `error`: nil without an error, and nil for a rate limit
+    /// (it is app-wide, so the shared `status` view model's `message` banner says it, once).
+    public var errorMessage: String? {
+        guard let error else { return nil }
+        if case .rateLimited = error { return nil }
+        return error.message
+    }
 }

@@ -16,6 +16,12 @@ import JSON
 ///
 /// Re-entrancy: an action applied from inside `onEvent` is queued and applied after the current one,
 /// so events are always reported in the order the transitions happened.
+///
+/// Cancellation: every effect's task is kept (on the owner) until its result comes back. An effect
+/// made `cancellable(id:cancelInFlight:)` cancels the task under way with the same id; `Effect.cancel`
+/// cancels it; `close()` cancels all and lets no new effect start. A cancelled task's action is
+/// dropped on the owner, whatever it returns (the task is merely told, via Swift task cancellation, so
+/// that its I/O can stop early).
 public final class Store<Feature: ViewModelFeature>: ViewModel {
     /// The feature (logic and dependencies).
     public let feature: Feature
@@ -31,6 +37,13 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
     /// runtime generic-metadata look-ups).
     private var queued: [() -> Void] = []
     private var bound: OwnerBound<Store>?
+    /// Effect tasks under way, by a number unique in this store (owner only).
+    private var tasks: [Int: Task<Void, Never>] = [:]
+    /// The task number of each cancellable effect under way, by id (owner only).
+    private var taskIDs: [EffectID: Int] = [:]
+    private var nextTask = 0
+    /// True after `close()`: no effect starts any more.
+    public private(set) var isClosed = false
 
     /// A store running `feature` from `initialState`; effect results are applied through `executor`.
     public init(feature: Feature, initialState: Feature.State, executor: @escaping OwnerExecutor) {
@@ -82,7 +95,7 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
         for effect in effects {
             switch effect.operation {
             case .signal(let name, let value): signals[name] = value
-            case .run: hasWork = true
+            case .run, .cancel: hasWork = true
             }
         }
         if !changed.isEmpty || !signals.isEmpty {
@@ -90,17 +103,52 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
         }
         guard hasWork else { return }
         for effect in effects {
-            if case .run(let run) = effect.operation { launch(run, inputSeq: inputSeq) }
+            switch effect.operation {
+            case .signal: break
+            case .cancel(let id): cancel(id: id)
+            case .run(let run, let id, let cancelInFlight):
+                if let id, cancelInFlight { cancel(id: id) }
+                launch(run, id: id, inputSeq: inputSeq)
+            }
         }
     }
 
-    private func launch(_ run: @escaping @Sendable () async -> Feature.Action, inputSeq: Int?) {
+    private func launch(_ run: @escaping @Sendable () async -> Feature.Action, id: EffectID?, inputSeq: Int?) {
+        guard !isClosed else { return }
+        nextTask += 1
+        let number = nextTask
         let handle = ownerBound
         let executor = self.executor
-        Task {
+        tasks[number] = Task {
             let action = await run()
-            executor { handle.value?.apply(action, inputSeq: inputSeq) }
+            executor { handle.value?.finish(number, id: id, action, inputSeq: inputSeq) }
         }
+        if let id { taskIDs[id] = number }
+    }
+
+    /// An effect's result on the owner: applied unless its task was cancelled meanwhile.
+    private func finish(_ number: Int, id: EffectID?, _ action: Feature.Action, inputSeq: Int?) {
+        guard tasks.removeValue(forKey: number) != nil else { return }  // cancelled: dropped
+        if let id, taskIDs[id] == number { taskIDs[id] = nil }
+        apply(action, inputSeq: inputSeq)
+    }
+
+    private func cancel(id: EffectID) {
+        guard let number = taskIDs.removeValue(forKey: id) else { return }
+        tasks.removeValue(forKey: number)?.cancel()
+    }
+
+    /// Effects under way (owner only; tests use it to see that superseded work was cancelled).
+    public var runningEffects: Int { tasks.count }
+
+    /// Tears the store down (owner only): cancels every effect under way, drops their results and
+    /// starts no new effect. The session layer calls it when the session ends. Idempotent.
+    public func close() {
+        isClosed = true
+        let running = tasks
+        tasks = [:]
+        taskIDs = [:]
+        for task in running.values { task.cancel() }
     }
 
     /// A weak, sendable handle to this store, to be dereferenced on the owner only.

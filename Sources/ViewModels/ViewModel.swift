@@ -32,4 +32,7 @@ public protocol ViewModel: AnyObject {
     /// merge semantics) and/or signals, with the `inputSeq` of the input that caused it (effects carry the
     /// `inputSeq` of the input that started them). Never called with both maps empty.
     var onEvent: ((ViewModelEvent) -> Void)? { get set }
+    /// Tears the view model down when its session ends: work under way (searches) is cancelled and its
+    /// results are dropped; no new work starts. Idempotent.
+    func close()
 }

@@ -53,11 +53,16 @@ final class FakeSearch: RepositorySearching, @unchecked Sendable {
     }
 }
 
-/// A one-shot result that a fake's call awaits until the test opens it.
+/// A one-shot result that a fake's call awaits until the test opens it. A waiting call whose task is
+/// cancelled returns `SearchError.cancelled` at once (as the live cache does) and `wasCancelled` says so.
 final class Gate: @unchecked Sendable {
     private let lock = NSLock()
     private var result: Result<SearchResponse, SearchError>?
     private var waiter: CheckedContinuation<Result<SearchResponse, SearchError>, Never>?
+    private var cancelled = false
+
+    /// True when the call waiting on this gate was cancelled.
+    var wasCancelled: Bool { lock.withLock { cancelled } }
 
     /// Releases the waiting call (or the next one) with `result`.
     func open(_ result: Result<SearchResponse, SearchError>) {
@@ -69,17 +74,31 @@ final class Gate: @unchecked Sendable {
         w?.resume(returning: result)
     }
 
-    /// The result, once opened.
+    /// The result, once opened; `.cancelled` as soon as the caller's task is cancelled.
     func wait() async -> Result<SearchResponse, SearchError> {
-        await withCheckedContinuation { c in
-            lock.lock()
-            if let result {
-                lock.unlock()
-                c.resume(returning: result)
-            } else {
-                waiter = c
-                lock.unlock()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { c in
+                lock.lock()
+                if cancelled {
+                    lock.unlock()
+                    c.resume(returning: .failure(.cancelled))
+                } else if let result {
+                    lock.unlock()
+                    c.resume(returning: result)
+                } else {
+                    waiter = c
+                    lock.unlock()
+                }
             }
+        } onCancel: {
+            lock.lock()
+            let w = result == nil ? waiter : nil
+            if result == nil {
+                cancelled = true
+                waiter = nil
+            }
+            lock.unlock()
+            w?.resume(returning: .failure(.cancelled))
         }
     }
 }

@@ -47,15 +47,21 @@ enum SearchFixtures {
         SearchRequest(query: query, sort: sort, order: .desc, page: page, perPage: perPage)
     }
 
-    /// The full expected snapshot: every output stated.
+    /// The full expected snapshot: every output stated. `loadMoreEnabled` and `errorMessage` default to
+    /// what the other outputs imply (so a test that states them proves the rule, others need not repeat it).
     static func snapshot(
-        query: String, sort: String, searchEnabled: Bool, isLoading: Bool, repositories: [Int], totalCount: Int,
-        hasMore: Bool, error: JSONValue, stale: Bool
+        query: String, sort: String, searchEnabled: Bool, isLoading: Bool, repositories: [Int], totalCount: Int?,
+        hasMore: Bool, error: JSONValue, stale: Bool, loadMoreEnabled: Bool? = nil, errorMessage: JSONValue? = nil,
+        retryAt: String? = nil
     ) -> JSONObject {
-        [
+        var impliedMessage: JSONValue = .null
+        if case .object(let e) = error, e["kind"] != "rateLimited" { impliedMessage = e["message"] ?? .null }
+        return [
             "query": .string(query), "sort": .string(sort), "searchEnabled": .bool(searchEnabled),
-            "isLoading": .bool(isLoading), "repositories": reposJSON(repositories), "totalCount": .int(totalCount),
+            "isLoading": .bool(isLoading), "repositories": reposJSON(repositories), "totalCount": .optional(totalCount),
             "hasMore": .bool(hasMore), "error": error, "stale": .bool(stale),
+            "loadMoreEnabled": .bool(loadMoreEnabled ?? (hasMore && !isLoading && retryAt == nil)),
+            "errorMessage": errorMessage ?? impliedMessage, "retryAt": .optional(retryAt),
         ]
     }
 }

@@ -7,6 +7,7 @@ import XCTest
 final class SearchHarness {
     let fake = FakeSearch()
     let owner = ManualExecutor()
+    let clock = TestClock()
     let vm: SearchViewModel<FakeSearch>
     let events: EventRecorder
     let perPage: Int
@@ -14,7 +15,7 @@ final class SearchHarness {
 
     init(perPage: Int = 30) {
         self.perPage = perPage
-        vm = SearchViewModel(search: fake, perPage: perPage, executor: owner.executor)
+        vm = SearchViewModel(search: fake, perPage: perPage, clock: clock, executor: owner.executor)
         events = EventRecorder(vm)
     }
 

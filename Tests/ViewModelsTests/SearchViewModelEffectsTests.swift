@@ -23,7 +23,11 @@ final class SearchViewModelEffectsTests: XCTestCase {
         XCTAssertEqual(h.events.take(), [ViewModelEvent(inputSeq: b, outputs: ["sort": "stars"])])
 
         gateB.open(F.response([7, 8], total: 2, hasMore: false))
+        // A was cancelled when B started: its task returned at once and its result is dropped, whichever
+        // of the two reaches the owner first.
         await h.owner.runNext()
+        await h.owner.runNext()
+        XCTAssertTrue(gateA.wasCancelled)
         XCTAssertEqual(
             h.events.take(),
             [
@@ -34,8 +38,8 @@ final class SearchViewModelEffectsTests: XCTestCase {
                     ])
             ])
 
-        gateA.open(F.response([1, 2, 3], total: 900, hasMore: true))
-        await h.owner.runNext()
+        gateA.open(F.response([1, 2, 3], total: 900, hasMore: true))  // too late: nobody waits for it
+        XCTAssertEqual(h.owner.pendingCount, 0)
         XCTAssertEqual(h.events.take(), [])
         XCTAssertEqual(
             h.vm.snapshot,
@@ -62,7 +66,7 @@ final class SearchViewModelEffectsTests: XCTestCase {
             h.vm.snapshot,
             F.snapshot(
                 query: "swift", sort: "best-match", searchEnabled: false, isLoading: true, repositories: [],
-                totalCount: 0, hasMore: false, error: nil, stale: false))
+                totalCount: nil, hasMore: false, error: nil, stale: false))
 
         gateB.open(F.response([1], total: 1, hasMore: false))
         await h.owner.runNext()
@@ -78,15 +82,12 @@ final class SearchViewModelEffectsTests: XCTestCase {
         h.verifyDone()
     }
 
+    /// (`rateLimited` has its own tests: it also sets `retryAt`.)
     func testEachSearchErrorBecomesTheErrorOutputAndClearsResults() async throws {
         let cases: [(SearchError, JSONValue)] = [
             (
                 .invalidQuery(message: "The query is invalid."),
                 ["kind": "invalidQuery", "message": "The query is invalid.", "retryAfterSeconds": nil]
-            ),
-            (
-                .rateLimited(retryAfterSeconds: 42, message: "Rate limit exceeded."),
-                ["kind": "rateLimited", "message": "Rate limit exceeded.", "retryAfterSeconds": 42]
             ),
             (
                 .unavailable(message: "GitHub cannot be reached."),
@@ -110,22 +111,27 @@ final class SearchViewModelEffectsTests: XCTestCase {
                     ViewModelEvent(
                         inputSeq: seq,
                         outputs: [
-                            "searchEnabled": true, "isLoading": false, "repositories": [], "totalCount": 0,
-                            "hasMore": false, "error": json,
+                            "searchEnabled": true, "isLoading": false, "repositories": [], "totalCount": nil,
+                            "hasMore": false, "error": json, "errorMessage": json["message"] ?? nil,
                         ])
                 ], "\(error)")
             XCTAssertEqual(
                 h.vm.snapshot,
                 F.snapshot(
                     query: "swift", sort: "updated", searchEnabled: true, isLoading: false, repositories: [],
-                    totalCount: 0, hasMore: false, error: json, stale: false), "\(error)")
+                    totalCount: nil, hasMore: false, error: json, stale: false, loadMoreEnabled: false,
+                    errorMessage: json["message"], retryAt: nil), "\(error)")
 
             // The next search clears the error as it starts.
             h.fake.stub(F.request("swift", .updated), F.response([3], total: 1, hasMore: false))
             let retry = try h.send("submit")
             XCTAssertEqual(
                 h.events.take(),
-                [ViewModelEvent(inputSeq: retry, outputs: ["searchEnabled": false, "isLoading": true, "error": nil])])
+                [
+                    ViewModelEvent(
+                        inputSeq: retry,
+                        outputs: ["searchEnabled": false, "isLoading": true, "error": nil, "errorMessage": nil])
+                ])
             await h.owner.runNext()
             XCTAssertEqual(
                 h.vm.snapshot,
@@ -146,7 +152,14 @@ final class SearchViewModelEffectsTests: XCTestCase {
         let errorJSON: JSONValue = ["kind": "unavailable", "message": "down", "retryAfterSeconds": nil]
         XCTAssertEqual(
             h.events.take(),
-            [ViewModelEvent(inputSeq: seq, outputs: ["searchEnabled": true, "isLoading": false, "error": errorJSON])])
+            [
+                ViewModelEvent(
+                    inputSeq: seq,
+                    outputs: [
+                        "searchEnabled": true, "isLoading": false, "error": errorJSON, "loadMoreEnabled": true,
+                        "errorMessage": "down",
+                    ])
+            ])
         XCTAssertEqual(
             h.vm.snapshot,
             F.snapshot(
@@ -175,7 +188,7 @@ final class SearchViewModelEffectsTests: XCTestCase {
                     inputSeq: seq,
                     outputs: [
                         "searchEnabled": true, "isLoading": false, "repositories": F.reposJSON([1]), "totalCount": 5,
-                        "hasMore": true, "stale": true,
+                        "hasMore": true, "stale": true, "loadMoreEnabled": true,
                     ])
             ])
 
@@ -197,7 +210,7 @@ final class SearchViewModelEffectsTests: XCTestCase {
                     inputSeq: refresh,
                     outputs: [
                         "searchEnabled": true, "isLoading": false, "repositories": F.reposJSON([1]), "hasMore": true,
-                        "stale": false,
+                        "stale": false, "loadMoreEnabled": true,
                     ])
             ])
         XCTAssertEqual(

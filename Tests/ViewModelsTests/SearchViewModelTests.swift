@@ -13,12 +13,17 @@ final class SearchViewModelTests: XCTestCase {
         XCTAssertEqual(h.vm.inputNames, ["query", "sort", "submit", "loadMore", "refresh", "select"])
         XCTAssertEqual(
             h.vm.snapshot.keys,
-            ["query", "sort", "searchEnabled", "isLoading", "repositories", "totalCount", "hasMore", "error", "stale"])
+            [
+                "query", "sort", "searchEnabled", "isLoading", "repositories", "totalCount", "hasMore", "error",
+                "stale",
+                "loadMoreEnabled", "errorMessage", "retryAt",
+            ])
         XCTAssertEqual(
             h.vm.snapshot,
             F.snapshot(
-                query: "", sort: "best-match", searchEnabled: false, isLoading: false, repositories: [], totalCount: 0,
-                hasMore: false, error: nil, stale: false))
+                query: "", sort: "best-match", searchEnabled: false, isLoading: false, repositories: [],
+                totalCount: nil,
+                hasMore: false, error: nil, stale: false, loadMoreEnabled: false, errorMessage: nil, retryAt: nil))
     }
 
     func testQueryInputSetsQueryAndSearchEnabled() throws {
@@ -30,7 +35,7 @@ final class SearchViewModelTests: XCTestCase {
             h.vm.snapshot,
             F.snapshot(
                 query: "swift", sort: "best-match", searchEnabled: true, isLoading: false, repositories: [],
-                totalCount: 0, hasMore: false, error: nil, stale: false))
+                totalCount: nil, hasMore: false, error: nil, stale: false))
 
         try h.send("query", " \t ")
         XCTAssertEqual(
@@ -39,7 +44,7 @@ final class SearchViewModelTests: XCTestCase {
             h.vm.snapshot,
             F.snapshot(
                 query: " \t ", sort: "best-match", searchEnabled: false, isLoading: false, repositories: [],
-                totalCount: 0, hasMore: false, error: nil, stale: false))
+                totalCount: nil, hasMore: false, error: nil, stale: false))
 
         try h.send("query", " \t ")  // unchanged: no event
         XCTAssertEqual(h.events.take(), [])
@@ -64,7 +69,7 @@ final class SearchViewModelTests: XCTestCase {
             h.vm.snapshot,
             F.snapshot(
                 query: "  swift ", sort: "best-match", searchEnabled: false, isLoading: true, repositories: [],
-                totalCount: 0, hasMore: false, error: nil, stale: false))
+                totalCount: nil, hasMore: false, error: nil, stale: false))
 
         // Typing while loading: its own event; submit stays disabled and is a no-op.
         try h.send("query", "swiftui")
@@ -81,7 +86,7 @@ final class SearchViewModelTests: XCTestCase {
                     inputSeq: 2,
                     outputs: [
                         "searchEnabled": true, "isLoading": false, "repositories": F.reposJSON([1, 2, 3]),
-                        "totalCount": 1234, "hasMore": true,
+                        "totalCount": 1234, "hasMore": true, "loadMoreEnabled": true,
                     ])
             ])
         XCTAssertEqual(
@@ -100,7 +105,11 @@ final class SearchViewModelTests: XCTestCase {
 
         let seq = try h.send("loadMore")
         XCTAssertEqual(
-            h.events.take(), [ViewModelEvent(inputSeq: seq, outputs: ["searchEnabled": false, "isLoading": true])])
+            h.events.take(),
+            [
+                ViewModelEvent(
+                    inputSeq: seq, outputs: ["searchEnabled": false, "isLoading": true, "loadMoreEnabled": false])
+            ])
         XCTAssertEqual(
             h.vm.snapshot,
             F.snapshot(
@@ -140,14 +149,22 @@ final class SearchViewModelTests: XCTestCase {
         let gate = h.fake.stubGated(F.request("swift"), policy: .revalidate)
         let seq = try h.send("refresh")
         XCTAssertEqual(
-            h.events.take(), [ViewModelEvent(inputSeq: seq, outputs: ["searchEnabled": false, "isLoading": true])])
+            h.events.take(),
+            [
+                ViewModelEvent(
+                    inputSeq: seq, outputs: ["searchEnabled": false, "isLoading": true, "loadMoreEnabled": false])
+            ])
         try h.send("loadMore")  // loading: no-op
         XCTAssertEqual(h.events.take(), [])
 
         gate.open(F.response([1, 2], hasMore: true))
         await h.owner.runNext()
         XCTAssertEqual(
-            h.events.take(), [ViewModelEvent(inputSeq: seq, outputs: ["searchEnabled": true, "isLoading": false])])
+            h.events.take(),
+            [
+                ViewModelEvent(
+                    inputSeq: seq, outputs: ["searchEnabled": true, "isLoading": false, "loadMoreEnabled": true])
+            ])
         XCTAssertEqual(
             h.vm.snapshot,
             F.snapshot(
@@ -180,7 +197,11 @@ final class SearchViewModelTests: XCTestCase {
         h.fake.stub(F.request("swift"), policy: .revalidate, F.response([1, 2, 9], total: 101, hasMore: true))
         let seq = try h.send("refresh")
         XCTAssertEqual(
-            h.events.take(), [ViewModelEvent(inputSeq: seq, outputs: ["searchEnabled": false, "isLoading": true])])
+            h.events.take(),
+            [
+                ViewModelEvent(
+                    inputSeq: seq, outputs: ["searchEnabled": false, "isLoading": true, "loadMoreEnabled": false])
+            ])
         await h.owner.runNext()
         XCTAssertEqual(
             h.events.take(),
@@ -189,7 +210,7 @@ final class SearchViewModelTests: XCTestCase {
                     inputSeq: seq,
                     outputs: [
                         "searchEnabled": true, "isLoading": false, "repositories": F.reposJSON([1, 2, 9]),
-                        "totalCount": 101,
+                        "totalCount": 101, "loadMoreEnabled": true,
                     ])
             ])
         XCTAssertEqual(
