@@ -5,6 +5,9 @@
  *
  * What it answers (enough for `bff-load latency`, nothing more):
  *   POST   /api/sessions                          201 {"id":"c123"}
+ *   GET    /api/sessions/{id}/state               200 the snapshot, encoded per request (the same 290
+ *                                                 bytes as a fresh bff session's; search and status
+ *                                                 are constants here, bff's defaults)
  *   GET    /api/sessions/{id}/events              text/event-stream: retry, snapshot, then events
  *   POST   /api/sessions/{id}/greeting/name       202 {"inputSeq":N}; {"value":"..."} sets the name;
  *                                                 when buttonEnabled (name not empty) changes, an
@@ -43,6 +46,20 @@ static void reply_json(struct evhttp_request *req, int code, const char *reason,
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
     evbuffer_add(evhttp_request_get_output_buffer(req), json, strlen(json));
     evhttp_send_reply(req, code, reason, NULL);
+}
+
+/* GET /state: the snapshot, encoded per request from the session's fields. */
+static void send_state(struct evhttp_request *req, struct session *s) {
+    struct evkeyvalq *headers = evhttp_request_get_output_headers(req);
+    evhttp_add_header(headers, "Content-Type", "application/json");
+    evhttp_add_header(headers, "Cache-Control", "no-store");
+    evbuffer_add_printf(evhttp_request_get_output_buffer(req),
+                        "{\"seq\":%ld,\"viewModels\":{\"search\":{\"query\":\"\",\"sort\":\"best-match\","
+                        "\"searchEnabled\":false,\"isLoading\":false,\"repositories\":[],\"totalCount\":0,"
+                        "\"hasMore\":false,\"error\":null,\"stale\":false},\"greeting\":{\"buttonEnabled\":%s,"
+                        "\"label\":null},\"status\":{\"reachable\":true,\"message\":null,\"rateLimit\":null}}}",
+                        s->seq, s->button_enabled ? "true" : "false");
+    evhttp_send_reply(req, 200, "OK", NULL);
 }
 
 static void stream_closed(struct evhttp_connection *evcon, void *arg) {
@@ -130,6 +147,8 @@ static void handle(struct evhttp_request *req, void *arg) {
     struct session *s = session_of(path, &rest);
     if (s == NULL) {
         evhttp_send_error(req, 404, "Not Found");
+    } else if (strcmp(rest, "/state") == 0 && method == EVHTTP_REQ_GET) {
+        send_state(req, s);
     } else if (strcmp(rest, "/events") == 0 && method == EVHTTP_REQ_GET) {
         open_stream(req, s);
     } else if (strcmp(rest, "/greeting/name") == 0 && method == EVHTTP_REQ_POST) {

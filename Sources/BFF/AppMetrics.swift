@@ -11,6 +11,8 @@ final class AppMetrics: Sendable {
     let inputs: CoreMetrics.Counter
     let events: CoreMetrics.Counter
     let coalesced: CoreMetrics.Counter
+    /// `bff_event_loop_threads`: the event loops this process runs (see `CPUBudget`).
+    let eventLoopThreads: Meter
     /// `bff_sessions_ended_total` by reason (the reasons are the contract's: deleted, expired, shutdown).
     private let ended: [String: CoreMetrics.Counter]
 
@@ -29,6 +31,7 @@ final class AppMetrics: Sendable {
         inputs = CoreMetrics.Counter(label: "bff_inputs_total", factory: f)
         events = CoreMetrics.Counter(label: "bff_events_total", factory: f)
         coalesced = CoreMetrics.Counter(label: "bff_coalesced_state_frames_total", factory: f)
+        eventLoopThreads = Meter(label: "bff_event_loop_threads", factory: f)
         var ended: [String: CoreMetrics.Counter] = [:]
         for reason in ["deleted", "expired", "shutdown"] {
             ended[reason] = CoreMetrics.Counter(

@@ -38,6 +38,7 @@ public final class Application: @unchecked Sendable {
         self.logger = logger
         self.search = search
         server = HTTPServer(configuration: configuration.http, logger: logger, metricsFactory: metrics.factory)
+        metrics.eventLoopThreads.set(server.loops.count)
         let loop0 = server.loops[0]
         status = StatusViewModel(executor: { work in loop0.execute(work) })
         let pageSize = configuration.searchPageSize

@@ -29,4 +29,15 @@ static inline struct evkeyval *clibevent_headers_next(struct evkeyval *kv) { ret
 static inline int clibevent_wakefd_new(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
 static inline void clibevent_wakefd_signal(int fd) { eventfd_write(fd, 1); }
 static inline void clibevent_wakefd_drain(int fd) { eventfd_t v; (void)eventfd_read(fd, &v); }
+
+/// CPUs in the calling process's affinity mask (sched_getaffinity), or -1. Here because glibc
+/// declares it only under _GNU_SOURCE, which Swift's Glibc module is not built with.
+int sched_getaffinity(pid_t pid, size_t cpusetsize, void *mask);
+static inline int clibevent_affinity_cpu_count(void) {
+    unsigned long mask[1024 / (8 * sizeof(unsigned long))];
+    if (sched_getaffinity(0, sizeof mask, mask) != 0) return -1;
+    int count = 0;
+    for (size_t i = 0; i < sizeof mask / sizeof mask[0]; i++) count += __builtin_popcountl(mask[i]);
+    return count;
+}
 #endif

@@ -8,8 +8,9 @@ extension HTTPServer {
         public var host = "127.0.0.1"
         /// Port to bind; 0 picks an ephemeral port (read `HTTPServer.port` after `start()`).
         public var port = 8080
-        /// Event-loop threads, each with its own listening socket (`SO_REUSEPORT`).
-        public var threads = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        /// Event-loop threads, each with its own listening socket (`SO_REUSEPORT`). Defaults to the
+        /// CPUs the process may use (`CPUBudget.current`: affinity mask and cgroup quota).
+        public var threads = CPUBudget.current.count
         /// `listen()` backlog.
         public var backlog: Int32 = 1024
         /// Largest request body accepted; larger gets `413` (problem JSON).

@@ -68,7 +68,13 @@ public final class HTTPServer: @unchecked Sendable {
         }
         threads = loops.map { $0.startThread(name: "http-loop-\($0.index)") }
         stateValue.store(State.running.rawValue, ordering: .releasing)
-        logger.info("listening", metadata: ["host": "\(configuration.host)", "port": "\(port)", "threads": "\(n)"])
+        let budget = CPUBudget.current
+        let why = n == budget.count ? "CPUs this process may use: \(budget.reason)" : "configured; CPU budget \(budget)"
+        logger.info(
+            "listening",
+            metadata: [
+                "host": "\(configuration.host)", "port": "\(port)", "threads": "\(n)", "threadsReason": "\(why)",
+            ])
     }
 
     /// Graceful shutdown: `readyz` turns 503 (state `draining`), accepting stops, `onDrain` ends
