@@ -30,6 +30,10 @@ extension HTTPServer {
         public var maxConnections = 25_000
         /// Folder of static files served for paths no route matches; nil serves none.
         public var publicDirectory: String?
+        /// Seconds between re-scans of `publicDirectory` for changed files (off the loops); 0 never re-scans.
+        public var staticRescanInterval: Double = 2
+        /// Most bytes of static files held in memory (files past it are not served; see `StaticFiles`).
+        public var staticMaxBytes = 64 << 20
         /// Extra headers on static HTML files (e.g. Content-Security-Policy).
         public var htmlHeaders: [(String, String)] = []
         /// Headers added to every response.

@@ -19,6 +19,8 @@ public final class HTTPServer: @unchecked Sendable {
     public let loops: [EventLoop]
     private var loopHTTPs: [LoopHTTP] = []
     private var threads: [pthread_t] = []
+    /// The static file server of `publicDirectory` (set by `start()`), e.g. to await its re-scans.
+    public private(set) var staticFiles: StaticFiles?
     private let stateValue = Atomic<Int>(State.starting.rawValue)
     /// The bound port (valid after `start()`).
     public private(set) var port = 0
@@ -47,7 +49,11 @@ public final class HTTPServer: @unchecked Sendable {
     public func start() throws(SystemError) {
         signal(SIGPIPE, SIG_IGN)
         if router.fallback == nil, let dir = configuration.publicDirectory {
-            router.fallback = StaticFiles(directory: dir, htmlHeaders: configuration.htmlHeaders).handler
+            let files = StaticFiles(
+                directory: dir, htmlHeaders: configuration.htmlHeaders, maxTotalBytes: configuration.staticMaxBytes,
+                logger: logger)
+            staticFiles = files
+            router.fallback = files.handler
         }
         let n = loops.count
         var fds: [Int32] = []
@@ -66,6 +72,7 @@ public final class HTTPServer: @unchecked Sendable {
         for (i, fd) in fds.enumerated() {
             loopHTTPs.append(LoopHTTP(server: self, loop: loops[i], listenFD: fd))
         }
+        staticFiles?.startWatching(interval: configuration.staticRescanInterval)
         threads = loops.map { $0.startThread(name: "http-loop-\($0.index)") }
         stateValue.store(State.running.rawValue, ordering: .releasing)
         let budget = CPUBudget.current
@@ -102,6 +109,7 @@ public final class HTTPServer: @unchecked Sendable {
         }
         for t in threads { pthread_join(t, nil) }
         threads = []
+        staticFiles?.stopWatching()
         stateValue.store(State.stopped.rawValue, ordering: .releasing)
         logger.info("stopped")
     }

@@ -1,23 +1,96 @@
 import Glibc
+import Logging
 
 /// Serves files under one folder for GET and HEAD: content types, `ETag` and `Last-Modified` with
 /// `304`, `Cache-Control`, and no way out of the folder (dot-dot, encoded slashes or NULs,
-/// backslashes, absolute paths and symlinks that resolve outside are all refused with 404).
+/// backslashes, absolute paths, dotfiles and symlinks that resolve outside are all refused with 404).
 ///
-/// Threading: immutable; its handler runs on whichever loop got the request. Files are read
-/// synchronously: they are small, local and usually in the page cache.
-public struct StaticFiles: Sendable {
+/// **No disk I/O on a loop.** The folder is read into memory when the server starts: an immutable
+/// table from relative path to body and prebuilt headers. A request only looks its path up in the
+/// current table. `startWatching` re-scans the folder every few seconds on a thread of its own (a
+/// `stat` per file; only new or changed files are read again) and swaps in a new table when anything
+/// changed, so edits, new files and deletions show up within one interval.
+///
+/// **Caps.** A file over `maxFileBytes` (default 8 MiB) is not served (404, as before), and files
+/// that would take the table past `maxTotalBytes` (default 64 MiB; smallest paths first, in sorted
+/// order) are not either: each is logged once as a warning when a scan skips it. The folder holds a
+/// web UI, not downloads; serving big files from a worker is not worth a second code path.
+///
+/// Symlinks are followed when they resolve inside the folder (files only; a symlinked directory is
+/// not descended into, so a link cycle cannot make a scan loop).
+///
+/// Threading: the table is swapped under a pthread mutex (a lookup holds it for one reference copy);
+/// the handler runs on whichever loop got the request; scans run on the watcher thread or on the
+/// caller of `rescan()`.
+public final class StaticFiles: @unchecked Sendable {
+    /// One servable file.
+    struct Entry: Sendable {
+        var body: [UInt8]
+        var headers: [(String, String)]
+        var etag: String
+        var mtime: Int
+        var isHTML: Bool
+        /// What identifies this version of the file (a change of any means: read it again).
+        var identity: FileIdentity
+    }
+
+    struct FileIdentity: Equatable, Sendable {
+        var size: Int
+        var mtimeSeconds: Int
+        var mtimeNanoseconds: Int
+        var inode: UInt
+    }
+
+    /// An immutable table of the folder's files.
+    final class Table: Sendable {
+        let files: [String: Entry]
+        let totalBytes: Int
+        init(files: [String: Entry], totalBytes: Int) {
+            self.files = files
+            self.totalBytes = totalBytes
+        }
+        static let empty = Table(files: [:], totalBytes: 0)
+    }
+
     /// The folder's canonical path (symlinks resolved).
     public let root: String
     let htmlHeaders: [(String, String)]
-    /// Files larger than this are refused (the folder holds a web UI, not downloads).
-    let maxFileBytes = 8 * 1024 * 1024
+    /// Files larger than this are not served (the folder holds a web UI, not downloads).
+    public let maxFileBytes: Int
+    /// The table never holds more than this many bytes of bodies.
+    public let maxTotalBytes: Int
+    let logger: Logger
 
-    /// A file server for `directory` (relative to the working directory or absolute).
-    public init(directory: String, htmlHeaders: [(String, String)] = []) {
+    private var mutex = pthread_mutex_t()
+    private var condition = pthread_cond_t()
+    private var table = Table.empty
+    private var scanCount = 0
+    private var warned = Set<String>()
+    private var watching = false
+    private var stopRequested = false
+    private var watcher: pthread_t?
+
+    /// A file server for `directory` (relative to the working directory or absolute); reads the
+    /// folder into memory at once.
+    public init(
+        directory: String, htmlHeaders: [(String, String)] = [], maxFileBytes: Int = 8 << 20,
+        maxTotalBytes: Int = 64 << 20, logger: Logger = Logger(label: "bff.static")
+    ) {
         var buf = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         root = realpath(directory, &buf) != nil ? String(cString: buf) : directory
         self.htmlHeaders = htmlHeaders
+        self.maxFileBytes = maxFileBytes
+        self.maxTotalBytes = maxTotalBytes
+        self.logger = logger
+        pthread_mutex_init(&mutex, nil)
+        pthread_cond_init(&condition, nil)
+        rescan()
+    }
+
+    deinit {
+        stopWatching()
+        pthread_cond_destroy(&condition)
+        pthread_mutex_destroy(&mutex)
     }
 
     /// The router fallback that serves files.
@@ -25,7 +98,20 @@ public struct StaticFiles: Sendable {
         { request, responder in responder.send(self.response(for: request)) }
     }
 
-    /// The response for `request` (pure apart from reading the file system).
+    /// Completed scans so far (the one in `init` included).
+    public var scans: Int {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        return scanCount
+    }
+
+    /// Bytes of file bodies held in memory.
+    public var bytesInMemory: Int { currentTable().totalBytes }
+
+    /// Paths (relative, `/`-separated) currently served.
+    public var servedPaths: [String] { currentTable().files.keys.sorted() }
+
+    /// The response for `request`: a lookup in the in-memory table, no file system access.
     public func response(for request: HTTPRequest) -> HTTPResponse {
         guard request.method == .GET || request.method == .HEAD else {
             return .problem(
@@ -36,44 +122,207 @@ public struct StaticFiles: Sendable {
         guard let relative = safeRelativePath(request.rawPath) else {
             return .problem(status: 404, detail: "no file at \(request.rawPath)")
         }
-        var path = relative.isEmpty ? root : root + "/" + relative
-        var st = stat()
-        guard let resolved = resolveInside(path), stat(resolved, &st) == 0 else {
+        let files = currentTable().files
+        let index = relative.isEmpty ? "index.html" : relative + "/index.html"
+        guard let entry = files[relative] ?? files[index] else {
             return .problem(status: 404, detail: "no file at \(request.path)")
         }
-        path = resolved
-        if (st.st_mode & S_IFMT) == S_IFDIR {
-            guard let index = resolveInside(path + "/index.html"), stat(index, &st) == 0 else {
-                return .problem(status: 404, detail: "no file at \(request.path)")
-            }
-            path = index
-        }
-        guard (st.st_mode & S_IFMT) == S_IFREG else {
-            return .problem(status: 404, detail: "no file at \(request.path)")
-        }
-        guard st.st_size <= maxFileBytes else { return .problem(status: 404, detail: "no file at \(request.path)") }
-
-        let mtime = Int(st.st_mtim.tv_sec)
-        let etag =
-            "\"\(String(st.st_size, radix: 16))-\(String(mtime, radix: 16))-\(String(st.st_mtim.tv_nsec, radix: 16))\""
-        let type = StaticFiles.contentType(path)
-        var headers: [(String, String)] = [
-            ("Content-Type", type), ("ETag", etag), ("Last-Modified", HTTPDate.format(mtime)),
-            ("Cache-Control", type.hasPrefix("text/html") ? "no-cache" : "public, max-age=300, must-revalidate"),
-        ]
-        if type.hasPrefix("text/html") { headers += htmlHeaders }
         if let inm = request.header("If-None-Match") {
             let candidates = inm.split(separator: ",").map { $0.trimmingHTTPWhitespace() }
-            if candidates.contains(where: { $0 == etag || $0 == "*" || $0 == "W/" + etag }) {
-                return HTTPResponse(status: 304, headers: headers)
+            if candidates.contains(where: { $0 == entry.etag || $0 == "*" || $0 == "W/" + entry.etag }) {
+                return HTTPResponse(status: 304, headers: entry.headers)
             }
-        } else if let ims = request.header("If-Modified-Since"), let since = HTTPDate.parse(ims), mtime <= since {
-            return HTTPResponse(status: 304, headers: headers)
+        } else if let ims = request.header("If-Modified-Since"), let since = HTTPDate.parse(ims), entry.mtime <= since {
+            return HTTPResponse(status: 304, headers: entry.headers)
         }
-        guard let body = readFile(path, size: Int(st.st_size)) else {
-            return .problem(status: 404, detail: "no file at \(request.path)")
+        return HTTPResponse(status: 200, headers: entry.headers, body: entry.body)
+    }
+
+    /// Starts the watcher thread: a re-scan every `interval` seconds (no-op when already watching
+    /// or `interval` is not positive).
+    public func startWatching(interval: Double) {
+        guard interval > 0 else { return }
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        guard !watching else { return }
+        watching = true
+        stopRequested = false
+        let box = Unmanaged.passRetained(WatchArguments(files: self, interval: interval))
+        var thread = pthread_t()
+        let created = pthread_create(
+            &thread, nil,
+            { raw in
+                let arguments = Unmanaged<WatchArguments>.fromOpaque(raw!).takeRetainedValue()
+                arguments.files.watch(interval: arguments.interval)
+                return nil
+            }, box.toOpaque())
+        if created == 0 {
+            watcher = thread
+        } else {
+            box.release()
+            watching = false
+            logger.warning(
+                "static files: no watcher thread; changes will not be picked up", metadata: ["errno": "\(created)"])
         }
-        return HTTPResponse(status: 200, headers: headers, body: body)
+    }
+
+    /// Stops the watcher thread and waits for it (returns at once when not watching).
+    public func stopWatching() {
+        pthread_mutex_lock(&mutex)
+        let thread = watcher
+        watcher = nil
+        stopRequested = true
+        pthread_cond_broadcast(&condition)
+        pthread_mutex_unlock(&mutex)
+        if let thread { pthread_join(thread, nil) }
+        pthread_mutex_lock(&mutex)
+        watching = false
+        pthread_mutex_unlock(&mutex)
+    }
+
+    /// Waits until at least `count` scans have completed, or `timeout` seconds passed; returns
+    /// whether they had (tests await the watcher with it).
+    public func waitForScans(_ count: Int, timeout: Double) -> Bool {
+        var deadline = timespec()
+        clock_gettime(CLOCK_REALTIME, &deadline)
+        let nanos = Int(deadline.tv_nsec) + Int((timeout - timeout.rounded(.down)) * 1e9)
+        deadline.tv_sec += Int(timeout.rounded(.down)) + nanos / 1_000_000_000
+        deadline.tv_nsec = nanos % 1_000_000_000
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        while scanCount < count {
+            if pthread_cond_timedwait(&condition, &mutex, &deadline) == ETIMEDOUT { return scanCount >= count }
+        }
+        return true
+    }
+
+    /// Scans the folder now (off any loop: on the watcher thread, at start, or in tests) and swaps
+    /// in a new table when a file was added, changed or removed. Returns whether it swapped.
+    @discardableResult
+    public func rescan() -> Bool {
+        let old = currentTable()
+        var found: [(path: String, resolved: String, identity: FileIdentity)] = []
+        walk(directory: root, relative: "", depth: 0, into: &found)
+        found.sort { $0.path < $1.path }
+        var files: [String: Entry] = [:]
+        var total = 0
+        var skipped: [(String, String)] = []
+        for file in found {
+            guard file.identity.size <= maxFileBytes else {
+                skipped.append((file.path, "larger than the per-file cap of \(maxFileBytes) bytes"))
+                continue
+            }
+            guard total + file.identity.size <= maxTotalBytes else {
+                skipped.append((file.path, "past the in-memory cap of \(maxTotalBytes) bytes"))
+                continue
+            }
+            if let previous = old.files[file.path], previous.identity == file.identity {
+                files[file.path] = previous
+                total += previous.body.count
+            } else if let entry = load(file.resolved, identity: file.identity) {
+                files[file.path] = entry
+                total += entry.body.count
+            }
+        }
+        let changed =
+            files.count != old.files.count
+            || files.contains { path, entry in old.files[path].map { $0.identity != entry.identity } ?? true }
+        pthread_mutex_lock(&mutex)
+        if changed { table = Table(files: files, totalBytes: total) }
+        let newWarnings = skipped.filter { warned.insert($0.0).inserted }
+        scanCount += 1
+        pthread_cond_broadcast(&condition)
+        pthread_mutex_unlock(&mutex)
+        for (path, why) in newWarnings {
+            logger.warning("static file not served", metadata: ["path": "\(path)", "reason": "\(why)"])
+        }
+        return changed
+    }
+
+    private final class WatchArguments {
+        let files: StaticFiles
+        let interval: Double
+        init(files: StaticFiles, interval: Double) {
+            self.files = files
+            self.interval = interval
+        }
+    }
+
+    private func watch(interval: Double) {
+        while true {
+            var deadline = timespec()
+            clock_gettime(CLOCK_REALTIME, &deadline)
+            let nanos = Int(deadline.tv_nsec) + Int((interval - interval.rounded(.down)) * 1e9)
+            deadline.tv_sec += Int(interval.rounded(.down)) + nanos / 1_000_000_000
+            deadline.tv_nsec = nanos % 1_000_000_000
+            pthread_mutex_lock(&mutex)
+            while !stopRequested {
+                if pthread_cond_timedwait(&condition, &mutex, &deadline) == ETIMEDOUT { break }
+            }
+            let stop = stopRequested
+            pthread_mutex_unlock(&mutex)
+            if stop { return }
+            rescan()
+        }
+    }
+
+    private func currentTable() -> Table {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        return table
+    }
+
+    /// Collects every regular file under `directory` that may be served (no dotfiles; symlinks only
+    /// when they resolve to a regular file inside the root).
+    private func walk(
+        directory: String, relative: String, depth: Int,
+        into found: inout [(path: String, resolved: String, identity: FileIdentity)]
+    ) {
+        guard depth < 32, let dir = opendir(directory) else { return }
+        defer { closedir(dir) }
+        while let item = readdir(dir) {
+            let name = withUnsafeBytes(of: item.pointee.d_name) { raw in
+                String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
+            }
+            if name.hasPrefix(".") || name.contains("\\") { continue }  // dotfiles, ".", ".."
+            let path = directory + "/" + name
+            let rel = relative.isEmpty ? name : relative + "/" + name
+            var st = stat()
+            guard lstat(path, &st) == 0 else { continue }
+            switch st.st_mode & S_IFMT {
+            case S_IFDIR:
+                walk(directory: path, relative: rel, depth: depth + 1, into: &found)
+            case S_IFREG:
+                found.append((rel, path, identity(st)))
+            case S_IFLNK:
+                guard let resolved = resolveInside(path), stat(resolved, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG
+                else { continue }
+                found.append((rel, resolved, identity(st)))
+            default:
+                continue
+            }
+        }
+    }
+
+    private func identity(_ st: stat) -> FileIdentity {
+        FileIdentity(
+            size: Int(st.st_size), mtimeSeconds: Int(st.st_mtim.tv_sec), mtimeNanoseconds: Int(st.st_mtim.tv_nsec),
+            inode: UInt(st.st_ino))
+    }
+
+    private func load(_ path: String, identity: FileIdentity) -> Entry? {
+        guard let body = readFile(path, size: identity.size) else { return nil }
+        let mtime = identity.mtimeSeconds
+        let etag =
+            "\"\(String(identity.size, radix: 16))-\(String(mtime, radix: 16))-\(String(identity.mtimeNanoseconds, radix: 16))\""
+        let type = StaticFiles.contentType(path)
+        let isHTML = type.hasPrefix("text/html")
+        var headers: [(String, String)] = [
+            ("Content-Type", type), ("ETag", etag), ("Last-Modified", HTTPDate.format(mtime)),
+            ("Cache-Control", isHTML ? "no-cache" : "public, max-age=300, must-revalidate"),
+        ]
+        if isHTML { headers += htmlHeaders }
+        return Entry(body: body, headers: headers, etag: etag, mtime: mtime, isHTML: isHTML, identity: identity)
     }
 
     /// The decoded, checked relative path, or nil when any segment is hostile.

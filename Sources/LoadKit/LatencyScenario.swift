@@ -5,6 +5,7 @@ import WireClient
 /// (unless the input before it was rejected: then it changes nothing and is counted as `noChange`).
 /// Latency runs from each POST's *scheduled* send time to the arrival of the event carrying
 /// its `inputSeq` (open loop: a slow server cannot hide latency by slowing the client).
+/// `ackLatency` runs from the same scheduled time to the arrival of the input's `202`.
 ///
 /// Runs entirely on the calling thread (its own `LoadLoop`).
 public struct LatencyScenario {
@@ -49,6 +50,7 @@ public struct LatencyScenario {
         let ids = try LoadSession.create(options.sessions, loop: loop, pool: pool)
         let sessions = ids.map(Session.init)
         var latency = LatencyHistogram()
+        var ack = LatencyHistogram()  // scheduled time -> 202 received
         var lag = LatencyHistogram()
         var sent = 0
         var accepted = 0
@@ -108,6 +110,7 @@ public struct LatencyScenario {
                     completed += 1
                     switch result {
                     case .success(let response):
+                        if response.status == 202 { ack.record(nanoseconds: LoadLoop.now() &- due) }
                         statusCounts[response.status, default: 0] += 1
                         guard response.status == 202, let seq = LoadSession.inputSeq(in: response.text) else {
                             errors += 1
@@ -175,6 +178,7 @@ public struct LatencyScenario {
         report.add("noChange", .int(noChange))
         report.add("unmatchedEvents", .int(unmatched))
         report.add("latency", .latency(latency.summary))
+        report.add("ackLatency", .latency(ack.summary))
         report.add("scheduleLag", .latency(lag.summary))
         report.add("clientCPU", .number(cpu, unit: "s"))
         report.add("clientCPUPerInput", .number(sent > 0 ? cpu * 1e6 / Double(sent) : 0, unit: "µs (POST + its event)"))

@@ -7,12 +7,14 @@ import WireClient
 
 /// `search`: S sessions, each with a stream, issuing a realistic search mix through the
 /// `search` view model: Zipf-popular queries (`query` then `submit`), sometimes `loadMore`,
-/// sometimes a `sort` change, with an exponential think time. Reports searches done, events,
-/// latency (scheduled action → the event that ends loading), the p99 of cached searches (same key already served in this run)
-/// (same query, sort and page seen earlier in the run: served from cache when the cache
-/// works), searches per upstream request and rate-limit errors seen in events.
+/// sometimes a `sort` change, one action per think time (by default uniform in 10…30 s, a
+/// person reading results; `ThinkTime.exponential` is the older closed-loop stress mix).
+/// Every search that ends is classified by what the user got (`SearchOutcome`: fresh, cached,
+/// stale-marked, rate-limited, failed); POST errors and time-outs count as failed. Reports the
+/// counts, the success rate (searches that showed results), latency (scheduled action → the
+/// event that ends loading), the latency of cached searches, and searches that showed results
+/// per upstream request.
 ///
-/// Runs entirely on the calling thread (its own `LoadLoop`).
 public struct SearchScenario {
     /// Tunables.
     public struct Options: Sendable {
@@ -20,8 +22,15 @@ public struct SearchScenario {
         public var sessions = 20
         /// Seconds of load.
         public var duration = 10.0
-        /// Mean think time between a session's actions, seconds.
-        public var think = 0.5
+        /// Seconds of load before `duration` whose searches are not counted (the cache fills; the
+        /// upstream count starts after it too). 0: count from the start.
+        public var warmup = 0.0
+        /// Time between a session's actions.
+        public var think = ThinkTime.uniform(min: 10, max: 30)
+        /// Queries in the Zipf vocabulary (50: the 50 words; more: a long tail of word pairs).
+        public var terms = QueryMix.vocabulary.count
+        /// Probability that a query is typed as a variant (case, spaces) of its canonical form.
+        public var variants = 0.0
         /// The GitHub simulator's base URL, for the upstream request count (`GET /_sim/stats`).
         public var simURL: String?
         /// Keep-alive connections for the POSTs.
@@ -36,6 +45,15 @@ public struct SearchScenario {
         public init() {}
     }
 
+    /// How long a simulated user waits between actions.
+    public enum ThinkTime: Sendable, Equatable {
+        /// Uniformly random in `min…max` seconds; each user's first action comes at a uniformly
+        /// random time in `0…max`, so users do not act in lockstep.
+        case uniform(min: Double, max: Double)
+        /// Exponentially distributed with this mean (the first action after one such wait too).
+        case exponential(mean: Double)
+    }
+
     private final class Session {
         let base: String
         var stream: StreamClient?
@@ -43,11 +61,11 @@ public struct SearchScenario {
         var scheduled: UInt64 = 0
         var repeatSearch = false
         var key = ""
-        var finishedWithError = false
+        var view = SearchStreamState()
+        var outcome = SearchOutcome.failed
         var query: String?
         var sort = "best-match"
         var page = 1
-        var hasMore = false
         var finishedSeq = 0  // the latest inputSeq whose search finished (results or error)
         var finishedAt: UInt64 = 0
         init(id: String) { base = "/api/sessions/\(id)/search/" }
@@ -59,22 +77,21 @@ public struct SearchScenario {
         defer { loop.close() }
         let pool = RequestPool(loop: loop, target: target, size: options.connections)
         SystemProbe.raiseOpenFileLimit(to: options.sessions + options.connections + 256)
-        let upstreamBefore = upstreamRequests(simURL: options.simURL)
+        var upstreamBefore = upstreamRequests(simURL: options.simURL)
         let ids = try LoadSession.create(options.sessions, loop: loop, pool: pool)
         let sessions = ids.map(Session.init)
-        var mix = QueryMix(seed: options.seed)
+        var mix = QueryMix(seed: options.seed, terms: options.terms, variants: options.variants)
         var all = LatencyHistogram()
         var repeats = LatencyHistogram()
-        var searches = 0
+        var outcomes = SearchOutcomeCounts()
         var events = 0
-        var rateLimited = 0
-        var searchErrors = 0
         var postErrors = 0
         var timeouts = 0
         var served = Set<String>()  // keys (query|sort|page) that already returned results in this run
         var running = true
         let start = LoadLoop.now()
-        let end = start + UInt64(options.duration * 1e9)
+        let measuredFrom = start + UInt64(options.warmup * 1e9)
+        let end = measuredFrom + UInt64(options.duration * 1e9)
 
         /// Posts one input of the session's current action. With `then`, a 202 runs `then` (the
         /// action's next input) instead of awaiting results, so inputs reach the server in order.
@@ -87,8 +104,9 @@ public struct SearchScenario {
                 // A reply for an action that already timed out must not touch the next action.
                 let current = session.scheduled == action && session.waitingFor != nil
                 guard case .success(let r) = result, r.status == 202 else {
-                    postErrors += 1
+                    if action >= measuredFrom { postErrors += 1 }
                     if current {
+                        if action >= measuredFrom { outcomes.record(.failed) }
                         session.waitingFor = nil
                         scheduleNext(session)
                     }
@@ -103,9 +121,15 @@ public struct SearchScenario {
             }
         }
         func complete(_ session: Session, at arrival: UInt64) {
-            searches += 1
+            guard session.scheduled >= measuredFrom else {  // warm-up: not counted
+                if session.outcome.showedResults { served.insert(session.key) }
+                session.waitingFor = nil
+                scheduleNext(session)
+                return
+            }
             all.record(nanoseconds: arrival &- session.scheduled)
-            if !session.finishedWithError {
+            outcomes.record(session.outcome)
+            if session.outcome.showedResults {
                 if session.repeatSearch { repeats.record(nanoseconds: arrival &- session.scheduled) }
                 served.insert(session.key)
             }
@@ -117,7 +141,7 @@ public struct SearchScenario {
             session.scheduled = LoadLoop.now()
             session.waitingFor = -1  // until the 202 tells the inputSeq
             let u = mix.nextUniform()
-            if session.query != nil && session.hasMore && u < 0.2 {
+            if session.query != nil && session.view.hasMore && u < 0.2 {
                 session.page += 1
                 post(session, "loadMore", "")
             } else if session.query != nil && u < 0.35 {
@@ -132,19 +156,30 @@ public struct SearchScenario {
                 // `submit` only after `query` was accepted: on two connections they could arrive reversed.
                 post(session, "query", "{\"value\":\"\(query)\"}") { post(session, "submit", "") }
             }
-            session.key = "\(session.query ?? "")|\(session.sort)|\(session.page)"
+            // Keyed by the query as GitHub reads it (case and spaces do not matter), so "cached"
+            // means "this search already showed results in this run", however it was typed.
+            session.key = "\(SearchScenario.canonical(session.query ?? ""))|\(session.sort)|\(session.page)"
             session.repeatSearch = served.contains(session.key)
             let deadline = session.scheduled
             loop.schedule(after: 10) {
                 if session.scheduled == deadline && session.waitingFor != nil {
-                    timeouts += 1
+                    if deadline >= measuredFrom {
+                        timeouts += 1
+                        outcomes.record(.failed)
+                    }
                     session.waitingFor = nil
                     scheduleNext(session)
                 }
             }
         }
-        func scheduleNext(_ session: Session) {
-            let wait = -options.think * Glibc.log(1 - mix.nextUniform())
+        func scheduleNext(_ session: Session, first: Bool = false) {
+            let wait: Double
+            switch options.think {
+            case .uniform(let low, let high):
+                wait = first ? high * mix.nextUniform() : low + (high - low) * mix.nextUniform()
+            case .exponential(let mean):
+                wait = -mean * Glibc.log(1 - mix.nextUniform())
+            }
             loop.schedule(after: wait) { act(session) }
         }
         for (index, id) in ids.enumerated() {
@@ -152,42 +187,56 @@ public struct SearchScenario {
             let stream = try StreamClient(loop: loop, target: target, path: "/api/sessions/\(id)/events")
             stream.onEvent = { event, now in
                 events += 1
+                if event.event == "snapshot" {
+                    if let value = try? JSONValue.parse(event.data),
+                        let search = value["viewModels"]?["search"]?.objectValue
+                    {
+                        session.view.apply(outputs: search)
+                    }
+                    return
+                }
                 guard event.event == "search" else { return }
-                let data = event.data
-                if data.contains("\"rateLimited\"") { rateLimited += 1 }
-                if data.contains("\"hasMore\":true") { session.hasMore = true }
-                if data.contains("\"hasMore\":false") { session.hasMore = false }
-                let finished =
-                    data.contains("\"isLoading\":false")
-                    || (data.contains("\"repositories\"") && !data.contains("\"isLoading\":true"))
-                    || data.contains("\"error\":{")
-                guard finished, let seq = LoadSession.inputSeq(in: data) else { return }
-                session.finishedWithError = data.contains("\"error\":{")
-                if session.finishedWithError { searchErrors += 1 }
+                let ended = session.view.apply(eventData: event.data)
+                guard ended, let seq = LoadSession.inputSeq(in: event.data) else { return }
+                session.outcome = session.view.outcome(keySeenBefore: session.repeatSearch)
                 session.finishedSeq = max(session.finishedSeq, seq)
                 session.finishedAt = now
                 if let awaited = session.waitingFor, awaited > 0, seq >= awaited { complete(session, at: now) }
             }
             session.stream = stream
-            scheduleNext(session)
+            scheduleNext(session, first: true)
         }
         LoadSession.startProgress(loop: loop, enabled: options.progress, started: start) {
-            "searches \(searches)  events \(events)  rateLimited \(rateLimited)  errors \(postErrors + searchErrors)  "
+            "searches \(outcomes.total)  results \(outcomes.showedResults)  stale \(outcomes[.stale])  "
+                + "rateLimited \(outcomes[.rateLimited])  failed \(outcomes[.failed])  "
                 + "p99 \(LatencySummary.format(all.summary.p99))"
         }
-        loop.run(timeout: options.duration)
+        if options.warmup > 0 {
+            loop.schedule(after: options.warmup) { upstreamBefore = upstreamRequests(simURL: options.simURL) }
+        }
+        loop.run(timeout: options.warmup + options.duration)
         running = false
         loop.run(timeout: 5) { sessions.allSatisfy { $0.waitingFor == nil } }
         let upstreamAfter = upstreamRequests(simURL: options.simURL)
 
         var report = LoadReport(scenario: "search")
         report.add("sessions", .int(options.sessions))
-        report.add("searches", .int(searches))
+        report.add("warmup", .number(options.warmup, unit: "s (not counted)"))
+        report.add("duration", .number(options.duration, unit: "s"))
+        report.add("think", .text(SearchScenario.describe(options.think)))
+        report.add(
+            "queryMix", .text("\(min(options.terms, QueryMix.maximumTerms)) terms, variants \(options.variants)"))
+        report.add("searches", .int(outcomes.total))
+        report.add("showedResults", .int(outcomes.showedResults))
+        report.add("successRate", .number(outcomes.successRate * 100, unit: "% of searches showed results"))
+        report.add("fresh", .int(outcomes[.fresh]))
+        report.add("cached", .int(outcomes[.cached]))
+        report.add("stale", .int(outcomes[.stale]))
+        report.add("rateLimited", .int(outcomes[.rateLimited]))
+        report.add("failed", .int(outcomes[.failed]))
         report.add("eventsReceived", .int(events))
         report.add("latency", .latency(all.summary))
         report.add("cachedSearchLatency", .latency(repeats.summary))
-        report.add("rateLimitErrors", .int(rateLimited))
-        report.add("searchErrors", .int(searchErrors))
         report.add("postErrors", .int(postErrors))
         report.add("timeouts", .int(timeouts))
         if let upstreamBefore, let upstreamAfter {
@@ -196,8 +245,8 @@ public struct SearchScenario {
             report.add(
                 "searchesPerUpstreamRequest",
                 .number(
-                    upstream > 0 ? Double(searches) / Double(upstream) : 0,
-                    unit: "(/_sim/stats requests)"))
+                    outcomes.showedResultsPerUpstreamRequest(upstream),
+                    unit: "(searches that showed results / _sim/stats requests)"))
         } else {
             report.add("upstreamRequests", .text("unavailable (no --sim-url, or its /_sim/stats has no requests)"))
         }
@@ -205,6 +254,19 @@ public struct SearchScenario {
         if options.cleanup { LoadSession.delete(ids, loop: loop, pool: pool) }
         pool.close()
         return report
+    }
+
+    /// `query` as GitHub reads it for the load tool's bookkeeping: trimmed, inner spaces collapsed,
+    /// lower-cased.
+    static func canonical(_ query: String) -> String {
+        query.lowercased().split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ")
+    }
+
+    static func describe(_ think: ThinkTime) -> String {
+        switch think {
+        case .uniform(let low, let high): return "uniform \(low)…\(high) s"
+        case .exponential(let mean): return "exponential, mean \(mean) s"
+        }
     }
 
     /// The simulator's upstream request count (`requests` in `GET {simURL}/_sim/stats`), if any.

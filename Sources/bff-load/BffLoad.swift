@@ -87,7 +87,19 @@ extension BffLoad {
             abstract: "A realistic search mix through the search view model (Zipf queries, paging, sorting).")
         @OptionGroup var common: CommonOptions
         @Option(help: "Sessions, each with one open stream.") var sessions = 20
-        @Option(help: "Mean think time between a session's actions, seconds.") var think = 0.5
+        @Option(help: "Shortest think time between a user's actions, seconds (uniformly random up to --think-max).")
+        var thinkMin = 10.0
+        @Option(help: "Longest think time between a user's actions, seconds.") var thinkMax = 30.0
+        @Option(
+            help:
+                "Exponential think time with this mean, seconds, instead of --think-min/--think-max (0.5: the older stress mix)."
+        ) var think: Double?
+        @Option(help: "Queries in the Zipf vocabulary: 50 words, more adds a long tail of word pairs (up to 2500).")
+        var terms = 50
+        @Option(help: "Probability (0...1) that a query is typed as a case/space variant of its canonical form.")
+        var variants = 0.0
+        @Option(help: "Seconds of load before --duration whose searches are not counted (the cache fills).")
+        var warmup = 0.0
         @Option(help: "GitHub simulator base URL, for GET /_sim/stats (upstream request count).") var simURL: String?
         @Option(help: "Random seed for the query mix.") var seed: UInt64 = 42
 
@@ -95,7 +107,10 @@ extension BffLoad {
             var o = SearchScenario.Options()
             o.sessions = sessions
             o.duration = common.duration
-            o.think = think
+            o.think = think.map { .exponential(mean: $0) } ?? .uniform(min: thinkMin, max: max(thinkMin, thinkMax))
+            o.terms = terms
+            o.variants = variants
+            o.warmup = warmup
             o.simURL = simURL
             o.seed = seed
             o.progress = !common.quiet

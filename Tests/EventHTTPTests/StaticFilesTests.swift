@@ -62,4 +62,99 @@ final class StaticFilesTests: XCTestCase {
         XCTAssertEqual(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT"), 784_111_777)
         XCTAssertNil(HTTPDate.parse("yesterday"))
     }
+
+    // MARK: in memory, reloaded off the loops, capped
+
+    private func makeFolder() throws -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("static-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(
+            at: dir.appendingPathComponent("css"), withIntermediateDirectories: true)
+        try "<!doctype html><title>one</title>".write(
+            to: dir.appendingPathComponent("index.html"), atomically: true, encoding: .utf8)
+        try "body{}".write(to: dir.appendingPathComponent("css/app.css"), atomically: true, encoding: .utf8)
+        return dir
+    }
+
+    private let loop = EventLoop()
+
+    private func get(_ files: StaticFiles, _ path: String, headers: [(String, String)] = []) -> HTTPResponse {
+        files.response(
+            for: HTTPRequest(method: .GET, rawPath: path, rawQuery: nil, headers: headers, body: [], loop: loop))
+    }
+
+    func testFilesAreServedFromMemoryUntilARescanSeesTheChange() throws {
+        let dir = try makeFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let files = StaticFiles(directory: dir.path)
+        XCTAssertEqual(files.servedPaths, ["css/app.css", "index.html"])
+        let first = get(files, "/")
+        XCTAssertEqual(first.status, 200)
+        XCTAssertEqual(String(decoding: first.body, as: UTF8.self), "<!doctype html><title>one</title>")
+        let etag = try XCTUnwrap(first.headers.first { $0.0 == "ETag" }?.1)
+
+        // Changed, added and removed on disk: nothing changes until a scan (requests touch no disk).
+        try "<!doctype html><title>two, longer</title>".write(
+            to: dir.appendingPathComponent("index.html"), atomically: true, encoding: .utf8)
+        try "new".write(to: dir.appendingPathComponent("new.txt"), atomically: true, encoding: .utf8)
+        try FileManager.default.removeItem(at: dir.appendingPathComponent("css/app.css"))
+        XCTAssertEqual(String(decoding: get(files, "/").body, as: UTF8.self), "<!doctype html><title>one</title>")
+        XCTAssertEqual(get(files, "/css/app.css").status, 200)
+        XCTAssertEqual(get(files, "/new.txt").status, 404)
+
+        XCTAssertTrue(files.rescan())
+        let second = get(files, "/index.html")
+        XCTAssertEqual(String(decoding: second.body, as: UTF8.self), "<!doctype html><title>two, longer</title>")
+        XCTAssertNotEqual(second.headers.first { $0.0 == "ETag" }?.1, etag)
+        XCTAssertEqual(
+            get(files, "/", headers: [("If-None-Match", etag)]).status, 200, "the old ETag no longer matches")
+        XCTAssertEqual(get(files, "/new.txt").status, 200)
+        XCTAssertEqual(get(files, "/css/app.css").status, 404)
+        XCTAssertFalse(files.rescan(), "nothing changed since: no new table")
+    }
+
+    func testTheWatcherThreadPicksUpChanges() throws {
+        let dir = try makeFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let files = StaticFiles(directory: dir.path)
+        try "later".write(to: dir.appendingPathComponent("later.txt"), atomically: true, encoding: .utf8)
+        let before = files.scans
+        files.startWatching(interval: 0.05)
+        defer { files.stopWatching() }
+        XCTAssertTrue(files.waitForScans(before + 1, timeout: 10), "the watcher scanned")
+        XCTAssertEqual(String(decoding: get(files, "/later.txt").body, as: UTF8.self), "later")
+    }
+
+    func testLiveServerReloadsWithItsWatcher() throws {
+        let t = try TestServer(configure: { $0.staticRescanInterval = 0.05 })
+        XCTAssertEqual(try WireConnection.get(port: t.port, path: "/added.txt").status, 404)
+        try "added".write(to: t.publicDir.appendingPathComponent("added.txt"), atomically: true, encoding: .utf8)
+        // A scan that started after the write sees the file: await two more completed scans.
+        let files = try XCTUnwrap(t.server.staticFiles)
+        XCTAssertTrue(files.waitForScans(files.scans + 2, timeout: 10))
+        let r = try WireConnection.get(port: t.port, path: "/added.txt")
+        XCTAssertEqual(r.status, 200)
+        XCTAssertEqual(r.text, "added")
+    }
+
+    func testCapsLeaveBigFilesOutAndServeTheRest() throws {
+        let dir = try makeFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try String(repeating: "a", count: 100).write(
+            to: dir.appendingPathComponent("a-big.txt"), atomically: true, encoding: .utf8)
+        try String(repeating: "b", count: 40).write(
+            to: dir.appendingPathComponent("b.txt"), atomically: true, encoding: .utf8)
+        // Per file: 64 bytes (a-big.txt is out). In total: 80 bytes, filled in sorted path order:
+        // b.txt (40) and css/app.css (6) fit, index.html (33) would make 79 and fits, nothing else.
+        let files = StaticFiles(directory: dir.path, maxFileBytes: 64, maxTotalBytes: 80)
+        XCTAssertEqual(files.servedPaths, ["b.txt", "css/app.css", "index.html"])
+        XCTAssertEqual(files.bytesInMemory, 79)
+        XCTAssertEqual(get(files, "/a-big.txt").status, 404)
+        XCTAssertEqual(get(files, "/b.txt").status, 200)
+        // Two more bytes (81 in all) are past the cap: the last file in order is left out.
+        try "<!doctype html><title>one!!</title>".write(
+            to: dir.appendingPathComponent("index.html"), atomically: true, encoding: .utf8)
+        XCTAssertTrue(files.rescan())
+        XCTAssertEqual(files.servedPaths, ["b.txt", "css/app.css"])
+        XCTAssertEqual(get(files, "/").status, 404)
+    }
 }

@@ -100,13 +100,16 @@ final class RealServerTests: XCTestCase {
         var o = SearchScenario.Options()
         o.sessions = 5
         o.duration = 1
-        o.think = 0.02
+        o.think = .exponential(mean: 0.02)
         o.progress = false
         let report = try SearchScenario.run(target: target, options: o)
         XCTAssertGreaterThan(report.int("searches") ?? 0, 20, report.table)
+        XCTAssertEqual(report.int("showedResults"), report.int("searches"), report.table)
         XCTAssertEqual(report.int("postErrors"), 0, report.table)
         XCTAssertEqual(report.int("timeouts"), 0, report.table)
-        XCTAssertEqual(report.int("rateLimitErrors"), 0, report.table)
+        XCTAssertEqual(report.int("rateLimited"), 0, report.table)
+        XCTAssertEqual(report.int("failed"), 0, report.table)
+        XCTAssertGreaterThan(report.int("cached") ?? 0, 0, report.table)
         XCTAssertGreaterThan(search.calls, 0)
     }
 
