@@ -29,6 +29,11 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
         ),
+        .systemLibrary(
+            name: "CHiredis",
+            pkgConfig: "hiredis",
+            providers: [.apt(["libhiredis-dev"]), .brew(["hiredis"])]
+        ),
 
         // MARK: Lowest layer: values
         .target(name: "JSON"),
@@ -42,6 +47,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
+        ),
+
+        // MARK: Redis on the event loops (the only importer of CHiredis), and cluster-mode building blocks
+        .target(
+            name: "RedisClient",
+            dependencies: ["CHiredis", "EventHTTP", .product(name: "Logging", package: "swift-log")]
         ),
 
         // MARK: View models (know nothing of HTTP or GitHub's wire format)
@@ -102,6 +113,7 @@ let package = Package(
             name: "EventHTTPTests",
             dependencies: ["EventHTTP", "WireClient", "JSON", .product(name: "Logging", package: "swift-log")]
         ),
+        .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "EventHTTP"]),
         .testTarget(name: "ViewModelsTests", dependencies: ["ViewModels", "GitHubSearch", "JSON"]),
         .testTarget(
             name: "GitHubLiveTests",
