@@ -54,6 +54,8 @@ let package = Package(
             name: "RedisClient",
             dependencies: ["CHiredis", "EventHTTP", .product(name: "Logging", package: "swift-log")]
         ),
+        .target(name: "ClusterStore"),
+        .target(name: "ClusterRedis", dependencies: ["ClusterStore", "RedisClient", "EventHTTP"]),
 
         // MARK: View models (know nothing of HTTP or GitHub's wire format)
         .target(name: "ViewModels", dependencies: ["JSON", "GitHubSearch"]),
@@ -113,7 +115,12 @@ let package = Package(
             name: "EventHTTPTests",
             dependencies: ["EventHTTP", "WireClient", "JSON", .product(name: "Logging", package: "swift-log")]
         ),
-        .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "EventHTTP"]),
+        .target(name: "RedisTestSupport", dependencies: ["RedisClient", "EventHTTP"]),
+        .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "RedisTestSupport", "EventHTTP"]),
+        .testTarget(
+            name: "ClusterRedisTests",
+            dependencies: ["ClusterRedis", "ClusterStore", "RedisClient", "RedisTestSupport", "EventHTTP"]
+        ),
         .testTarget(name: "ViewModelsTests", dependencies: ["ViewModels", "GitHubSearch", "JSON"]),
         .testTarget(
             name: "GitHubLiveTests",

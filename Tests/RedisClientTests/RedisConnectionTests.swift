@@ -1,6 +1,7 @@
 import EventHTTP
 import Glibc
 import RedisClient
+import RedisTestSupport
 import XCTest
 
 final class RedisConnectionTests: XCTestCase {

@@ -1,5 +1,6 @@
 import EventHTTP
 import RedisClient
+import RedisTestSupport
 import XCTest
 
 final class RedisPubSubTests: XCTestCase {

@@ -3,25 +3,33 @@ import Foundation
 import Glibc
 import RedisClient
 
+/// RedisTestSupport: a real `redis-server` per test and helpers to run event loops in tests.
+/// Only test targets depend on it.
+
 /// A real `redis-server` for tests: a free port on 127.0.0.1, no persistence, started and killed by
 /// the test. `start()` returns once the server has logged "Ready to accept connections" (read from
 /// its stdout: an event, not a sleep).
-final class RedisServerProcess: @unchecked Sendable {
-    let port: Int
-    let extraArguments: [String]
+public final class RedisServerProcess: @unchecked Sendable {
+    /// The server's TCP port on 127.0.0.1.
+    public let port: Int
+    /// Extra `redis-server` arguments (`--requirepass …`).
+    public let extraArguments: [String]
     private var process: Process?
 
-    init(extraArguments: [String] = []) throws {
+    /// Picks a free port and starts the server there.
+    public init(extraArguments: [String] = []) throws {
         port = try Self.freePort()
         self.extraArguments = extraArguments
         try start()
     }
 
-    var pid: Int32 { process?.processIdentifier ?? 0 }
-    var url: String { "redis://127.0.0.1:\(port)" }
+    /// The server's process id (0 when not running).
+    public var pid: Int32 { process?.processIdentifier ?? 0 }
+    /// `redis://127.0.0.1:<port>`.
+    public var url: String { "redis://127.0.0.1:\(port)" }
 
     /// Starts the server (again, on the same port) and waits until it accepts connections.
-    func start() throws {
+    public func start() throws {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
         p.arguments =
@@ -49,7 +57,7 @@ final class RedisServerProcess: @unchecked Sendable {
     }
 
     /// SIGKILLs the server and waits for it to exit.
-    func kill() {
+    public func kill() {
         guard let p = process else { return }
         Glibc.kill(p.processIdentifier, SIGKILL)
         p.waitUntilExit()
@@ -58,11 +66,12 @@ final class RedisServerProcess: @unchecked Sendable {
     }
 
     /// Sends `signal` (SIGSTOP, SIGCONT) to the server.
-    func signal(_ signal: Int32) { Glibc.kill(pid, signal) }
+    public func signal(_ signal: Int32) { Glibc.kill(pid, signal) }
 
     deinit { kill() }
 
-    static func freePort() throws -> Int {
+    /// A port that was free a moment ago (bound to 0 and released).
+    public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var addr = sockaddr_in()
@@ -82,7 +91,7 @@ final class RedisServerProcess: @unchecked Sendable {
 }
 
 /// An event loop on its own thread for a test; `stop()` in tearDown.
-func startedLoop() -> EventLoop {
+public func startedLoop() -> EventLoop {
     let loop = EventLoop(index: 0)
     _ = loop.startThread(name: "redis-test-loop")
     return loop
@@ -90,7 +99,7 @@ func startedLoop() -> EventLoop {
 
 /// Waits until `connection.state == state`, polling every 5 ms up to `seconds` (a reconnect has no
 /// event a test can await without hooking `onStateChange`; a poll with a deadline is the simple way).
-func waitForState(_ connection: RedisConnection, _ state: RedisConnectionState, within seconds: Double = 5) async
+public func waitForState(_ connection: RedisConnection, _ state: RedisConnectionState, within seconds: Double = 5) async
     -> Bool
 {
     let deadline = Date().addingTimeInterval(seconds)
