@@ -29,6 +29,11 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
         ),
+        .systemLibrary(
+            name: "CHiredis",
+            pkgConfig: "hiredis",
+            providers: [.apt(["libhiredis-dev"]), .brew(["hiredis"])]
+        ),
 
         // MARK: Lowest layer: values
         .target(name: "JSON"),
@@ -43,6 +48,14 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
         ),
+
+        // MARK: Redis on the event loops (the only importer of CHiredis), and cluster-mode building blocks
+        .target(
+            name: "RedisClient",
+            dependencies: ["CHiredis", "EventHTTP", .product(name: "Logging", package: "swift-log")]
+        ),
+        .target(name: "ClusterStore"),
+        .target(name: "ClusterRedis", dependencies: ["ClusterStore", "RedisClient", "EventHTTP"]),
 
         // MARK: View models (know nothing of HTTP or GitHub's wire format)
         .target(name: "ViewModels", dependencies: ["JSON", "GitHubSearch"]),
@@ -101,6 +114,12 @@ let package = Package(
         .testTarget(
             name: "EventHTTPTests",
             dependencies: ["EventHTTP", "WireClient", "JSON", .product(name: "Logging", package: "swift-log")]
+        ),
+        .target(name: "RedisTestSupport", dependencies: ["RedisClient", "EventHTTP"]),
+        .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "RedisTestSupport", "EventHTTP"]),
+        .testTarget(
+            name: "ClusterRedisTests",
+            dependencies: ["ClusterRedis", "ClusterStore", "RedisClient", "RedisTestSupport", "EventHTTP"]
         ),
         .testTarget(name: "ViewModelsTests", dependencies: ["ViewModels", "GitHubSearch", "JSON"]),
         .testTarget(

@@ -18,7 +18,9 @@ import Synchronization
 public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
     /// The loop's index within its server (0-based), used in logs and metrics.
     public let index: Int
-    let base: OpaquePointer
+    /// The libevent base. `package` so that RedisClient can attach hiredis to it; nothing above
+    /// EventHTTP and RedisClient may use it. Loop thread only.
+    package let base: OpaquePointer
     private let wakeFD: Int32
     private var wakeEvent: OpaquePointer?
     private let queue = JobQueue()
@@ -83,7 +85,7 @@ public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Starts a dedicated thread that runs this loop; returns the thread for `join`.
-    func startThread(name: String) -> pthread_t {
+    package func startThread(name: String) -> pthread_t {
         final class Box {
             let loop: EventLoop
             let name: String

@@ -1,0 +1,35 @@
+import RedisClient
+
+/// Every Redis key and channel cluster mode uses, in one place (docs/CLUSTER.md lists their bounds
+/// and expiries). A session's keys share the hash tag `{id}` so they would land in one Redis
+/// Cluster slot, which a multi-key script needs.
+public struct ClusterKeys: Sendable, Equatable {
+    /// Prefix of every key (`bff` by default; tests use one per test).
+    public var prefix: String
+
+    /// Keys under `prefix`.
+    public init(prefix: String = "bff") { self.prefix = prefix }
+
+    /// HASH {state, seq, inputSeq, fence}: the session's committed snapshot and fencing counter.
+    public func session(_ id: String) -> String { "\(prefix):s:{\(id)}" }
+    /// STRING "holder|token" with PX = lease TTL: the owner lease.
+    public func lease(_ id: String) -> String { "\(prefix):s:{\(id)}:lease" }
+    /// STREAM of committed events, entry id "<event id>-0", field `d`; MAXLEN history.
+    public func events(_ id: String) -> String { "\(prefix):s:{\(id)}:ev" }
+    /// STRING inputSeq, EX idempotency seconds: one `Idempotency-Key`.
+    public func idempotency(_ id: String, _ key: String) -> String { "\(prefix):s:{\(id)}:idem:\(key)" }
+    /// Pub/sub channel of the session's committed events ("<event id>\n<payload>").
+    public func channel(_ id: String) -> String { "\(prefix):s:{\(id)}:ch" }
+
+    /// HASH {tokens, ts, until}: the cluster-wide upstream token bucket `name`.
+    public func rateLimit(_ name: String) -> String { "\(prefix):rl:\(name)" }
+
+    /// HASH {v, t}: a cached search page (PX = stale max age).
+    public func cacheEntry(_ key: String) -> String { "\(prefix):c:{\(key)}" }
+    /// STRING holder, PX = lock TTL: the single-flight lock of a cache key.
+    public func cacheLock(_ key: String) -> String { "\(prefix):c:{\(key)}:lock" }
+    /// Pub/sub channel announcing that a cache key was filled or its lock released.
+    public func cacheWake(_ key: String) -> String { "\(prefix):cwake:\(key)" }
+    /// The pattern matching every `cacheWake` channel (one `PSUBSCRIBE` per node).
+    public var cacheWakePattern: String { "\(prefix):cwake:*" }
+}

@@ -1,0 +1,113 @@
+import RedisClient
+
+/// The Lua scripts of `RedisSessionStore`. Each runs atomically in Redis; each checks everything
+/// that can fail before its first write (Redis does not roll a script back on error).
+enum SessionScripts {
+    /// KEYS: session, lease. ARGV: holder, state, lease ms, idle s. Creates with fence 1.
+    static let create = RedisScript(
+        """
+        if redis.call('EXISTS', KEYS[1]) == 1 then return redis.error_reply('EXISTS session exists') end
+        redis.call('HSET', KEYS[1], 'state', ARGV[2], 'seq', '0', 'inputSeq', '0', 'fence', '1')
+        redis.call('EXPIRE', KEYS[1], ARGV[4])
+        redis.call('SET', KEYS[2], ARGV[1] .. '|1', 'PX', ARGV[3])
+        return 1
+        """)
+
+    /// KEYS: session, lease, events. ARGV: holder, lease ms, idle s.
+    /// Returns {1, token, state, seq, inputSeq} or {0, holder, pttl}. A new holder gets
+    /// `HINCRBY fence 1` (SET NX semantics: only when no lease exists); the holder itself renews.
+    static let acquire = RedisScript(
+        """
+        if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('GONE session') end
+        local cur = redis.call('GET', KEYS[2])
+        local token
+        if cur then
+          local sep = string.find(cur, '|[^|]*$')
+          local holder = string.sub(cur, 1, sep - 1)
+          if holder ~= ARGV[1] then return {0, holder, redis.call('PTTL', KEYS[2])} end
+          token = string.sub(cur, sep + 1)
+        else
+          token = tostring(redis.call('HINCRBY', KEYS[1], 'fence', 1))
+        end
+        redis.call('SET', KEYS[2], ARGV[1] .. '|' .. token, 'PX', ARGV[2])
+        redis.call('EXPIRE', KEYS[1], ARGV[3])
+        redis.call('EXPIRE', KEYS[3], ARGV[3])
+        local m = redis.call('HMGET', KEYS[1], 'state', 'seq', 'inputSeq')
+        return {1, token, m[1], m[2], m[3]}
+        """)
+
+    /// KEYS: lease. ARGV: "holder|token", lease ms. 1 if renewed, 0 if the lease is not ours.
+    static let renew = RedisScript(
+        """
+        if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+        return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+        """)
+
+    /// KEYS: lease. ARGV: "holder|token". 1 if released (hand-over), 0 if it was not ours.
+    static let release = RedisScript(
+        """
+        if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+        return redis.call('DEL', KEYS[1])
+        """)
+
+    /// KEYS: session, events, idempotency key (or any key of the session when unused).
+    /// ARGV: token, state, history max, idle s, is input (0/1), idempotency s, has key (0/1),
+    /// channel, n, event 1 … event n.
+    /// Fenced: nothing happens unless `fence` equals the token. Then, for each event, the id is
+    /// max(seq + 1, token * 2^32 + 1), and XADD and PUBLISH carry the same id and bytes (one
+    /// atomic step: a live reader and a replaying reader see the same event). Returns
+    /// {inputSeq or -1, {ids as strings}}.
+    static let commit = RedisScript(
+        #"""
+        local fence = redis.call('HGET', KEYS[1], 'fence')
+        if not fence then return redis.error_reply('GONE session') end
+        if fence ~= ARGV[1] then return redis.error_reply('FENCED token ' .. ARGV[1] .. ' is not ' .. fence) end
+        local seq = tonumber(redis.call('HGET', KEYS[1], 'seq'))
+        local first = tonumber(ARGV[1]) * 4294967296 + 1
+        local n = tonumber(ARGV[9])
+        local ids = {}
+        for i = 1, n do
+          local id = seq + 1
+          if id < first then id = first end
+          seq = id
+          local sid = string.format('%.0f', id)
+          redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[3], sid .. '-0', 'd', ARGV[9 + i])
+          redis.call('PUBLISH', ARGV[8], sid .. '\n' .. ARGV[9 + i])
+          ids[i] = sid
+        end
+        local inputSeq = -1
+        if ARGV[5] == '1' then
+          inputSeq = redis.call('HINCRBY', KEYS[1], 'inputSeq', 1)
+          if ARGV[7] == '1' then redis.call('SET', KEYS[3], inputSeq, 'EX', ARGV[6]) end
+        end
+        redis.call('HSET', KEYS[1], 'state', ARGV[2], 'seq', string.format('%.0f', seq))
+        redis.call('EXPIRE', KEYS[1], ARGV[4])
+        if n > 0 then redis.call('EXPIRE', KEYS[2], ARGV[4]) end
+        return {inputSeq, ids}
+        """#)
+
+    /// KEYS: session, events. ARGV: last event id, limit.
+    /// Returns {1} (up to date), {0} (snapshot needed: id not in the history, or more than limit
+    /// events missed), or {2, entries}.
+    static let replay = RedisScript(
+        """
+        local seq = redis.call('HGET', KEYS[1], 'seq')
+        if not seq then return redis.error_reply('GONE session') end
+        if seq == ARGV[1] then return {1} end
+        local last = ARGV[1] .. '-0'
+        if #redis.call('XRANGE', KEYS[2], last, last) == 0 then return {0} end
+        local limit = tonumber(ARGV[2])
+        local entries = redis.call('XRANGE', KEYS[2], '(' .. last, '+', 'COUNT', limit + 1)
+        if #entries > limit then return {0} end
+        return {2, entries}
+        """)
+
+    /// KEYS: session, events, lease. ARGV: token. Deletes the session if the token is current.
+    static let delete = RedisScript(
+        """
+        local fence = redis.call('HGET', KEYS[1], 'fence')
+        if not fence then return redis.error_reply('GONE session') end
+        if fence ~= ARGV[1] then return redis.error_reply('FENCED token ' .. ARGV[1] .. ' is not ' .. fence) end
+        return redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+        """)
+}

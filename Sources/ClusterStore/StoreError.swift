@@ -1,0 +1,17 @@
+/// ClusterStore: what the session layer needs from the cluster's shared store, as protocols and
+/// values, with in-memory implementations for single-process mode and tests. The Redis
+/// implementations are in ClusterRedis; this module imports nothing.
+
+/// Why a store operation failed.
+public enum StoreError: Error, Sendable, Equatable {
+    /// The caller's fencing token is no longer current: another holder took the session over.
+    /// The caller must stop running the session and must not retry.
+    case fenced
+    /// The session does not exist (expired or deleted).
+    case gone
+    /// The store cannot be reached or did not answer in time (answer `503` + `Retry-After`).
+    /// The operation may or may not have happened.
+    case unavailable(String)
+    /// A value was over its bound (state blob, event, cache entry).
+    case tooLarge(Int)
+}

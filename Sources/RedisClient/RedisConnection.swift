@@ -1,0 +1,316 @@
+import CHiredis
+import EventHTTP
+import Glibc
+import Logging
+import Synchronization
+
+/// One asynchronous Redis connection (hiredis) attached to one `EventLoop`'s `event_base`.
+///
+/// Threading: loop-bound. `start()`, `send`, `close()`, the callbacks and every property except
+/// `state` belong to `loop`'s thread; every callback runs there. `state` may be read from any
+/// thread; the `async` variants in `RedisConnection+Async.swift` hop to the loop from anywhere.
+///
+/// Behaviour:
+/// - After each connect it sends `AUTH` (if the URL had a password), `SELECT` (if db ≠ 0) and
+///   `PING`; the connection is `ready` when `PING` answers.
+/// - Every command has a time-out armed with a loop timer (hiredis 0.14 has none). On time-out the
+///   command fails with `.timeout`, its late reply is dropped, and the connection is dropped and
+///   re-made: replies come in order, so everything queued behind a stuck command is stuck too
+///   (those fail with `.connectionLost`).
+/// - A lost connection fails its pending commands with `.connectionLost` and reconnects with
+///   exponential back-off and jitter (`Backoff`). Commands are sent only while `ready`: otherwise
+///   they fail at once with `.notConnected` (callers answer `503`), they are not queued.
+public final class RedisConnection: @unchecked Sendable {
+    /// The completion of one command; runs on the connection's loop.
+    public typealias Callback = (Result<RESPValue, RedisError>) -> Void
+
+    /// The loop this connection lives on.
+    public let loop: EventLoop
+    /// Where it connects (the password is never logged).
+    public let configuration: RedisConfiguration
+    /// Called on the loop after every state change.
+    public var onStateChange: ((RedisConnectionState) -> Void)?
+    /// Called on the loop with each reply's round-trip time in seconds (for metrics).
+    public var onRoundTrip: ((Double) -> Void)?
+    /// Round-trip statistics of this connection's replies.
+    public private(set) var latency = RedisLatency()
+
+    private let logger: Logger
+    private let backoff: Backoff
+    private let stateValue = Atomic<UInt8>(RedisConnectionState.connecting.rawValue)
+    private var context: UnsafeMutablePointer<redisAsyncContext>?
+    private var pending: [UInt: Pending] = [:]
+    private var nextID: UInt = 1
+    private var attempt = 0
+    private var reconnectTimer: LoopTimer?
+    private var isClosed = false
+
+    private struct Pending {
+        var callback: Callback
+        var sentAt: UInt64
+        var timer: LoopTimer?
+        /// Subscription callbacks stay registered after their first reply.
+        var persistent: Bool
+    }
+
+    /// A connection to `configuration` on `loop`; call `start()` on the loop to connect.
+    public init(loop: EventLoop, configuration: RedisConfiguration, logger: Logger = Logger(label: "redis")) {
+        self.loop = loop
+        self.configuration = configuration
+        self.logger = logger
+        backoff = Backoff(base: configuration.reconnectBase, max: configuration.reconnectMax)
+    }
+
+    /// The current state. Safe from any thread.
+    public var state: RedisConnectionState {
+        RedisConnectionState(rawValue: stateValue.load(ordering: .acquiring)) ?? .closed
+    }
+
+    /// Starts connecting (and reconnecting whenever the connection is lost). Loop thread only.
+    public func start() {
+        guard !isClosed, context == nil, reconnectTimer == nil else { return }
+        connect()
+    }
+
+    /// Closes the connection for good: pending commands fail with `.connectionLost`. Loop thread only.
+    public func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        reconnectTimer?.cancel()
+        reconnectTimer = nil
+        dropContext(reason: "closed", reconnect: false)
+        setState(.closed)
+    }
+
+    /// Sends one command; `callback` gets its reply on the loop. `timeout` defaults to the
+    /// configuration's `commandTimeout`. A top-level error reply is `.failure(.server(message))`.
+    /// Loop thread only.
+    public func send(_ args: [RedisArg], timeout: Double? = nil, _ callback: @escaping Callback) {
+        guard state == .ready else { return callback(.failure(.notConnected)) }
+        issue(args, timeout: timeout ?? configuration.commandTimeout, persistent: false, callback)
+    }
+
+    /// Sends a (P)SUBSCRIBE whose callback receives every later message for it, until the
+    /// connection is lost (then it gets `.failure(.connectionLost)` once). Used by `RedisSubscriber`.
+    func sendPersistent(_ args: [RedisArg], _ callback: @escaping Callback) -> UInt? {
+        guard state == .ready else {
+            callback(.failure(.notConnected))
+            return nil
+        }
+        return issue(args, timeout: nil, persistent: true, callback)
+    }
+
+    /// Sends a command that has no reply of its own ((P)UNSUBSCRIBE: the channel's callback gets it).
+    func sendWithoutReply(_ args: [RedisArg]) {
+        guard let ctx = context else { return }
+        _ = withArgv(args) { argc, argv, lens in redisAsyncCommandArgv(ctx, nil, nil, argc, argv, lens) }
+    }
+
+    /// Forgets a persistent callback (after its unsubscribe confirmation).
+    func forget(_ id: UInt) { pending[id] = nil }
+
+    // MARK: Connecting
+
+    private func connect() {
+        reconnectTimer = nil
+        setState(.connecting)
+        guard let ctx = redisAsyncConnect(configuration.host, Int32(configuration.port)) else {
+            scheduleReconnect(reason: "redisAsyncConnect returned NULL")
+            return
+        }
+        if ctx.pointee.err != 0 {
+            let why = ctx.pointee.errstr.map { String(cString: $0) } ?? "error \(ctx.pointee.err)"
+            redisAsyncFree(ctx)
+            scheduleReconnect(reason: why)
+            return
+        }
+        // The context holds a reference to the connection until `contextGone` clears `data`.
+        ctx.pointee.data = Unmanaged.passRetained(self).toOpaque()
+        context = ctx
+        guard chiredis_attach(ctx, loop.base) == REDIS_OK else {
+            dropContext(reason: "redisLibeventAttach failed", reconnect: true)
+            return
+        }
+        redisAsyncSetConnectCallback(ctx, redisConnectCallback)
+        redisAsyncSetDisconnectCallback(ctx, redisDisconnectCallback)
+        let t = configuration.connectTimeout
+        if let password = configuration.password {
+            issue(["AUTH", RedisArg(password)], timeout: t, persistent: false) { [weak self] r in
+                if case .failure(let e) = r { self?.handshakeFailed("AUTH", e) }
+            }
+        }
+        if configuration.database != 0 {
+            issue(["SELECT", RedisArg(configuration.database)], timeout: t, persistent: false) { [weak self] r in
+                if case .failure(let e) = r { self?.handshakeFailed("SELECT", e) }
+            }
+        }
+        issue(["PING"], timeout: t, persistent: false) { [weak self] r in
+            guard let self, case .success = r, self.context == ctx else { return }
+            self.attempt = 0
+            self.logger.info("redis connected", metadata: ["redis": "\(self.configuration)"])
+            self.setState(.ready)
+        }
+    }
+
+    private func handshakeFailed(_ command: String, _ error: RedisError) {
+        // `.server` only: time-outs and lost connections already drop the context themselves.
+        guard case .server = error else { return }
+        logger.error("redis \(command) failed", metadata: ["error": "\(error)"])
+        dropContext(reason: "\(command) failed", reconnect: true)
+    }
+
+    private func scheduleReconnect(reason: String) {
+        setState(isClosed ? .closed : .disconnected)
+        guard !isClosed, reconnectTimer == nil else { return }
+        let delay = backoff.delay(attempt: attempt)
+        attempt += 1
+        logger.warning(
+            "redis connection down; reconnecting",
+            metadata: ["redis": "\(configuration)", "reason": "\(reason)", "in": "\(delay)"])
+        reconnectTimer = loop.schedule(after: delay) { [weak self] in self?.connect() }
+    }
+
+    /// Frees the current context (if any) ourselves: time-out, failed hand-shake, `close()`.
+    private func dropContext(reason: String, reconnect: Bool) {
+        guard let ctx = context else { return }
+        contextGone(ctx, reason: reason, reconnect: reconnect)
+        redisAsyncFree(ctx)  // its callbacks now see `data == nil` and do nothing
+    }
+
+    /// The context is going away (hiredis frees it, or we are about to): detach from it, fail
+    /// everything pending, and reconnect unless closed. Idempotent per context.
+    fileprivate func contextGone(_ ctx: UnsafeMutablePointer<redisAsyncContext>, reason: String, reconnect: Bool = true)
+    {
+        guard let data = ctx.pointee.data else { return }
+        ctx.pointee.data = nil
+        if context == ctx { context = nil }
+        let failed = pending
+        pending.removeAll()
+        for (_, p) in failed.sorted(by: { $0.key < $1.key }) {
+            p.timer?.cancel()
+            p.callback(.failure(.connectionLost(reason)))
+        }
+        if reconnect { scheduleReconnect(reason: reason) }
+        Unmanaged<RedisConnection>.fromOpaque(data).release()
+    }
+
+    private func setState(_ s: RedisConnectionState) {
+        let old = stateValue.exchange(s.rawValue, ordering: .acquiringAndReleasing)
+        if old != s.rawValue { onStateChange?(s) }
+    }
+
+    // MARK: Commands
+
+    @discardableResult
+    private func issue(
+        _ args: [RedisArg], timeout: Double?, persistent: Bool, _ callback: @escaping Callback
+    ) -> UInt? {
+        guard let ctx = context else {
+            callback(.failure(.notConnected))
+            return nil
+        }
+        let id = nextID
+        nextID &+= 1
+        let rc = withArgv(args) { argc, argv, lens in
+            redisAsyncCommandArgv(ctx, redisReplyCallback, UnsafeMutableRawPointer(bitPattern: id), argc, argv, lens)
+        }
+        guard rc == REDIS_OK else {
+            callback(.failure(.connectionLost("redisAsyncCommandArgv failed")))
+            return nil
+        }
+        var p = Pending(callback: callback, sentAt: Self.now(), timer: nil, persistent: persistent)
+        if let timeout {
+            p.timer = loop.schedule(after: timeout) { [weak self] in self?.timedOut(id) }
+        }
+        pending[id] = p
+        return id
+    }
+
+    private func timedOut(_ id: UInt) {
+        guard let p = pending.removeValue(forKey: id) else { return }
+        dropContext(reason: "command timed out", reconnect: true)  // first: the caller sees the new state
+        p.callback(.failure(.timeout))
+    }
+
+    fileprivate func handleReply(
+        _ ctx: UnsafeMutablePointer<redisAsyncContext>, _ reply: UnsafeMutableRawPointer?, id: UInt
+    ) {
+        guard let reply else {
+            // hiredis is tearing the context down: `contextGone` fails everything at once.
+            return
+        }
+        guard var p = pending[id] else { return }  // timed out: the late reply is dropped
+        let value = RESPValue(reply: reply.assumingMemoryBound(to: redisReply.self))
+        if p.persistent {
+            p.sentAt = 0
+        } else {
+            pending[id] = nil
+            p.timer?.cancel()
+            let rtt = Double(Self.now() &- p.sentAt) / 1e9
+            latency.record(rtt)
+            onRoundTrip?(rtt)
+        }
+        if case .error(let message) = value {
+            p.callback(.failure(.server(message)))
+        } else {
+            p.callback(.success(value))
+        }
+    }
+
+    static func now() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
+}
+
+/// Calls `body` with hiredis's argc/argv/argvlen for `args` (one contiguous copy of the bytes).
+private func withArgv<R>(
+    _ args: [RedisArg],
+    _ body: (Int32, UnsafeMutablePointer<UnsafePointer<CChar>?>, UnsafePointer<Int>) -> R
+) -> R {
+    var flat: [UInt8] = []
+    flat.reserveCapacity(args.reduce(1) { $0 + $1.bytes.count })
+    for a in args { flat.append(contentsOf: a.bytes) }
+    flat.append(0)  // never empty, so every pointer below is valid
+    let lengths = args.map(\.bytes.count)
+    return flat.withUnsafeBufferPointer { buf in
+        let start = UnsafeRawPointer(buf.baseAddress!)
+        var offset = 0
+        var pointers: [UnsafePointer<CChar>?] = []
+        pointers.reserveCapacity(args.count)
+        for n in lengths {
+            pointers.append((start + offset).assumingMemoryBound(to: CChar.self))
+            offset += n
+        }
+        return pointers.withUnsafeMutableBufferPointer { p in
+            lengths.withUnsafeBufferPointer { l in body(Int32(args.count), p.baseAddress!, l.baseAddress!) }
+        }
+    }
+}
+
+private func connection(_ ctx: UnsafePointer<redisAsyncContext>?) -> RedisConnection? {
+    guard let data = ctx?.pointee.data else { return nil }
+    return Unmanaged<RedisConnection>.fromOpaque(data).takeUnretainedValue()
+}
+
+private let redisReplyCallback:
+    @convention(c) (
+        UnsafeMutablePointer<redisAsyncContext>?, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?
+    ) -> Void = { ctx, reply, privdata in
+        guard let ctx, let conn = connection(ctx) else { return }
+        conn.handleReply(ctx, reply, id: UInt(bitPattern: privdata))
+    }
+
+private let redisConnectCallback: @convention(c) (UnsafePointer<redisAsyncContext>?, Int32) -> Void = { ctx, status in
+    guard status != REDIS_OK, let ctx, let conn = connection(ctx) else { return }
+    let why = ctx.pointee.errstr.map { String(cString: $0) } ?? "connect failed"
+    conn.contextGone(UnsafeMutablePointer(mutating: ctx), reason: why)
+}
+
+private let redisDisconnectCallback: @convention(c) (UnsafePointer<redisAsyncContext>?, Int32) -> Void = {
+    ctx, _ in
+    guard let ctx, let conn = connection(ctx) else { return }
+    let why = ctx.pointee.errstr.map { String(cString: $0) } ?? "disconnected"
+    conn.contextGone(UnsafeMutablePointer(mutating: ctx), reason: why.isEmpty ? "disconnected" : why)
+}

@@ -1,0 +1,30 @@
+/// Why a Redis command failed.
+public enum RedisError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The connection is down (waiting to reconnect, or closed); the command was not sent.
+    case notConnected
+    /// No reply within the command's time-out; a late reply is dropped.
+    case timeout
+    /// The connection was lost (or dropped) before the reply arrived: the command may have run.
+    case connectionLost(String)
+    /// The server answered with an error reply (`ERR …`, `NOSCRIPT …`, a script's own error).
+    case server(String)
+    /// A reply had an unexpected shape.
+    case unexpectedReply(String)
+
+    /// The server error's first word (`NOSCRIPT`, `FENCED`, `WRONGTYPE`), or nil.
+    public var serverCode: String? {
+        guard case .server(let message) = self else { return nil }
+        return message.split(separator: " ", maxSplits: 1).first.map(String.init)
+    }
+
+    /// A readable description (never contains a password).
+    public var description: String {
+        switch self {
+        case .notConnected: return "redis: not connected"
+        case .timeout: return "redis: command timed out"
+        case .connectionLost(let why): return "redis: connection lost (\(why))"
+        case .server(let message): return "redis: \(message)"
+        case .unexpectedReply(let what): return "redis: unexpected reply (\(what))"
+        }
+    }
+}

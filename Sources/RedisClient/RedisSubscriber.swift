@@ -1,0 +1,142 @@
+import EventHTTP
+import Logging
+
+/// A pub/sub connection: `SUBSCRIBE`/`PSUBSCRIBE` with a handler per channel or pattern, on its own
+/// `RedisConnection` (a connection in subscribe mode cannot run other commands).
+///
+/// Threading: loop-bound like its connection; handlers run on that loop.
+///
+/// After a reconnect every channel and pattern is subscribed again and its `onSubscribed` runs
+/// again: messages published while the connection was down are lost (pub/sub keeps nothing), so a
+/// consumer re-reads what it needs (a session's stream with `XRANGE`) in `onSubscribed`, the order
+/// "subscribe first, then read history, then de-duplicate by id".
+/// Limitation (hiredis 0.14): subscribing a channel again while its unsubscribe is in flight is not
+/// supported (hiredis files the confirmation under the channel name).
+public final class RedisSubscriber: @unchecked Sendable {
+    /// The underlying connection (its `state` is this subscriber's state).
+    public let connection: RedisConnection
+    /// Called on the loop after every state change of the connection.
+    public var onStateChange: ((RedisConnectionState) -> Void)?
+
+    private struct Subscription {
+        var handler: (RedisMessage) -> Void
+        var onSubscribed: (() -> Void)?
+        var id: UInt?
+    }
+    private var channels: [String: Subscription] = [:]
+    private var patterns: [String: Subscription] = [:]
+    private var unsubscribing: [String: UInt] = [:]
+
+    /// A subscriber connecting to `configuration` on `loop`; call `start()` on the loop.
+    public init(loop: EventLoop, configuration: RedisConfiguration, logger: Logger = Logger(label: "redis.sub")) {
+        connection = RedisConnection(loop: loop, configuration: configuration, logger: logger)
+        connection.onStateChange = { [weak self] state in
+            guard let self else { return }
+            if state == .ready { self.resubscribeAll() }
+            self.onStateChange?(state)
+        }
+    }
+
+    /// Starts connecting. Loop thread only.
+    public func start() { connection.start() }
+
+    /// Closes the connection for good. Loop thread only.
+    public func close() {
+        channels.removeAll()
+        patterns.removeAll()
+        connection.close()
+    }
+
+    /// Subscribes `handler` to `channel` (replacing an earlier handler). `onSubscribed` runs each
+    /// time Redis confirms the subscription (again after every reconnect). Loop thread only.
+    public func subscribe(
+        channel: String, onSubscribed: (() -> Void)? = nil, _ handler: @escaping (RedisMessage) -> Void
+    ) {
+        if channels[channel] != nil {
+            channels[channel]?.handler = handler
+            channels[channel]?.onSubscribed = onSubscribed
+            return
+        }
+        channels[channel] = Subscription(handler: handler, onSubscribed: onSubscribed)
+        issue(channel: channel)
+    }
+
+    /// Subscribes `handler` to channels matching the glob `pattern`. Loop thread only.
+    public func psubscribe(
+        pattern: String, onSubscribed: (() -> Void)? = nil, _ handler: @escaping (RedisMessage) -> Void
+    ) {
+        if patterns[pattern] != nil {
+            patterns[pattern]?.handler = handler
+            patterns[pattern]?.onSubscribed = onSubscribed
+            return
+        }
+        patterns[pattern] = Subscription(handler: handler, onSubscribed: onSubscribed)
+        issue(pattern: pattern)
+    }
+
+    /// Stops delivering `channel`. Loop thread only.
+    public func unsubscribe(channel: String) {
+        guard let sub = channels.removeValue(forKey: channel) else { return }
+        if let id = sub.id {
+            unsubscribing[channel] = id
+            connection.sendWithoutReply(["UNSUBSCRIBE", RedisArg(channel)])
+        }
+    }
+
+    /// Stops delivering `pattern`. Loop thread only.
+    public func punsubscribe(pattern: String) {
+        guard let sub = patterns.removeValue(forKey: pattern) else { return }
+        if let id = sub.id {
+            unsubscribing["p:" + pattern] = id
+            connection.sendWithoutReply(["PUNSUBSCRIBE", RedisArg(pattern)])
+        }
+    }
+
+    private func resubscribeAll() {
+        unsubscribing.removeAll()
+        for channel in channels.keys { issue(channel: channel) }
+        for pattern in patterns.keys { issue(pattern: pattern) }
+    }
+
+    private func issue(channel: String) {
+        guard connection.state == .ready else { return }  // subscribed on `ready`
+        channels[channel]?.id = connection.sendPersistent(["SUBSCRIBE", RedisArg(channel)]) { [weak self] r in
+            self?.received(r)
+        }
+    }
+
+    private func issue(pattern: String) {
+        guard connection.state == .ready else { return }
+        patterns[pattern]?.id = connection.sendPersistent(["PSUBSCRIBE", RedisArg(pattern)]) { [weak self] r in
+            self?.received(r)
+        }
+    }
+
+    private func received(_ result: Result<RESPValue, RedisError>) {
+        // Failures mean the connection was lost: everything is subscribed again on `ready`.
+        guard case .success(let value) = result, let items = value.array, let kind = items.first?.string else { return }
+        switch (kind, items.count) {
+        case ("message", 3):
+            guard let channel = items[1].string, let payload = items[2].bytes else { return }
+            channels[channel]?.handler(RedisMessage(channel: channel, payload: payload))
+        case ("pmessage", 4):
+            guard let pattern = items[1].string, let channel = items[2].string, let payload = items[3].bytes else {
+                return
+            }
+            patterns[pattern]?.handler(RedisMessage(channel: channel, pattern: pattern, payload: payload))
+        case ("subscribe", 3):
+            if let channel = items[1].string { channels[channel]?.onSubscribed?() }
+        case ("psubscribe", 3):
+            if let pattern = items[1].string { patterns[pattern]?.onSubscribed?() }
+        case ("unsubscribe", 3):
+            if let channel = items[1].string, let id = unsubscribing.removeValue(forKey: channel) {
+                connection.forget(id)
+            }
+        case ("punsubscribe", 3):
+            if let pattern = items[1].string, let id = unsubscribing.removeValue(forKey: "p:" + pattern) {
+                connection.forget(id)
+            }
+        default: break
+        }
+    }
+}

@@ -1,0 +1,170 @@
+import EventHTTP
+import Glibc
+import RedisClient
+import RedisTestSupport
+import XCTest
+
+final class RedisConnectionTests: XCTestCase {
+    var server: RedisServerProcess!
+    var loop: EventLoop!
+
+    override func setUp() async throws {
+        server = try RedisServerProcess()
+        loop = startedLoop()
+    }
+
+    override func tearDown() async throws {
+        loop.stop()
+        server.kill()
+    }
+
+    func connect(_ url: String? = nil, timeout: Double = 2) async -> RedisConnection {
+        var config = RedisConfiguration(url: url ?? server.url)!
+        config.commandTimeout = timeout
+        config.connectTimeout = 1
+        config.reconnectBase = 0.02
+        config.reconnectMax = 0.2
+        let c = RedisConnection(loop: loop, configuration: config)
+        c.startFromAnyThread()
+        return c
+    }
+
+    func testCommandsAndReplyTypes() async throws {
+        let c = await connect()
+        let ready = await waitForState(c, .ready)
+        XCTAssertTrue(ready)
+        let set = await c.send(["SET", "k", RedisArg(bytes: [0, 255, 10, 13])])
+        XCTAssertEqual(set, .success(.simpleString("OK")))
+        let get = await c.send(["GET", "k"])
+        XCTAssertEqual(get, .success(.bulkString([0, 255, 10, 13])))
+        let missing = await c.send(["GET", "nope"])
+        XCTAssertEqual(missing, .success(.null))
+        let incr = await c.send(["INCRBY", "n", 41])
+        XCTAssertEqual(incr, .success(.integer(41)))
+        _ = await c.send(["RPUSH", "l", "a", "", "c"])
+        let range = await c.send(["LRANGE", "l", 0, -1])
+        XCTAssertEqual(range, .success(.array([.bulkString(Array("a".utf8)), .bulkString([]), .bulkString([99])])))
+        XCTAssertEqual(c.state, .ready)
+        await c.closeFromAnyThread()
+        XCTAssertEqual(c.state, .closed)
+    }
+
+    func testErrorRepliesAreFailuresAndKeepTheConnection() async throws {
+        let c = await connect()
+        _ = await waitForState(c, .ready)
+        _ = await c.send(["SET", "s", "text"])
+        let wrong = await c.send(["INCR", "s"])
+        XCTAssertEqual(wrong, .failure(.server("ERR value is not an integer or out of range")))
+        let unknown = await c.send(["NOSUCHCOMMAND"])
+        guard case .failure(let e) = unknown else { return XCTFail("\(unknown)") }
+        XCTAssertEqual(e.serverCode, "ERR")
+        let ping = await c.send(["PING"])
+        XCTAssertEqual(ping, .success(.simpleString("PONG")))
+        await c.closeFromAnyThread()
+    }
+
+    func testNotConnectedFailsAtOnce() async throws {
+        let port = try RedisServerProcess.freePort()
+        let c = await connect("redis://127.0.0.1:\(port)")
+        let down = await waitForState(c, .disconnected)
+        XCTAssertTrue(down)
+        let r = await c.send(["PING"])
+        XCTAssertEqual(r, .failure(.notConnected))
+        await c.closeFromAnyThread()
+    }
+
+    func testTimeoutFailsTheCommandDropsTheLateReplyAndReconnects() async throws {
+        let c = await connect(timeout: 0.2)
+        _ = await waitForState(c, .ready)
+        server.signal(SIGSTOP)
+        let started = Date()
+        let r = await c.send(["INCR", "counter"])
+        XCTAssertEqual(r, .failure(.timeout))
+        XCTAssertLessThan(Date().timeIntervalSince(started), 1.5)
+        XCTAssertNotEqual(c.state, .ready)
+        server.signal(SIGCONT)
+        let back = await waitForState(c, .ready)
+        XCTAssertTrue(back)
+        // The INCR may have been applied by the server after SIGCONT, but its reply went nowhere;
+        // the next command gets its own reply, not the stale one.
+        let ping = await c.send(["PING"])
+        XCTAssertEqual(ping, .success(.simpleString("PONG")))
+        await c.closeFromAnyThread()
+    }
+
+    func testReconnectsAfterTheServerIsKilledAndRestarted() async throws {
+        let c = await connect()
+        _ = await waitForState(c, .ready)
+        _ = await c.send(["SET", "before", "1"])
+        server.kill()
+        let down = await waitForState(c, .disconnected)
+        XCTAssertTrue(down)
+        let failed = await c.send(["PING"])
+        XCTAssertEqual(failed, .failure(.notConnected))
+        try server.start()
+        let back = await waitForState(c, .ready)
+        XCTAssertTrue(back)
+        let r = await c.send(["GET", "before"])
+        XCTAssertEqual(r, .success(.null), "a restarted server without persistence is empty")
+        await c.closeFromAnyThread()
+    }
+
+    func testAuthAndSelectAfterConnect() async throws {
+        server.kill()
+        server = try RedisServerProcess(extraArguments: ["--requirepass", "s3cr:t"])
+        let c = await connect("redis://:s3cr%3At@127.0.0.1:\(server.port)/3")
+        let ready = await waitForState(c, .ready)
+        XCTAssertTrue(ready)
+        let info = await c.send(["CLIENT", "INFO"])
+        XCTAssertTrue(try info.map { $0.string ?? "" }.get().contains(" db=3 "), "\(info)")
+        XCTAssertFalse(c.configuration.description.contains("s3cr"))
+        await c.closeFromAnyThread()
+
+        let wrong = await connect("redis://:nope@127.0.0.1:\(server.port)")
+        let down = await waitForState(wrong, .disconnected)
+        XCTAssertTrue(down, "a wrong password never becomes ready")
+        XCTAssertNotEqual(wrong.state, .ready)
+        await wrong.closeFromAnyThread()
+    }
+
+    func testRoundTripLatencyIsRecorded() async throws {
+        let c = await connect()
+        _ = await waitForState(c, .ready)
+        let n = 2000
+        let started = Date()
+        for _ in 0..<n { _ = await c.send(["PING"]) }
+        let elapsed = Date().timeIntervalSince(started)
+        let stats = await withCheckedContinuation { k in c.loop.execute { k.resume(returning: c.latency) } }
+        XCTAssertGreaterThanOrEqual(stats.count, n)
+        XCTAssertGreaterThan(stats.mean, 0)
+        print(
+            "redis PING round trip on loopback: mean \(stats.mean * 1e6) µs, max \(stats.max * 1e6) µs; "
+                + "with the hop from a task: \(elapsed / Double(n) * 1e6) µs")
+        await c.closeFromAnyThread()
+    }
+}
+
+final class RedisConfigurationTests: XCTestCase {
+    func testURLs() {
+        let a = RedisConfiguration(url: "redis://127.0.0.1:6379/0")
+        XCTAssertEqual(a, RedisConfiguration(host: "127.0.0.1", port: 6379, password: nil, database: 0))
+        let b = RedisConfiguration(url: "redis://:p%40ss@host:7000/2")
+        XCTAssertEqual(b, RedisConfiguration(host: "host", port: 7000, password: "p@ss", database: 2))
+        XCTAssertEqual(b?.description, "redis://:***@host:7000/2")
+        XCTAssertEqual(RedisConfiguration(url: "redis://redis")?.port, 6379)
+        XCTAssertNil(RedisConfiguration(url: "http://host"))
+        XCTAssertNil(RedisConfiguration(url: "redis://host:0"))
+        XCTAssertNil(RedisConfiguration(url: "redis://host/x"))
+        XCTAssertNil(RedisConfiguration(url: "redis://user:pw@host"), "ACL users are not supported")
+        XCTAssertNil(RedisConfiguration(url: "redis://"))
+    }
+
+    func testBackoffGrowsWithJitterUpToTheCap() {
+        let b = Backoff(base: 0.1, max: 1)
+        XCTAssertEqual(b.delay(attempt: 0, unit: 0), 0.05, accuracy: 1e-9)
+        XCTAssertEqual(b.delay(attempt: 0, unit: 1), 0.1, accuracy: 1e-9)
+        XCTAssertEqual(b.delay(attempt: 2, unit: 1), 0.4, accuracy: 1e-9)
+        XCTAssertEqual(b.delay(attempt: 10, unit: 1), 1, accuracy: 1e-9)
+        XCTAssertEqual(b.delay(attempt: 100, unit: 0), 0.5, accuracy: 1e-9)
+    }
+}

@@ -1,0 +1,144 @@
+import EventHTTP
+import RedisClient
+import RedisTestSupport
+import XCTest
+
+final class RedisPubSubTests: XCTestCase {
+    var server: RedisServerProcess!
+    var loop: EventLoop!
+
+    override func setUp() async throws {
+        server = try RedisServerProcess()
+        loop = startedLoop()
+    }
+
+    override func tearDown() async throws {
+        loop.stop()
+        server.kill()
+    }
+
+    private var configuration: RedisConfiguration {
+        var c = RedisConfiguration(url: server.url)!
+        c.reconnectBase = 0.02
+        c.reconnectMax = 0.2
+        return c
+    }
+
+    /// Events seen by the subscriber's callbacks, in order, as an async sequence.
+    enum Seen: Equatable {
+        case subscribed(String)
+        case message(RedisMessage)
+    }
+
+    func makeSubscriber() -> (RedisSubscriber, AsyncStream<Seen>.Iterator, AsyncStream<Seen>.Continuation) {
+        let (stream, continuation) = AsyncStream<Seen>.makeStream()
+        let sub = RedisSubscriber(loop: loop, configuration: configuration)
+        loop.execute { sub.start() }
+        return (sub, stream.makeAsyncIterator(), continuation)
+    }
+
+    func testSubscribeAndPSubscribeReceiveMessages() async throws {
+        let publisher = RedisConnection(loop: loop, configuration: configuration)
+        publisher.startFromAnyThread()
+        let (sub, iterator, out) = makeSubscriber()
+        var seen = iterator
+        let ready = await waitForState(sub.connection, .ready)
+        XCTAssertTrue(ready)
+        loop.execute {
+            sub.subscribe(channel: "s:1", onSubscribed: { out.yield(.subscribed("s:1")) }) { out.yield(.message($0)) }
+            sub.psubscribe(pattern: "cache:*", onSubscribed: { out.yield(.subscribed("cache:*")) }) {
+                out.yield(.message($0))
+            }
+        }
+        var first = await seen.next()
+        XCTAssertEqual(first, .subscribed("s:1"))
+        first = await seen.next()
+        XCTAssertEqual(first, .subscribed("cache:*"))
+        _ = await waitForState(publisher, .ready)
+        let n = await publisher.send(["PUBLISH", "s:1", RedisArg(bytes: [1, 2, 0])])
+        XCTAssertEqual(n, .success(.integer(1)))
+        _ = await publisher.send(["PUBLISH", "cache:abc", "wake"])
+        let m1 = await seen.next()
+        XCTAssertEqual(m1, .message(RedisMessage(channel: "s:1", payload: [1, 2, 0])))
+        let m2 = await seen.next()
+        XCTAssertEqual(
+            m2, .message(RedisMessage(channel: "cache:abc", pattern: "cache:*", payload: Array("wake".utf8))))
+
+        // Unsubscribe; a later confirmed subscription proves Redis processed it (replies are ordered).
+        loop.execute {
+            sub.unsubscribe(channel: "s:1")
+            sub.subscribe(channel: "s:2", onSubscribed: { out.yield(.subscribed("s:2")) }) { out.yield(.message($0)) }
+        }
+        let s2 = await seen.next()
+        XCTAssertEqual(s2, .subscribed("s:2"))
+        let none = await publisher.send(["PUBLISH", "s:1", "gone"])
+        XCTAssertEqual(none, .success(.integer(0)))
+        loop.execute {
+            sub.close()
+            publisher.close()
+        }
+    }
+
+    func testSubscriptionsComeBackAfterARestart() async throws {
+        let publisher = RedisConnection(loop: loop, configuration: configuration)
+        publisher.startFromAnyThread()
+        let (sub, iterator, out) = makeSubscriber()
+        var seen = iterator
+        loop.execute {
+            // Subscribed before the connection is ready: issued when it becomes ready.
+            sub.subscribe(channel: "s:9", onSubscribed: { out.yield(.subscribed("s:9")) }) { out.yield(.message($0)) }
+        }
+        let first = await seen.next()
+        XCTAssertEqual(first, .subscribed("s:9"))
+        server.kill()
+        try server.start()
+        let again = await seen.next()
+        XCTAssertEqual(again, .subscribed("s:9"), "onSubscribed runs again after the reconnect")
+        _ = await waitForState(publisher, .ready)
+        _ = await publisher.send(["PUBLISH", "s:9", "after"])
+        let m = await seen.next()
+        XCTAssertEqual(m, .message(RedisMessage(channel: "s:9", payload: Array("after".utf8))))
+        loop.execute {
+            sub.close()
+            publisher.close()
+        }
+    }
+}
+
+final class RedisScriptTests: XCTestCase {
+    func testSHA1MatchesKnownVectors() {
+        XCTAssertEqual(RedisScript("").sha1, "da39a3ee5e6b4b0d3255bfef95601890afd80709")
+        XCTAssertEqual(RedisScript("abc").sha1, "a9993e364706816aba3e25717850c26c9cd0d89d")
+        let long = String(repeating: "a", count: 1000)
+        XCTAssertEqual(RedisScript(long).sha1, "291e9a6c66994949b57ba5e650361e98fc36b1ba")
+    }
+
+    func testEvalShaLoadsTheScriptOnNoscript() async throws {
+        let server = try RedisServerProcess()
+        let loop = startedLoop()
+        defer {
+            loop.stop()
+            server.kill()
+        }
+        let c = RedisConnection(loop: loop, configuration: RedisConfiguration(url: server.url)!)
+        c.startFromAnyThread()
+        _ = await waitForState(c, .ready)
+        let script = RedisScript("return {KEYS[1], ARGV[1], redis.call('INCR', KEYS[1])}")
+        let loaded = await c.send(["SCRIPT", "LOAD", RedisArg(script.source)])
+        XCTAssertEqual(loaded.map(\.string), .success(script.sha1), "our SHA-1 is Redis's")
+        _ = await c.send(["SCRIPT", "FLUSH"])
+        for expected in [1, 2] as [Int64] {
+            let r = await withCheckedContinuation { k in
+                loop.execute { c.evalScript(script, keys: ["n"], args: ["x"]) { k.resume(returning: $0) } }
+            }
+            XCTAssertEqual(
+                r, .success(.array([.bulkString(Array("n".utf8)), .bulkString(Array("x".utf8)), .integer(expected)])))
+        }
+        let failing = RedisScript("return redis.error_reply('FENCED token 3 < 4')")
+        let f = await withCheckedContinuation { k in
+            loop.execute { c.evalScript(failing, keys: [], args: []) { k.resume(returning: $0) } }
+        }
+        XCTAssertEqual(f, .failure(.server("FENCED token 3 < 4")))
+        await c.closeFromAnyThread()
+    }
+}
