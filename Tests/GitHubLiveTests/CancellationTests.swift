@@ -163,4 +163,22 @@ final class CancellationTests: XCTestCase {
         let calls = await fake.callCount
         XCTAssertEqual(calls, 1, "the spent call's answer was cached, not fetched again")
     }
+
+    func testTheRateLimitMessageIsWithdrawnWhenTheBlockEnds() async throws {
+        let (stream, continuation) = AsyncStream.makeStream(of: UpstreamStatus.self)
+        let limiter = RateLimiter(
+            configuration: .init(minimumSpacing: .zero), clock: SystemWallClock(),
+            onStatus: { continuation.yield($0) })
+        let error = await limiter.observe(status: 429, headers: ["retry-after": "1"])
+        XCTAssertEqual(error?.retryAfterSeconds, 1)
+        var statuses = stream.makeAsyncIterator()
+        let limited = await statuses.next()
+        XCTAssertEqual(limited?.message, error?.message)
+        // No response arrives to clear it: the limiter withdraws the sentence itself when the block ends,
+        // so the page's banner does not keep saying "exhausted".
+        let cleared = await statuses.next()
+        XCTAssertEqual(cleared, UpstreamStatus(reachable: true, message: nil, rateLimit: nil))
+        try await limiter.acquire()
+        await limiter.release()
+    }
 }

@@ -116,6 +116,7 @@ def test_rate_limit_has_one_sentence_a_countdown_to_retry_at_and_ends_by_itself(
         wait(browser, lambda d: not countdown.is_displayed(), message="the countdown stayed")
         wait(browser, lambda d: load_more.is_enabled() and search_button.is_enabled(),
              message="load more / search stayed disabled")
+        wait(browser, lambda d: not banner.is_displayed(), message="the rate-limit sentence outlived the limit")
     finally:
         github.reset()
 
