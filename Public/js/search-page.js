@@ -10,7 +10,7 @@ const $ = (id) => document.getElementById(id);
 const ui = {
     form: $("search-form"), query: $("query"), sort: $("sort"), searchButton: $("search-button"),
     count: $("result-count"), stale: $("stale-badge"), loading: $("loading"),
-    error: $("error"), errorMessage: $("error-message"), countdown: $("error-countdown"),
+    error: $("error"), errorMessage: $("error-message"), countdown: $("retry-countdown"),
     results: $("results"), loadMore: $("load-more"), opened: $("opened"), openedLink: $("opened-link"),
     statusBanner: $("status-banner"), rateLimit: $("rate-limit"), rowTemplate: $("repo-row"),
 };
@@ -64,8 +64,8 @@ client.on("search", "searchEnabled", (enabled) => { ui.searchButton.disabled = !
 client.on("search", "isLoading", (loading) => {
     ui.loading.hidden = !loading;
     ui.results.setAttribute("aria-busy", String(Boolean(loading)));
-    ui.loadMore.disabled = Boolean(loading);
 });
+// `null` until a search answered: then the count shows nothing (formatting is the page's only part).
 client.on("search", "totalCount", (total) => {
     ui.count.textContent = total == null ? "" : `${count.format(total)} ${total === 1 ? "repository" : "repositories"}`;
 });
@@ -74,11 +74,20 @@ client.on("search", "hasMore", (hasMore) => {
     ui.loadMore.hidden = !hasMore;
     rearmEndObserver();
 });
+client.on("search", "loadMoreEnabled", (enabled) => {
+    ui.loadMore.disabled = !enabled;
+    rearmEndObserver();
+});
 client.on("search", "repositories", (repositories) => {
     renderRepositories(repositories ?? []);
     rearmEndObserver();
 });
-client.on("search", "error", renderError);
+// The search area's sentence (the view model leaves it null for a rate limit: the status banner says it).
+client.on("search", "errorMessage", (message) => {
+    ui.errorMessage.textContent = message ?? "";
+    ui.error.hidden = message == null;
+});
+client.on("search", "retryAt", renderCountdown);
 client.onSignal("search", "openURL", (url) => {
     if (!isWebURL(url)) return;
     window.open(url, "_blank", "noopener");
@@ -137,17 +146,19 @@ function rearmEndObserver() {
 
 let countdownTimer = null;
 
-function renderError(error) {
+/**
+ * Counts down to `retryAt` (the view model's time at which searching is possible again) and shows the
+ * seconds left; hidden while it is null. The view model ends the rate limit itself (it sends `null`
+ * and enables searching): the page only formats the time left.
+ */
+function renderCountdown(retryAt) {
     clearInterval(countdownTimer);
-    ui.error.hidden = error == null;
-    ui.errorMessage.textContent = error?.message ?? "";
-    const seconds = error?.retryAfterSeconds;
-    ui.countdown.hidden = typeof seconds !== "number";
-    if (typeof seconds !== "number") return;
-    const deadline = performance.now() + seconds * 1000;
+    ui.countdown.hidden = retryAt == null;
+    if (retryAt == null) return;
+    const deadline = Date.parse(retryAt);
     const tick = () => {
-        const left = Math.max(0, Math.ceil((deadline - performance.now()) / 1000));
-        ui.countdown.textContent = left > 0 ? `You can search again in ${left} s.` : "You can search again now.";
+        const left = Math.max(0, Math.ceil((deadline - Date.now()) / 1000));
+        ui.countdown.textContent = `You can search again in ${left} s.`;
         ui.countdown.dataset.secondsLeft = String(left);
         if (left === 0) clearInterval(countdownTimer);
     };

@@ -43,6 +43,7 @@ public actor RateLimiter {
     private var inFlight = 0
     private var waiters: [(id: Int, continuation: CheckedContinuation<Bool, Never>)] = []
     private var nextWaiter = 0
+    private var unblockTask: Task<Void, Never>?
     private var queueWatchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     private var lastStart: ContinuousClock.Instant?
     private var rateLimit: RateLimit?
@@ -204,6 +205,30 @@ public actor RateLimiter {
 
     private func block(until: Double) {
         blockedUntil = max(blockedUntil ?? 0, until)
+        scheduleUnblock()
+    }
+
+    /// When the block ends, the "rate limit is exhausted" message is withdrawn (no response would
+    /// otherwise arrive to clear it until someone searches again, and the page would keep showing it).
+    private func scheduleUnblock() {
+        unblockTask?.cancel()
+        guard let until = blockedUntil else { return }
+        let delay = max(0, until - clock.now())
+        unblockTask = Task { [weak self] in
+            try? await Task.sleep(for: .milliseconds(Int((delay * 1000).rounded(.up))))
+            guard !Task.isCancelled else { return }
+            await self?.unblockIfDue()
+        }
+    }
+
+    /// Publishes "reachable, no message" once the block has ended, unless another block started.
+    func unblockIfDue() {
+        if blockedError() != nil {
+            scheduleUnblock()  // the wall clock lags the sleep: wait for the rest
+            return
+        }
+        guard let last = published, last.reachable, last.message != nil else { return }
+        publish(UpstreamStatus(reachable: true, message: nil, rateLimit: rateLimit))
     }
 
     private func publish(_ status: UpstreamStatus) {

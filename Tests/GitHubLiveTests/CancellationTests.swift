@@ -140,4 +140,45 @@ final class CancellationTests: XCTestCase {
         XCTAssertEqual(answer.page.repositories.count, 5)
         XCTAssertEqual(simulator.stats.requests, 1)
     }
+
+    func testAnUpstreamCallAlreadyUnderWayIsKeptAndCachedWhenItsOnlyCallerLeaves() async throws {
+        let fake = FakeSearch([.success(.modified(samplePage("sent"), etag: nil))])
+        await fake.hold()  // the call reaches upstream and stays there, like a request already sent
+        let cache = SearchCache(upstream: fake, clock: ManualClock())
+        let swift = SearchRequest(query: "swift")
+        let caller = Task { try await cache.search(swift) }
+        await fake.waitForCalls(1)
+
+        caller.cancel()
+        do {
+            _ = try await caller.value
+            XCTFail("a cancelled search must not answer")
+        } catch {
+            XCTAssertEqual(error as? SearchError, .cancelled)
+        }
+        await fake.release()  // the upstream answer arrives after its caller left
+        await cache.waitForRevalidations()
+        let later = try await cache.search(swift)
+        XCTAssertEqual(later, SearchResponse(page: samplePage("sent"), cache: .hit, isStale: false))
+        let calls = await fake.callCount
+        XCTAssertEqual(calls, 1, "the spent call's answer was cached, not fetched again")
+    }
+
+    func testTheRateLimitMessageIsWithdrawnWhenTheBlockEnds() async throws {
+        let (stream, continuation) = AsyncStream.makeStream(of: UpstreamStatus.self)
+        let limiter = RateLimiter(
+            configuration: .init(minimumSpacing: .zero), clock: SystemWallClock(),
+            onStatus: { continuation.yield($0) })
+        let error = await limiter.observe(status: 429, headers: ["retry-after": "1"])
+        XCTAssertEqual(error?.retryAfterSeconds, 1)
+        var statuses = stream.makeAsyncIterator()
+        let limited = await statuses.next()
+        XCTAssertEqual(limited?.message, error?.message)
+        // No response arrives to clear it: the limiter withdraws the sentence itself when the block ends,
+        // so the page's banner does not keep saying "exhausted".
+        let cleared = await statuses.next()
+        XCTAssertEqual(cleared, UpstreamStatus(reachable: true, message: nil, rateLimit: nil))
+        try await limiter.acquire()
+        await limiter.release()
+    }
 }

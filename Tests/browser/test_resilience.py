@@ -3,6 +3,8 @@
 import json
 import urllib.request
 
+from selenium.webdriver.common.by import By
+
 from pages import by_id, open_page, output, search, session_id, wait, wait_until_live
 
 
@@ -59,7 +61,7 @@ def test_hidden_tab_closes_the_stream_and_resumes(bff, browser):
         document.dispatchEvent(new Event('visibilitychange'));
     """)
     wait(browser, lambda d: d.execute_script("return document.documentElement.dataset.connection") == "paused")
-    assert browser.execute_script("return window.bffClient._source") is None
+    assert browser.execute_script("return window.bffClient.streamOpen") is False
     # An input while paused still reaches the server; its output arrives with the resumed stream's snapshot.
     by_id(browser, "query").send_keys("while hidden")
     browser.execute_script("window.__visibility = 'visible'; document.dispatchEvent(new Event('visibilitychange'));")
@@ -67,29 +69,54 @@ def test_hidden_tab_closes_the_stream_and_resumes(bff, browser):
     wait(browser, lambda d: output(d, "search", "query") == "while hidden")
 
 
-def test_rate_limit_shows_banner_and_countdown(github, own_bff, browser, screenshot):
+def test_rate_limit_has_one_sentence_a_countdown_to_retry_at_and_ends_by_itself(github, own_bff, browser, screenshot):
     open_page(browser, own_bff)
-    github.rate_limit(30)
+    search(browser, "swift")
+    wait(browser, lambda d: output(d, "search", "loadMoreEnabled") is True, message="no next page to load")
+    load_more = by_id(browser, "load-more")
+    search_button = by_id(browser, "search-button")
+    assert load_more.is_enabled() and search_button.is_enabled()
+    github.rate_limit(4)
     try:
-        field = by_id(browser, "query")
-        field.send_keys("rate limited")
-        wait(browser, lambda d: by_id(d, "search-button").is_enabled())
-        field.send_keys("\n")
-        wait(browser, lambda d: by_id(d, "error").is_displayed(), message="no error shown")
-        error = output(browser, "search", "error")
-        assert error["kind"] == "rateLimited"
-        assert by_id(browser, "error-message").text == error["message"]
-        countdown = by_id(browser, "error-countdown")
-        assert countdown.is_displayed()
-        first = int(countdown.get_attribute("data-seconds-left"))
-        assert 0 < first <= error["retryAfterSeconds"]
-        wait(browser, lambda d: int(countdown.get_attribute("data-seconds-left")) < first, timeout=5,
-             message="the countdown does not count")
-        assert f"{countdown.get_attribute('data-seconds-left')} s" in countdown.text
+        load_more.click()
+        wait(browser, lambda d: output(d, "search", "retryAt") is not None, message="no retryAt")
+        assert output(browser, "search", "error")["kind"] == "rateLimited"
+
+        # One sentence about the rate limit: the app-wide status banner; the search area repeats nothing.
         banner = by_id(browser, "status-banner")
         wait(browser, lambda d: banner.is_displayed(), message="no status banner for the rate limit")
         assert banner.text == output(browser, "status", "message")
+        assert output(browser, "search", "errorMessage") is None
+        assert not by_id(browser, "error").is_displayed()
+        page_text = browser.find_element(By.TAG_NAME, "body").text
+        assert page_text.count("rate limit") == 1, page_text
+
+        # The countdown counts to the view model's retryAt.
+        countdown = by_id(browser, "retry-countdown")
+        assert countdown.is_displayed()
+        retry_at = output(browser, "search", "retryAt")
+        expected = browser.execute_script(
+            "return Math.max(0, Math.ceil((Date.parse(arguments[0]) - Date.now()) / 1000))", retry_at)
+        left = int(countdown.get_attribute("data-seconds-left"))
+        assert abs(left - expected) <= 1 and 0 < left <= 5, (left, expected, retry_at)
+        assert f"{left} s" in countdown.text
+
+        # Load more and search are disabled by the view model's outputs, not by loading.
+        assert output(browser, "search", "isLoading") is False
+        assert output(browser, "search", "loadMoreEnabled") is False
+        assert load_more.is_displayed() and not load_more.is_enabled()
+        assert output(browser, "search", "searchEnabled") is False
+        assert not search_button.is_enabled()
+        browser.execute_script("window.scrollTo(0, 0)")
         screenshot(browser, "rate-limited")
+
+        # The view model ends the limit at retryAt: the countdown goes, the controls come back.
+        github.reset()
+        wait(browser, lambda d: output(d, "search", "retryAt") is None, timeout=10, message="retryAt stayed")
+        wait(browser, lambda d: not countdown.is_displayed(), message="the countdown stayed")
+        wait(browser, lambda d: load_more.is_enabled() and search_button.is_enabled(),
+             message="load more / search stayed disabled")
+        wait(browser, lambda d: not banner.is_displayed(), message="the rate-limit sentence outlived the limit")
     finally:
         github.reset()
 

@@ -26,6 +26,15 @@ def test_search_button_is_disabled_while_query_is_blank(bff, browser, screenshot
     assert not button.is_enabled(), "a query of spaces is blank"
 
 
+def test_no_result_count_before_a_search(bff, browser):
+    open_page(browser, bff)
+    assert output(browser, "search", "totalCount") is None
+    assert by_id(browser, "result-count").text == "", "a count was shown before any search"
+    search(browser, "swift")
+    total = output(browser, "search", "totalCount")
+    assert by_id(browser, "result-count").text == f"{total:,} repositories"
+
+
 def test_type_and_search_shows_results(bff, browser, screenshot):
     open_page(browser, bff)
     search(browser, "swift")
@@ -70,6 +79,7 @@ def test_load_more_appends_without_duplicates(bff, browser):
     wait(browser, lambda d: output(d, "search", "hasMore") is True, message="the first page has no next page")
     first_page = row_ids(browser)
     button = by_id(browser, "load-more")
+    assert button.is_enabled() is output(browser, "search", "loadMoreEnabled") is True
     browser.execute_script("arguments[0].scrollIntoView()", button)
     wait(browser, lambda d: button.is_enabled())
     button.click()  # the scroll may already have asked; a second loadMore while loading is a no-op
