@@ -373,6 +373,19 @@ cache_file="$(find "$ROOT/app/var" -maxdepth 1 -name '*.sqlite' -user "$uid" | h
 }
 log "search cache written: ${cache_file#"$ROOT"}"
 
+# A browser's event stream is open when SIGTERM comes: draining must end it with reason shutdown.
+session="$(curl -sS -X POST "http://127.0.0.1:$port/api/sessions" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')" || fail "POST /api/sessions failed"
+curl -sN "http://127.0.0.1:$port/api/sessions/$session/events" > "$WORK/stream.txt" 2>&1 &
+stream_pid=$!
+pids+=("$stream_pid")
+for _ in $(seq 1 50); do
+    grep -q "event: snapshot" "$WORK/stream.txt" && break
+    sleep 0.1
+done
+grep -q "event: snapshot" "$WORK/stream.txt" || fail "the event stream sent no snapshot: $(cat "$WORK/stream.txt")"
+log "event stream of session $session open"
+
 kill -TERM "$bff_pid"
 sleep 30 &
 timer=$!
@@ -386,5 +399,10 @@ if ((status != 0)); then
     show_logs
     fail "bff exited with status $status after SIGTERM (expected 0)"
 fi
-log "SIGTERM: bff drained and exited 0"
+wait "$stream_pid" || true
+grep -A1 "event: end" "$WORK/stream.txt" | grep -q '"reason":"shutdown"' || {
+    show_logs
+    fail "the open event stream did not get event: end with reason shutdown; it got: $(cat "$WORK/stream.txt")"
+}
+log "SIGTERM: bff drained (the open stream got event: end, reason shutdown) and exited 0"
 log "passed in $((SECONDS - START)) s"
