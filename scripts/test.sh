@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, exactly as CI runs it (.ci/run calls this):
-# unit, in-process and live tests (swift test), then the contract, Dockerfile and browser checks.
+# unit, in-process and live tests (swift test), then the contract, Dockerfile (lint and a run of the
+# image's runtime stage in a chroot) and browser checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --test
@@ -30,7 +31,7 @@ fi
 swift_passed=$(grep -E "Executed [0-9]+ tests" /tmp/bff-swift-test.log | tail -n 1 | sed -E 's/.*Executed ([0-9]+) tests.*/\1/')
 checks_passed=0
 browser_passed=0
-for check in scripts/check-format.sh scripts/check-openapi.sh scripts/check-dockerfile.sh scripts/check-bench-c.sh Tests/browser/run.sh scripts/fuzz-contract-live.sh; do
+for check in scripts/check-format.sh scripts/check-openapi.sh scripts/check-dockerfile.sh scripts/check-image-runtime.sh scripts/check-bench-c.sh Tests/browser/run.sh scripts/fuzz-contract-live.sh; do
   echo "== $check"
   bash "$check" 2>&1 | tee /tmp/bff-check.log
   if [[ $check == Tests/browser/run.sh ]]; then
