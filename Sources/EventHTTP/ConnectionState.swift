@@ -104,11 +104,10 @@ final class ConnectionState {
 
     /// Feeds the last `added` bytes of the input buffer to `framing` (in place, no copy).
     private func followFraming(_ added: Int) throws(RequestFraming.Rejection) {
-        guard let input = bufferevent_get_input(bev) else { return }
+        guard let input = bufferevent_get_input(bev), case let total = evbuffer_get_length(input), total >= added
+        else { return }
         var position = evbuffer_ptr()
-        guard evbuffer_ptr_set(input, &position, evbuffer_get_length(input) - added, EVBUFFER_PTR_SET) == 0 else {
-            return
-        }
+        guard evbuffer_ptr_set(input, &position, total - added, EVBUFFER_PTR_SET) == 0 else { return }
         let count = Int(evbuffer_peek(input, added, &position, nil, 0))
         guard count > 0 else { return }
         var failure: RequestFraming.Rejection?

@@ -95,7 +95,7 @@ final class SearchCachePersistenceTests: XCTestCase {
         let (logger, lines) = capturingLogger()
         let fake = FakeSearch([.success(.modified(samplePage("m"), etag: nil))])
         let cache = SearchCache(
-            upstream: fake, configuration: .init(path: "/nonexistent-dir-\(UUID())/cache.sqlite"), clock: ManualClock(),
+            upstream: fake, configuration: .init(path: "/dev/null/\(UUID())/cache.sqlite"), clock: ManualClock(),
             logger: logger)
         XCTAssertTrue(lines.all.contains { $0.contains("memory only") })
         _ = try await cache.search(swift)
