@@ -1,3 +1,5 @@
+import Glibc
+
 /// Follows the framing of the requests on one connection as their bytes arrive, one step ahead of
 /// evhttp's parser, and rejects what evhttp would get wrong or answer itself in HTML:
 ///
@@ -45,9 +47,10 @@ struct RequestFraming {
     // What the head said so far.
     private var mayHaveBody = true
     private var http11 = false
-    private var contentLengths: [String] = []
-    private var transferEncodings: [String] = []
-    private var expect: String?
+    private var contentLength: Int?
+    private var chunked = false
+    /// An `Expect` value other than `100-continue` (refused with 417 if a body follows).
+    private var unsupportedExpect: [UInt8]?
     /// Requests whose bytes have all arrived (evhttp hands them to the server one at a time).
     private(set) var completeRequests = 0
 
@@ -85,50 +88,70 @@ struct RequestFraming {
                 i += take
                 state = take == remaining ? .chunkSize : .chunkData(remaining: remaining - take)
             case .head, .chunkSize, .trailer:
-                // up to the end of the line
-                var end = i
-                while end < n && bytes[end] != 0x0A { end += 1 }
-                line.append(contentsOf: bytes[i..<end])
+                // up to the end of the line: in place when the whole line is in `bytes`, else gathered in `line`
+                let base = bytes.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                let end =
+                    memchr(base + i, 0x0A, n - i).map { base.distance(to: $0.assumingMemoryBound(to: UInt8.self)) } ?? n
+                let piece = UnsafeBufferPointer(start: base + i, count: end - i)
                 let complete = end < n
                 i = complete ? end + 1 : end
-                try checkLineLength(complete: complete)
-                if complete {
-                    if line.last == 0x0D { line.removeLast() }
-                    try lineComplete()
-                    line.removeAll(keepingCapacity: true)
+                try checkLineLength(line.count + piece.count, complete: complete)
+                if !complete {
+                    line.append(contentsOf: piece)
+                } else if line.isEmpty {
+                    try lineComplete(RequestFraming.trimmingCR(piece[...]))
+                } else {
+                    line.append(contentsOf: piece)
+                    var gathered: [UInt8] = []
+                    swap(&gathered, &line)
+                    var failure: Rejection?
+                    gathered.withUnsafeBufferPointer { l in
+                        do throws(Rejection) { try lineComplete(RequestFraming.trimmingCR(l[...])) } catch {
+                            failure = error
+                        }
+                    }
+                    gathered.removeAll(keepingCapacity: true)
+                    swap(&gathered, &line)
+                    if let failure { throw failure }
                 }
             }
         }
     }
 
-    private mutating func checkLineLength(complete: Bool) throws(Rejection) {
+    /// A line as evhttp reads it (LF or CRLF).
+    private static func trimmingCR(_ l: Line) -> Line { l.last == 0x0D ? l.dropLast() : l }
+
+    /// A line of a request head or of a chunked body, without its line end.
+    typealias Line = Slice<UnsafeBufferPointer<UInt8>>
+
+    private func checkLineLength(_ length: Int, complete: Bool) throws(Rejection) {
         switch state {
         case .head, .trailer:
-            if headBytes + line.count + (complete ? 1 : 0) > maxHeadBytes {
+            if headBytes + length + (complete ? 1 : 0) > maxHeadBytes {
                 throw Rejection(
                     status: 431,
                     detail: "request headers are over \(maxHeadBytes) bytes; the limit is \(maxHeaderBytes) bytes")
             }
         case .chunkSize:
-            if line.count > 1024 { throw Rejection(status: 400, detail: "a chunk size line is over 1024 bytes") }
+            if length > 1024 { throw Rejection(status: 400, detail: "a chunk size line is over 1024 bytes") }
         default: break
         }
     }
 
-    private mutating func lineComplete() throws(Rejection) {
+    private mutating func lineComplete(_ line: Line) throws(Rejection) {
         switch state {
         case .head:
             headBytes += line.count + 2
             if isFirstLine {
                 isFirstLine = false
-                try requestLine()
+                try requestLine(line)
             } else if line.isEmpty {
                 try headComplete()
             } else {
-                try fieldLine()
+                try fieldLine(line)
             }
         case .chunkSize:
-            try chunkSizeLine()
+            try chunkSizeLine(line)
         case .trailer:
             headBytes += line.count + 2
             guard line.isEmpty else {
@@ -140,40 +163,62 @@ struct RequestFraming {
     }
 
     /// `METHOD SP target SP HTTP/x.y`, as evhttp splits it (first and last space).
-    private mutating func requestLine() throws(Rejection) {
-        var text = String(decoding: line, as: UTF8.self)
-        while text.hasSuffix(" ") { text.removeLast() }
-        guard let firstSpace = text.firstIndex(of: " "), let lastSpace = text.lastIndex(of: " "),
-            firstSpace < lastSpace, text.utf8.count >= 14
+    private mutating func requestLine(_ line: Line) throws(Rejection) {
+        var text = line
+        while text.last == 0x20 { text = text.dropLast() }
+        guard text.count >= 14, let firstSpace = text.firstIndex(of: 0x20), let lastSpace = text.lastIndex(of: 0x20),
+            firstSpace < lastSpace
         else {
             throw Rejection(status: 400, detail: "malformed request line (expected 'METHOD /path HTTP/1.1')")
         }
-        let method = text[..<firstSpace]
-        let target = text[text.index(after: firstSpace)..<lastSpace]
-        let version = text[text.index(after: lastSpace)...]
-        // origin-form only (what the router serves), and nothing evhttp's URI parser refuses in HTML
-        guard target.hasPrefix("/") else {
-            throw Rejection(status: 400, detail: "the request target must be an absolute path")
-        }
-        guard RequestFraming.evhttpParsesPath(target.utf8) else {
-            throw Rejection(status: 400, detail: "malformed request target '\(target.prefix(40))'")
-        }
-        guard let (major, minor) = RequestFraming.httpVersion(version), major == 1 else {
-            throw Rejection(status: 400, detail: "unsupported protocol version '\(version.prefix(16))'")
+        let target = text[(firstSpace + 1)..<lastSpace]
+        let version = text[(lastSpace + 1)...]
+        guard let minor = RequestFraming.http1MinorVersion(version) else {
+            let shown = String(decoding: version.prefix(16), as: UTF8.self)
+            throw Rejection(status: 400, detail: "unsupported protocol version '\(shown)'")
         }
         http11 = minor >= 1
+        // origin-form only (what the router serves), and nothing evhttp's URI parser refuses in HTML
+        guard target.first == UInt8(ascii: "/") else {
+            throw Rejection(status: 400, detail: "the request target must be an absolute path")
+        }
+        guard RequestFraming.evhttpParsesPath(target) else {
+            let shown = String(decoding: target.prefix(40), as: UTF8.self)
+            throw Rejection(status: 400, detail: "malformed request target '\(shown)'")
+        }
         // evhttp reads a body only for these methods (HEAD, TRACE and unknown ones have none)
-        mayHaveBody = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT"].contains(method)
+        let method = text[..<firstSpace]
+        mayHaveBody = RequestFraming.methodsWithBody.contains { $0.elementsEqual(method) }
+    }
+
+    private static let methodsWithBody = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT"].map {
+        Array($0.utf8)
+    }
+
+    /// The minor version of `HTTP/1.<digits>` (evhttp refuses majors above 1; 0.x is not HTTP/1).
+    private static func http1MinorVersion(_ v: Line) -> Int? {
+        guard v.count >= 8, v.count <= 10 else { return nil }
+        let s = v.startIndex
+        guard v[s] == 0x48, v[s + 1] == 0x54, v[s + 2] == 0x54, v[s + 3] == 0x50, v[s + 4] == 0x2F, v[s + 5] == 0x31,
+            v[s + 6] == 0x2E
+        else { return nil }  // "HTTP/1."
+        var minor = 0
+        for c in v.dropFirst(7) {
+            guard c >= 0x30 && c <= 0x39 else { return nil }
+            minor = minor * 10 + Int(c - 0x30)
+        }
+        return minor
     }
 
     /// Whether evhttp's URI parser (lenient mode) accepts a target that starts with "/": at most one
     /// `#`, and a leading "//" starts an authority (host, optional port) it validates. Stricter than
     /// evhttp on authorities (no userinfo, no IP literals): those get 400 here, not a 404 later.
-    private static func evhttpParsesPath(_ target: Substring.UTF8View) -> Bool {
-        var hashes = 0
-        for c in target where c == UInt8(ascii: "#") { hashes += 1 }
-        guard hashes <= 1 else { return false }
-        guard target.starts(with: "//".utf8) else { return true }
+    private static func evhttpParsesPath(_ target: Line) -> Bool {
+        if let hash = memchr(target.base.baseAddress! + target.startIndex, 0x23, target.count) {
+            let after = target.base.baseAddress!.distance(to: hash.assumingMemoryBound(to: UInt8.self)) + 1
+            if memchr(target.base.baseAddress! + after, 0x23, target.endIndex - after) != nil { return false }
+        }
+        guard target.count >= 2, target[target.startIndex + 1] == 0x2F else { return true }  // "//"
         let rest = target.dropFirst(2)
         var authority = rest.prefix { $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }
         // ":port" (digits, at most 65535; may be empty)
@@ -203,88 +248,89 @@ struct RequestFraming {
         return true
     }
 
-    /// `HTTP/<digits>.<digits>`.
-    private static func httpVersion(_ s: Substring) -> (Int, Int)? {
-        guard s.hasPrefix("HTTP/") else { return nil }
-        let parts = s.dropFirst(5).split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 2, parts.allSatisfy({ !$0.isEmpty && $0.count <= 3 && $0.allSatisfy(\.isASCIIDigit) }),
-            let major = Int(parts[0]), let minor = Int(parts[1])
-        else { return nil }
-        return (major, minor)
-    }
-
-    private mutating func fieldLine() throws(Rejection) {
-        if line[0] == 0x20 || line[0] == 0x09 {
+    private mutating func fieldLine(_ line: Line) throws(Rejection) {
+        if line.first == 0x20 || line.first == 0x09 {
             throw Rejection(status: 400, detail: "obsolete line folding in the request head is not accepted")
         }
-        guard let colon = line.firstIndex(of: 0x3A), colon > 0 else {
+        guard let colon = line.firstIndex(of: 0x3A), colon > line.startIndex else {
             throw Rejection(status: 400, detail: "malformed header line (no field name and colon)")
         }
         let name = line[..<colon]
         if name.contains(where: { $0 == 0x20 || $0 == 0x09 }) {
             throw Rejection(status: 400, detail: "whitespace in a header field name or before its colon")
         }
-        // only three names matter here: compare lengths first
-        guard name.count == 6 || name.count == 14 || name.count == 17 else { return }
-        let lower = String(decoding: name, as: UTF8.self).lowercased()
-        guard lower == "content-length" || lower == "transfer-encoding" || lower == "expect" else { return }
-        var value = String(decoding: line[(colon + 1)...], as: UTF8.self)
-        value = String(value.drop { $0 == " " || $0 == "\t" })
-        while let last = value.last, last == " " || last == "\t" { value.removeLast() }
-        switch lower {
-        case "content-length": contentLengths.append(value)
-        case "transfer-encoding": transferEncodings.append(value)
-        default: if expect == nil { expect = value }
+        // only three names matter here: compare lengths first, then bytes (ASCII, case-insensitive)
+        let field: Field
+        switch name.count {
+        case 14 where RequestFraming.equalsLowercased(name, "content-length"): field = .contentLength
+        case 17 where RequestFraming.equalsLowercased(name, "transfer-encoding"): field = .transferEncoding
+        case 6 where RequestFraming.equalsLowercased(name, "expect"): field = .expect
+        default: return
+        }
+        var value = line[(colon + 1)...]
+        while let c = value.first, c == 0x20 || c == 0x09 { value = value.dropFirst() }
+        while let c = value.last, c == 0x20 || c == 0x09 { value = value.dropLast() }
+        switch field {
+        case .contentLength:
+            guard !value.isEmpty, value.count <= 18, value.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+                throw Rejection(status: 400, detail: "invalid Content-Length '\(RequestFraming.shown(value))'")
+            }
+            let n = value.reduce(0) { $0 * 10 + Int($1 - 0x30) }
+            if let first = contentLength, first != n {
+                throw Rejection(
+                    status: 400,
+                    detail: "conflicting Content-Length values '\(first)' and '\(RequestFraming.shown(value))'")
+            }
+            contentLength = n
+        case .transferEncoding:
+            guard !chunked, RequestFraming.equalsLowercased(value, "chunked") else {
+                throw Rejection(
+                    status: 400,
+                    detail: "unsupported Transfer-Encoding '\(RequestFraming.shown(value))' (only one 'chunked')")
+            }
+            chunked = true
+        case .expect:
+            if unsupportedExpect == nil && !RequestFraming.equalsLowercased(value, "100-continue") {
+                unsupportedExpect = Array(value)
+            }
         }
     }
 
+    private static func shown<C: Collection<UInt8>>(_ bytes: C) -> String {
+        String(decoding: bytes.prefix(40), as: UTF8.self)
+    }
+
+    private enum Field { case contentLength, transferEncoding, expect }
+
+    private static func equalsLowercased(_ bytes: Line, _ lowercase: StaticString) -> Bool {
+        let expected = UnsafeBufferPointer(start: lowercase.utf8Start, count: lowercase.utf8CodeUnitCount)
+        return bytes.count == expected.count
+            && zip(bytes, expected).allSatisfy { a, b in (a >= 0x41 && a <= 0x5A ? a | 0x20 : a) == b }
+    }
+
     private mutating func headComplete() throws(Rejection) {
-        defer {
-            contentLengths = []
-            transferEncodings = []
-            expect = nil
-        }
-        var length = 0
-        if let first = contentLengths.first {
-            if let other = contentLengths.first(where: { $0 != first }) {
-                throw Rejection(
-                    status: 400,
-                    detail: "conflicting Content-Length values '\(first.prefix(20))' and '\(other.prefix(20))'")
-            }
-            guard !first.isEmpty, first.utf8.count <= 18, first.allSatisfy(\.isASCIIDigit), let n = Int(first) else {
-                throw Rejection(status: 400, detail: "invalid Content-Length '\(first.prefix(20))'")
-            }
-            length = n
-        }
-        if !transferEncodings.isEmpty {
-            guard contentLengths.isEmpty else {
-                throw Rejection(
-                    status: 400, detail: "a request must not have both Transfer-Encoding and Content-Length")
-            }
-            guard transferEncodings.count == 1, transferEncodings[0].lowercased() == "chunked" else {
-                throw Rejection(
-                    status: 400,
-                    detail:
-                        "unsupported Transfer-Encoding '\(transferEncodings.joined(separator: ", ").prefix(40))' (only 'chunked')"
-                )
-            }
+        let length = contentLength ?? 0
+        let hasLength = contentLength != nil
+        let isChunked = chunked
+        let expect = unsupportedExpect
+        contentLength = nil
+        chunked = false
+        unsupportedExpect = nil
+        if isChunked && hasLength {
+            throw Rejection(status: 400, detail: "a request must not have both Transfer-Encoding and Content-Length")
         }
         guard mayHaveBody else {
-            if length > 0 || !transferEncodings.isEmpty {
-                throw Rejection(status: 400, detail: "this method takes no request body")
-            }
+            if length > 0 || isChunked { throw Rejection(status: 400, detail: "this method takes no request body") }
             return requestComplete()
         }
-        let chunked = !transferEncodings.isEmpty
-        if !chunked && length > maxBodyBytes {
+        if !isChunked && length > maxBodyBytes {
             throw Rejection(
                 status: 413, detail: "request body is \(length) bytes; the limit is \(maxBodyBytes) bytes")
         }
-        let hasBody = chunked || length > 0
-        if hasBody, http11, let expect, expect.lowercased() != "100-continue" {
-            throw Rejection(status: 417, detail: "Expect: '\(expect.prefix(40))' is not supported")
+        if isChunked || length > 0, http11, let expect {
+            throw Rejection(status: 417, detail: "Expect: '\(RequestFraming.shown(expect))' is not supported")
         }
-        if chunked {
+        if isChunked {
             chunkedBodyBytes = 0
             state = .chunkSize
         } else if length > 0 {
@@ -296,7 +342,7 @@ struct RequestFraming {
 
     /// `HEXDIG+`, optionally followed by a space and anything (what evhttp accepts, minus its
     /// `strtoll` leniencies); empty lines are skipped, as evhttp does (the CRLF after chunk data).
-    private mutating func chunkSizeLine() throws(Rejection) {
+    private mutating func chunkSizeLine(_ line: Line) throws(Rejection) {
         guard !line.isEmpty else { return }
         let digits = line.prefix { RequestFraming.hexValue($0) != nil }
         let rest = line[digits.endIndex...]
@@ -330,8 +376,4 @@ struct RequestFraming {
         default: return nil
         }
     }
-}
-
-extension Character {
-    fileprivate var isASCIIDigit: Bool { isASCII && isNumber }
 }
