@@ -31,11 +31,18 @@ final class ConnectionState {
     private var writeTimer: OpaquePointer?
     private var writeTimerArmed = false
     private var lastWriteProgress: UInt64 = 0
+    /// The framing of the requests arriving on this connection, followed ahead of evhttp's parser.
+    private var framing: RequestFraming
+    /// A request refused by `framing`: answered (problem JSON) and the connection closed once the
+    /// requests before it are answered.
+    private var rejection: RequestFraming.Rejection?
+    private var rejectionScheduled = false
     var isClosed = false
 
     init(owner: LoopHTTP, bev: OpaquePointer) {
         self.owner = owner
         self.bev = bev
+        framing = RequestFraming(maxHeaderBytes: owner.config.maxHeaderBytes, maxBodyBytes: owner.config.maxBodyBytes)
     }
 
     /// Called once evhttp has built the connection (same loop iteration as the accept).
@@ -56,7 +63,7 @@ final class ConnectionState {
             bufferevent_get_input(bev),
             { _, info, arg in
                 guard let info, info.pointee.n_added > 0 else { return }
-                Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().bytesArrived()
+                Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().bytesArrived(info.pointee.n_added)
             }, arg)
         readTimer = event_new(
             owner.loop.base, -1, 0,
@@ -82,8 +89,86 @@ final class ConnectionState {
         }
     }
 
-    private func bytesArrived() {
+    /// `added` bytes arrived at the end of the input buffer; evhttp parses them right after this.
+    private func bytesArrived(_ added: Int) {
+        if rejection == nil {
+            do throws(RequestFraming.Rejection) {
+                try followFraming(added)
+            } catch {
+                rejection = error
+            }
+        }
+        if rejection != nil { return settleRejection() }
         if !handling && !readTimerArmed && owner.readTimeoutEnabled { armReadTimer() }
+    }
+
+    /// Feeds the last `added` bytes of the input buffer to `framing` (in place, no copy).
+    private func followFraming(_ added: Int) throws(RequestFraming.Rejection) {
+        guard let input = bufferevent_get_input(bev), case let total = evbuffer_get_length(input), total >= added
+        else { return }
+        var position = evbuffer_ptr()
+        guard evbuffer_ptr_set(input, &position, total - added, EVBUFFER_PTR_SET) == 0 else { return }
+        let count = Int(evbuffer_peek(input, added, &position, nil, 0))
+        guard count > 0 else { return }
+        var failure: RequestFraming.Rejection?
+        withUnsafeTemporaryAllocation(of: iovec.self, capacity: count) { vectors in
+            let filled = Int(evbuffer_peek(input, added, &position, vectors.baseAddress, Int32(count)))
+            var left = added
+            for v in vectors.prefix(filled) where left > 0 {
+                let n = min(v.iov_len, left)
+                left -= n
+                do throws(RequestFraming.Rejection) {
+                    try framing.feed(UnsafeRawBufferPointer(start: v.iov_base, count: n))
+                } catch {
+                    failure = error
+                    return
+                }
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    /// Once the requests before the refused one are answered: drops what is left of the input (evhttp
+    /// never parses it) and answers from a zero-delay event (not from inside evhttp's read).
+    private func settleRejection() {
+        guard rejection != nil, !isClosed, !handling, framing.completeRequests == 0 else { return }
+        if let input = bufferevent_get_input(bev) { evbuffer_drain(input, evbuffer_get_length(input)) }
+        bufferevent_disable(bev, Int16(EV_READ))
+        guard !rejectionScheduled else { return }
+        rejectionScheduled = true
+        answerRejection(afterMilliseconds: 0)
+    }
+
+    private func answerRejection(afterMilliseconds ms: Int) {
+        var tv = timeval(tv_sec: 0, tv_usec: ms * 1000)
+        event_base_once(
+            owner.loop.base, -1, Int16(EV_TIMEOUT),
+            { _, _, arg in
+                Unmanaged<ConnectionState>.fromOpaque(arg!).takeRetainedValue().sendRejection()
+            }, Unmanaged.passRetained(self).toOpaque(), &tv)
+    }
+
+    /// Sends the problem response after whatever is still queued, then closes the connection.
+    private func sendRejection() {
+        guard !isClosed, let evcon, let rejection else { return }
+        if let output = bufferevent_get_output(bev), evbuffer_get_length(output) > 0 {
+            flushOutput()  // an earlier response's tail goes first
+            if evbuffer_get_length(output) > 0 { return answerRejection(afterMilliseconds: 10) }
+        }
+        let body = HTTPResponse.problem(status: rejection.status, detail: rejection.detail).body
+        var head = "HTTP/1.1 \(rejection.status) \(HTTPStatus.reason(rejection.status))\r\n"
+        head += "Content-Type: application/problem+json\r\nConnection: close\r\n"
+        for (name, value) in owner.config.commonHeaders { head += "\(name): \(value)\r\n" }
+        head += "Content-Length: \(body.count)\r\n\r\n"
+        let bytes = Array(head.utf8) + body
+        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+        // Read what the peer already sent: closing with unread bytes resets the connection, and the
+        // reset can destroy the answer before the peer reads it.
+        var sink = [UInt8](repeating: 0, count: 16 * 1024)
+        var reads = 0
+        while reads < 64 && recv(fd, &sink, sink.count, Int32(MSG_DONTWAIT)) > 0 { reads += 1 }
+        freeingOurselves = true
+        evhttp_connection_free(evcon)
     }
 
     private func armReadTimer() {
@@ -95,6 +180,7 @@ final class ConnectionState {
 
     /// A complete request was handed to the server.
     func requestStarted() {
+        framing.requestHandedOver()
         handling = true
         owner.metrics.inFlight.add(1, ordering: .relaxed)
         if readTimerArmed, let readTimer {
@@ -113,6 +199,7 @@ final class ConnectionState {
             stopWriteWatch()
             if !isClosed { setBuffereventTimeouts(streaming: false) }
         }
+        if rejection != nil { settleRejection() }
     }
 
     private func readTimedOut() {

@@ -77,6 +77,7 @@ public enum HTTPStatus {
         case 415: return "Unsupported Media Type"
         case 422: return "Unprocessable Content"
         case 429: return "Too Many Requests"
+        case 417: return "Expectation Failed"
         case 431: return "Request Header Fields Too Large"
         case 500: return "Internal Server Error"
         case 502: return "Bad Gateway"

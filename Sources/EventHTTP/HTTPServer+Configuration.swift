@@ -41,9 +41,10 @@ extension HTTPServer {
 
         public init() {}
 
-        /// Hard limit handed to evhttp's own parser: requests past it are cut off by libevent itself
-        /// (plain 413/400, connection closed). Between the soft and the hard limit the server
-        /// answers with a problem document, which is what clients see in practice.
+        /// Hard limits handed to evhttp's own parser (it would answer past them in HTML). They are
+        /// out of reach: `RequestFraming` refuses bodies past the soft limit from their announced
+        /// length and heads at twice the soft limit, with problem documents, before evhttp reads them;
+        /// between the soft and twice the soft header limit the request handler answers `431`.
         var hardBodyLimit: Int { max(maxBodyBytes * 2, maxBodyBytes + 64 * 1024) }
         var hardHeaderLimit: Int { maxHeaderBytes * 2 + 1024 }
     }

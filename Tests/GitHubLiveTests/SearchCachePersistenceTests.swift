@@ -91,12 +91,11 @@ final class SearchCachePersistenceTests: XCTestCase {
         XCTAssertEqual(hit, SearchResponse(page: samplePage("fresh"), cache: .hit), "the rebuilt file works")
     }
 
-    /// A folder that cannot be created even by root (its parent is a file): the cache stays in memory.
     func testUnwritableLocationFallsBackToMemory() async throws {
         let (logger, lines) = capturingLogger()
         let fake = FakeSearch([.success(.modified(samplePage("m"), etag: nil))])
         let cache = SearchCache(
-            upstream: fake, configuration: .init(path: "/proc/version/cache-\(UUID()).sqlite"), clock: ManualClock(),
+            upstream: fake, configuration: .init(path: "/dev/null/\(UUID())/cache.sqlite"), clock: ManualClock(),
             logger: logger)
         XCTAssertTrue(lines.all.contains { $0.contains("memory only") })
         _ = try await cache.search(swift)
