@@ -13,7 +13,7 @@ public final class HTTPResponder: @unchecked Sendable {
     let startNanos: UInt64
     let isHead: Bool
     var route: String = "unmatched"
-    var routeIndex = RouteMetricsCache.unmatchedRoute
+    var routeIndex = RequestMetrics.unmatchedRoute
     let method: HTTPMethod
     private(set) var stream: HTTPStream?
 

@@ -20,7 +20,8 @@ final class LoopHTTP: @unchecked Sendable {
     let readTimeoutEnabled: Bool
     /// Set while evhttp_free tears every connection down at shutdown.
     var freeingAll = false
-    private var routeMetrics = RouteMetricsCache()
+    /// This loop's request counts and latencies (merged across loops when /metrics is read).
+    private(set) var requestMetrics = RequestMetrics()
     // Read on every request: kept here so the hot path copies no configuration struct and
     // retains nothing (they live as long as the server, which outlives the loop).
     let config: HTTPServer.Configuration
@@ -227,7 +228,7 @@ final class LoopHTTP: @unchecked Sendable {
         case .notFound:
             if let fallback = router.fallback {
                 responder.route = "static"
-                responder.routeIndex = RouteMetricsCache.staticRoute
+                responder.routeIndex = RequestMetrics.staticRoute
                 fallback(request, responder)
             } else {
                 responder.send(HTTPResponse.problem(status: 404, detail: "no resource at \(request.path)"))
@@ -238,9 +239,7 @@ final class LoopHTTP: @unchecked Sendable {
     /// Records the request metrics and the debug log line for one answered request.
     func record(route: String, routeIndex: Int, method: HTTPMethod, status: Int, startNanos: UInt64) {
         let nanos = Int64(monotonicNanos() &- startNanos)
-        routeMetrics.record(
-            factory: metrics.factory, route: route, routeIndex: routeIndex, method: method, status: status, nanos: nanos
-        )
+        requestMetrics.record(route: route, routeIndex: routeIndex, method: method, status: status, nanos: nanos)
         if debugLogging {
             logger.debug(
                 "request",

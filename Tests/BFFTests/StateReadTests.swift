@@ -87,3 +87,16 @@ final class SessionDirectoryTests: XCTestCase {
         XCTAssertNil(directory.find(SessionID.make(loop: 0), slot: 0, domain: domain))
     }
 }
+
+/// Request metrics are counted per loop and merged when /metrics is read.
+final class PerLoopMetricsTests: XCTestCase {
+    func testCountsFromEveryLoopAreMerged() throws {
+        let t = try LiveApp { $0.http.threads = 2 }
+        for _ in 0..<20 { XCTAssertEqual(try WireConnection.get(port: t.port, path: "/healthz").status, 200) }
+        let text = try WireConnection.get(port: t.port, path: "/metrics").text
+        XCTAssertTrue(text.contains(#"http_requests_total{route="/healthz",method="GET",status="200"} 20"#), text)
+        XCTAssertTrue(text.contains(#"http_request_duration_seconds_count{route="/healthz"} 20"#), text)
+        XCTAssertTrue(text.contains(#"http_request_duration_seconds_bucket{route="/healthz",le="+Inf"} 20"#), text)
+        XCTAssertEqual(text.components(separatedBy: "# TYPE http_requests_total counter").count, 2)
+    }
+}
