@@ -204,36 +204,9 @@ final class LoopHTTP: @unchecked Sendable {
                 }
             }
         }
-        var request = HTTPRequest(
+        let request = HTTPRequest(
             method: method, rawPath: rawPath, rawQuery: rawQuery, headers: headers, body: body, loop: loop)
-        var match = router.match(method: method, rawPath: rawPath)
-        if knownMethod == nil, case .notFound = match, router.fallback != nil {
-            match = .methodNotAllowed(allow: [.GET, .HEAD], route: "static")  // what static files allow
-        }
-        switch match {
-        case .handler(let handler, let route, let routeIndex, let parameters):
-            responder.route = route
-            responder.routeIndex = routeIndex
-            request.parameters = parameters
-            handler(request, responder)
-        case .methodNotAllowed(let allow, let route):
-            responder.route = route
-            let list = allow.map(\.rawValue).joined(separator: ", ")
-            responder.send(
-                HTTPResponse.problem(
-                    status: 405,
-                    detail:
-                        "method \(knownMethod?.rawValue ?? "(unrecognized)") is not allowed on \(request.path); allowed: \(list)",
-                    headers: [("Allow", list)]))
-        case .notFound:
-            if let fallback = router.fallback {
-                responder.route = "static"
-                responder.routeIndex = RequestMetrics.staticRoute
-                fallback(request, responder)
-            } else {
-                responder.send(HTTPResponse.problem(status: 404, detail: "no resource at \(request.path)"))
-            }
-        }
+        router.dispatch(request, knownMethod: knownMethod, to: responder)
     }
 
     /// Records the request metrics and the debug log line for one answered request.
