@@ -29,11 +29,19 @@ extension Application {
                 return .problem(status: 503, detail: "the server is shutting down", headers: [("Retry-After", "5")])
             }
         }
-        router.get("/metrics") { [unowned self] _ in
-            HTTPResponse(
-                status: 200,
-                headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8"), ("Cache-Control", "no-store")],
-                body: self.metrics.render())
+        router.add(.GET, "/metrics") { [unowned self] req, res in
+            // Request metrics are kept per loop: each loop hands over a copy, merged here.
+            self.server.requestMetricsExposition(replyOn: req.loop) { requests in
+                var body = self.metrics.render()
+                body.append(contentsOf: requests.utf8)
+                res.send(
+                    HTTPResponse(
+                        status: 200,
+                        headers: [
+                            ("Content-Type", "text/plain; version=0.0.4; charset=utf-8"), ("Cache-Control", "no-store"),
+                        ],
+                        body: body))
+            }
         }
     }
 

@@ -16,15 +16,23 @@ extension Application {
         }
         router.add(.GET, "/api/sessions/:id/state") { [unowned self] req, res in
             let id = req.parameters["id"] ?? ""
+            // No hop: the snapshot the owner published, read from this loop.
+            if let snapshot = self.snapshots.currentSnapshot(of: id, reader: req.loop.index, now: self.now()) {
+                return res.send(HTTPResponse(status: 200, headers: Application.stateHeaders, body: snapshot.json))
+            }
+            // Changed since last encoded (or unknown): the owner encodes and publishes it.
             self.onOwner(of: id, req, res) { [unowned self] home in
                 guard let s = home.sessions[id] else { return Application.noSession(id) }
                 s.lastActivity = self.now()
-                return .json(200, s.snapshot, headers: [("Cache-Control", "no-store")])
+                return HTTPResponse(status: 200, headers: Application.stateHeaders, body: s.encodedSnapshot().json)
             }
         }
         router.add(.GET, "/api/sessions/:id/events") { [unowned self] req, res in self.openStream(req, res) }
         router.add(.POST, "/api/sessions/:id/:viewModel/:input") { [unowned self] req, res in self.postInput(req, res) }
     }
+
+    /// The headers of `GET /state` (built once: no array per request).
+    static let stateHeaders: [(String, String)] = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]
 
     private func createSession(_ req: HTTPRequest) -> HTTPResponse {
         guard reserveSession() else {
@@ -38,7 +46,7 @@ extension Application {
         let loop = home.loop
         let session = Session(
             id: id, home: home, viewModels: makeViewModels({ work in loop.execute(work) }), now: now())
-        home.sessions[id] = session
+        home.add(session)
         let location = "/api/sessions/\(id)"
         return .json(
             201,

@@ -22,6 +22,10 @@ public final class Application: @unchecked Sendable {
     let metrics = AppMetrics()
     let search: any RepositorySearching
     private(set) var sessionLoops: [SessionLoop] = []
+    /// One hazard slot per loop: how loops read each other's published snapshots without a lock.
+    let hazards: HazardDomain
+    /// Where `GET /state` reads a snapshot without a hop (set once the loops exist).
+    private(set) var snapshots: LocalSnapshots!
     /// The one shared `status` view model, owned by loop 0.
     let status: StatusViewModel
     private let sessionCount = Atomic<Int>(0)
@@ -46,7 +50,9 @@ public final class Application: @unchecked Sendable {
             makeViewModels ?? { executor in
                 [Application.searchViewModel(search, perPage: pageSize, executor: executor), GreetingViewModel()]
             }
+        hazards = HazardDomain(loops: server.loops.count)
         sessionLoops = server.loops.map { SessionLoop(app: self, loop: $0, status: status.snapshot) }
+        snapshots = LocalSnapshots(loops: sessionLoops, hazards: hazards)
         status.onEvent = { [unowned self] event in
             for sl in self.sessionLoops {
                 if sl.loop === loop0 { sl.statusChanged(event) } else { sl.loop.execute { sl.statusChanged(event) } }

@@ -17,7 +17,13 @@ final class Session: @unchecked Sendable {
     private(set) var inputSeq = 0
     var history: SessionHistory
     var streams: [SessionStream] = []
-    var lastActivity: Double
+    /// What other loops read without a hop: the idle clock and the encoded snapshot.
+    let handle: SessionHandle
+    /// Monotonic seconds of the last request or stream change (set from any loop through `handle`).
+    var lastActivity: Double {
+        get { handle.lastActivity }
+        set { handle.lastActivity = newValue }
+    }
     var bucket: TokenBucket
     private var idempotency: [String: (inputSeq: Int, at: Double)] = [:]
     var isEnded = false
@@ -29,7 +35,7 @@ final class Session: @unchecked Sendable {
         let c = home.app.configuration
         history = SessionHistory(maxEvents: c.historyEvents, maxBytes: c.historyBytes)
         bucket = TokenBucket(rate: c.inputRate, burst: c.inputBurst, now: now)
-        lastActivity = now
+        handle = SessionHandle(id: id, now: now)
         for vm in viewModels {
             let name = vm.name
             vm.onEvent = { [unowned self] event in self.emit(viewModel: name, event) }
@@ -45,7 +51,23 @@ final class Session: @unchecked Sendable {
     }
 
     /// The snapshot as an SSE frame.
-    var snapshotFrame: [UInt8] { SSEFrame.event(id: seq, name: "snapshot", json: snapshot) }
+    var snapshotFrame: [UInt8] { SSEFrame.event(id: seq, name: "snapshot", data: encodedSnapshot().json) }
+
+    /// The snapshot's JSON for the current `seq`: encoded once per change and published in
+    /// `handle` for readers on other loops (owner loop only).
+    func encodedSnapshot() -> EncodedSnapshot {
+        if let current = handle.snapshot.ownerValue(as: EncodedSnapshot.self), current.seq == seq { return current }
+        let encoded = EncodedSnapshot(seq: seq, json: snapshot.bytes)
+        if !isEnded { handle.snapshot.replace(with: encoded, retired: &home.retired, domain: home.app.hazards) }
+        return encoded
+    }
+
+    /// Withdraws the published snapshot (it no longer matches `seq`).
+    private func snapshotChanged() {
+        if !handle.snapshot.isEmpty {
+            handle.snapshot.replace(with: nil, retired: &home.retired, domain: home.app.hazards)
+        }
+    }
 
     /// Publishes one view-model change: numbers it, frames it once, keeps it for replay, and hands
     /// it to every stream.
@@ -58,6 +80,7 @@ final class Session: @unchecked Sendable {
     func emit(viewModel: String, data: [UInt8], isSignal: Bool) {
         guard !isEnded else { return }
         seq += 1
+        snapshotChanged()
         let frame = SSEFrame.event(id: seq, name: viewModel, data: data)
         history.append(.init(seq: seq, frame: frame, isSignal: isSignal))
         home.app.metrics.events.increment()
@@ -131,6 +154,8 @@ final class Session: @unchecked Sendable {
     func end(reason: String) {
         guard !isEnded else { return }
         isEnded = true
+        handle.ended.store(true, ordering: .releasing)
+        snapshotChanged()
         let frame = SSEFrame.event(id: nil, name: "end", json: ["reason": .string(reason)])
         for stream in streams { stream.endFromSession(frame) }
         streams.removeAll()

@@ -11,6 +11,10 @@ final class SessionLoop: @unchecked Sendable {
     unowned let app: Application
     let loop: EventLoop
     var sessions: [String: Session] = [:]
+    /// The sessions above as other loops read them (no hop for `GET /state`).
+    let directory: SessionDirectory
+    /// Handles and snapshots this loop swapped out, released once no loop is reading them.
+    var retired = RetiredList()
     private var hosted: [ObjectIdentifier: SessionStream] = [:]
     private var behind: [ObjectIdentifier: SessionStream] = [:]
     private var behindTimer: LoopTimer?
@@ -22,6 +26,13 @@ final class SessionLoop: @unchecked Sendable {
         self.app = app
         self.loop = loop
         self.statusSnapshot = status
+        directory = SessionDirectory(sessions: app.configuration.maxSessions)
+    }
+
+    /// Adds a new session (owner loop).
+    func add(_ session: Session) {
+        sessions[session.id] = session
+        directory.insert(session.handle)
     }
 
     /// Starts the loop's timers (on the loop).
@@ -35,6 +46,7 @@ final class SessionLoop: @unchecked Sendable {
         timers.append(
             loop.scheduleRepeating(every: max(0.05, min(5, c.sessionIdleTimeout / 4))) { [unowned self] in
                 self.expireIdleSessions()
+                self.retired.reclaim(domain: self.app.hazards)
             })
     }
 
@@ -59,6 +71,7 @@ final class SessionLoop: @unchecked Sendable {
     func remove(_ id: String, reason: String) {
         guard let s = sessions.removeValue(forKey: id) else { return }
         s.end(reason: reason)
+        directory.remove(s.handle, retired: &retired, domain: app.hazards)
         app.sessionEnded(reason: reason)
     }
 

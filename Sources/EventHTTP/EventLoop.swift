@@ -78,6 +78,18 @@ public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
         }
     }
 
+    /// Makes the calling thread this loop's thread without running it (`InProcessClient`).
+    func adoptCallingThread() {
+        threadID.store(UInt(pthread_self()), ordering: .relaxed)
+    }
+
+    /// Runs the jobs queued so far (`InProcessClient`); true when there were any.
+    func runPendingJobs() -> Bool {
+        let jobs = queue.takeAll()
+        for job in jobs { job() }
+        return !jobs.isEmpty
+    }
+
     /// Runs the loop on the calling thread until `stop()`.
     public func run() {
         threadID.store(UInt(pthread_self()), ordering: .relaxed)

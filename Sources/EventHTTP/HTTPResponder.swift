@@ -2,18 +2,28 @@ import CLibevent
 
 /// The handle a handler answers through: exactly one `send` or one `startStream`.
 ///
+/// It writes to an evhttp connection, or — the socketless test seam — to a `ResponseSink` such as
+/// `RecordingResponse` (`HTTPResponder(recordingTo:loop:method:)`, used by `InProcessClient`).
+/// One final class with an optional sink rather than a protocol for handlers to take: the socket
+/// path stays statically dispatched and pays one nil check.
+///
 /// Threading: bound to the loop that owns the connection. Use it only on `loop` (hop there with
 /// `loop.execute` when the answer is computed elsewhere). Sending after the peer left is a no-op.
 public final class HTTPResponder: @unchecked Sendable {
     /// The loop that owns the connection.
     public let loop: EventLoop
     private var request: OpaquePointer?
-    private unowned(unsafe) let owner: LoopHTTP
+    /// nil for a responder with a sink (no connection, no evhttp).
+    private unowned(unsafe) let owner: LoopHTTP?
     private let connection: ConnectionState?
+    /// Where the response goes instead of evhttp (tests); nil on the socket path.
+    private let sink: (any ResponseSink)?
+    /// For a sink responder: true until the response is complete (or the stream ended).
+    private var sinkOpen = false
     let startNanos: UInt64
     let isHead: Bool
     var route: String = "unmatched"
-    var routeIndex = RouteMetricsCache.unmatchedRoute
+    var routeIndex = RequestMetrics.unmatchedRoute
     let method: HTTPMethod
     /// The open stream, until it ends or its connection closes. The stream holds its responder
     /// strongly, so this reference must be dropped then: kept, the pair (and the connection state
@@ -31,14 +41,32 @@ public final class HTTPResponder: @unchecked Sendable {
         self.method = method
         self.isHead = method == .HEAD
         self.startNanos = startNanos
+        self.sink = nil
+    }
+
+    /// A responder without a connection: what it sends goes to `sink` (in-process tests).
+    public init(recordingTo sink: any ResponseSink, loop: EventLoop, method: HTTPMethod) {
+        self.sink = sink
+        self.sinkOpen = true
+        self.loop = loop
+        self.owner = nil
+        self.connection = nil
+        self.method = method
+        self.isHead = method == .HEAD
+        self.startNanos = 0
     }
 
     /// True once the response was sent, or the peer is gone.
-    public var isClosed: Bool { request == nil }
+    public var isClosed: Bool { sink == nil ? request == nil : !sinkOpen }
 
     /// Sends a complete response. Later calls are ignored.
     public func send(_ response: HTTPResponse) {
         precondition(loop.inEventLoop, "HTTPResponder used off its loop")
+        if let sink {
+            guard sinkOpen, stream == nil else { return }
+            sinkOpen = false
+            return sink.responder(self, sent: response, route: route)
+        }
         guard let req = request, stream == nil else { return }
         request = nil
         let out = evhttp_request_get_output_headers(req)
@@ -63,7 +91,14 @@ public final class HTTPResponder: @unchecked Sendable {
     /// Returns nil when the peer is already gone.
     public func startStream(status: Int = 200, headers: [(String, String)]) -> HTTPStream? {
         precondition(loop.inEventLoop, "HTTPResponder used off its loop")
-        guard let req = request, stream == nil else { return nil }
+        if let sink {
+            guard sinkOpen, stream == nil else { return nil }
+            sink.responder(self, startedStream: status, headers: headers, route: route)
+            let s = HTTPStream(responder: self)
+            stream = s
+            return s
+        }
+        guard let req = request, stream == nil, let owner else { return nil }
         addHeaders(evhttp_request_get_output_headers(req), headers)
         HTTPStatus.withReason(status) { evhttp_send_reply_start(req, Int32(status), $0) }
         let s = HTTPStream(responder: self)
@@ -75,6 +110,7 @@ public final class HTTPResponder: @unchecked Sendable {
     }
 
     private func addHeaders(_ out: UnsafeMutablePointer<evkeyvalq>?, _ headers: [(String, String)]) {
+        let owner = owner.unsafelyUnwrapped
         for (n, v) in owner.config.commonHeaders { addHeader(out, n, v) }
         for (n, v) in headers { addHeader(out, n, v) }
         if owner.server.state == .draining { evhttp_add_header(out, "Connection", "close") }
@@ -103,25 +139,36 @@ public final class HTTPResponder: @unchecked Sendable {
 
     private func finished(status: Int) {
         connection?.requestFinished()
-        owner.record(route: route, routeIndex: routeIndex, method: method, status: status, startNanos: startNanos)
+        owner.unsafelyUnwrapped.record(
+            route: route, routeIndex: routeIndex, method: method, status: status, startNanos: startNanos)
     }
 
     // MARK: streaming internals (used by HTTPStream)
 
     func writeChunk(_ bytes: UnsafeRawBufferPointer) {
-        guard let req = request else { return }
+        if let sink {
+            if sinkOpen { sink.responder(self, wrote: bytes) }
+            return
+        }
+        guard let req = request, let owner else { return }
         evbuffer_add(owner.scratch, bytes.baseAddress, bytes.count)
         evhttp_send_reply_chunk(req, owner.scratch)
         connection?.flushOutput()
     }
 
     var queuedBytes: Int {
-        guard request != nil, let evcon = connection?.evcon else { return 0 }
+        guard sink == nil, request != nil, let evcon = connection?.evcon else { return 0 }
         return evbuffer_get_length(bufferevent_get_output(evhttp_connection_get_bufferevent(evcon)))
     }
 
     func endStream() {
-        guard let req = request else { return }
+        if let sink {
+            guard sinkOpen else { return }
+            sinkOpen = false
+            stream?.markClosed(notify: false)
+            return sink.responderEnded(self)
+        }
+        guard let req = request, let owner else { return }
         request = nil
         evhttp_send_reply_end(req)
         owner.metrics.openStreams.decrement()
@@ -132,7 +179,7 @@ public final class HTTPResponder: @unchecked Sendable {
 
     /// The connection is going away under this response.
     func connectionClosed(freeRequest: Bool) {
-        guard let req = request else { return }
+        guard let req = request, let owner else { return }
         request = nil
         if freeRequest { evhttp_request_free(req) }
         if let s = stream {

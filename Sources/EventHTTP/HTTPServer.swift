@@ -84,6 +84,33 @@ public final class HTTPServer: @unchecked Sendable {
             ])
     }
 
+    /// The request counts and latency histograms of every loop, merged, as Prometheus text
+    /// (`http_requests_total`, `http_request_duration_seconds`). Each loop hands over a copy of its
+    /// own figures on its thread; `done` runs on `loop` once all have. Call from `loop`.
+    public func requestMetricsExposition(replyOn loop: EventLoop, _ done: @escaping (String) -> Void) {
+        final class Gather: @unchecked Sendable {
+            var merged = RequestMetrics()
+            var remaining: Int
+            let done: (String) -> Void
+            init(_ n: Int, _ done: @escaping (String) -> Void) {
+                remaining = n
+                self.done = done
+            }
+        }
+        let gather = Gather(loopHTTPs.count, done)  // touched on `loop` only
+        guard !loopHTTPs.isEmpty else { return done("") }
+        for lh in loopHTTPs {
+            lh.loop.execute {
+                let copy = lh.requestMetrics
+                loop.execute {
+                    gather.merged.merge(copy)
+                    gather.remaining -= 1
+                    if gather.remaining == 0 { gather.done(gather.merged.exposition()) }
+                }
+            }
+        }
+    }
+
     /// Graceful shutdown: `readyz` turns 503 (state `draining`), accepting stops, `onDrain` ends
     /// long-lived responses, in-flight requests get up to `gracePeriod` seconds, then every
     /// connection is closed and the loop threads exit. Blocks until they have. Idempotent.

@@ -25,7 +25,8 @@ final class LoopHTTP: @unchecked Sendable {
     let writeTimeoutNanos: UInt64
     /// Set while evhttp_free tears every connection down at shutdown.
     var freeingAll = false
-    private var routeMetrics = RouteMetricsCache()
+    /// This loop's request counts and latencies (merged across loops when /metrics is read).
+    private(set) var requestMetrics = RequestMetrics()
     // Read on every request: kept here so the hot path copies no configuration struct and
     // retains nothing (they live as long as the server, which outlives the loop).
     let config: HTTPServer.Configuration
@@ -215,44 +216,15 @@ final class LoopHTTP: @unchecked Sendable {
                 }
             }
         }
-        var request = HTTPRequest(
+        let request = HTTPRequest(
             method: method, rawPath: rawPath, rawQuery: rawQuery, headers: headers, body: body, loop: loop)
-        var match = router.match(method: method, rawPath: rawPath)
-        if knownMethod == nil, case .notFound = match, router.fallback != nil {
-            match = .methodNotAllowed(allow: [.GET, .HEAD], route: "static")  // what static files allow
-        }
-        switch match {
-        case .handler(let handler, let route, let routeIndex, let parameters):
-            responder.route = route
-            responder.routeIndex = routeIndex
-            request.parameters = parameters
-            handler(request, responder)
-        case .methodNotAllowed(let allow, let route):
-            responder.route = route
-            let list = allow.map(\.rawValue).joined(separator: ", ")
-            responder.send(
-                HTTPResponse.problem(
-                    status: 405,
-                    detail:
-                        "method \(knownMethod?.rawValue ?? "(unrecognized)") is not allowed on \(request.path); allowed: \(list)",
-                    headers: [("Allow", list)]))
-        case .notFound:
-            if let fallback = router.fallback {
-                responder.route = "static"
-                responder.routeIndex = RouteMetricsCache.staticRoute
-                fallback(request, responder)
-            } else {
-                responder.send(HTTPResponse.problem(status: 404, detail: "no resource at \(request.path)"))
-            }
-        }
+        router.dispatch(request, knownMethod: knownMethod, to: responder)
     }
 
     /// Records the request metrics and the debug log line for one answered request.
     func record(route: String, routeIndex: Int, method: HTTPMethod, status: Int, startNanos: UInt64) {
         let nanos = Int64(monotonicNanos() &- startNanos)
-        routeMetrics.record(
-            factory: metrics.factory, route: route, routeIndex: routeIndex, method: method, status: status, nanos: nanos
-        )
+        requestMetrics.record(route: route, routeIndex: routeIndex, method: method, status: status, nanos: nanos)
         if debugLogging {
             logger.debug(
                 "request",

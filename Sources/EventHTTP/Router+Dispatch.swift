@@ -1,0 +1,36 @@
+extension Router {
+    /// Routes one request to its handler, or answers `405` (with `Allow`) or `404` problem JSON, or
+    /// hands it to the fallback. The socket path (`LoopHTTP`) and `InProcessClient` both come here.
+    /// `knownMethod` is nil for a method evhttp parsed but HTTPMethod does not list.
+    func dispatch(_ request: HTTPRequest, knownMethod: HTTPMethod?, to responder: HTTPResponder) {
+        var request = request
+        var match = match(method: request.method, rawPath: request.rawPath)
+        if knownMethod == nil, case .notFound = match, fallback != nil {
+            match = .methodNotAllowed(allow: [.GET, .HEAD], route: "static")  // what static files allow
+        }
+        switch match {
+        case .handler(let handler, let route, let routeIndex, let parameters):
+            responder.route = route
+            responder.routeIndex = routeIndex
+            request.parameters = parameters
+            handler(request, responder)
+        case .methodNotAllowed(let allow, let route):
+            responder.route = route
+            let list = allow.map(\.rawValue).joined(separator: ", ")
+            responder.send(
+                HTTPResponse.problem(
+                    status: 405,
+                    detail:
+                        "method \(knownMethod?.rawValue ?? "(unrecognized)") is not allowed on \(request.path); allowed: \(list)",
+                    headers: [("Allow", list)]))
+        case .notFound:
+            if let fallback {
+                responder.route = "static"
+                responder.routeIndex = RequestMetrics.staticRoute
+                fallback(request, responder)
+            } else {
+                responder.send(HTTPResponse.problem(status: 404, detail: "no resource at \(request.path)"))
+            }
+        }
+    }
+}
