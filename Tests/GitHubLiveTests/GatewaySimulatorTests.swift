@@ -262,4 +262,22 @@ final class GatewaySimulatorTests: XCTestCase {
         let third = try await cache.search(SearchRequest(query: "language:rust"))
         XCTAssertEqual(third.cache, .hit)
     }
+
+    func testQueryVariantsCostOneCallToTheSimulator() async throws {
+        try startSimulator()
+        let cache = SearchCache(upstream: try gateway())
+        _ = try await cache.search(SearchRequest(query: "Language:Go"))
+        for variant in ["language:go", "  LANGUAGE:GO "] {
+            // Qualifiers are kept as typed (GitHub need not fold their case): each is a key of its own.
+            _ = try await cache.search(SearchRequest(query: variant))
+        }
+        XCTAssertEqual(simulator.stats.requests, 3)
+        let swift = try await cache.search(SearchRequest(query: "Swift"))
+        for variant in ["swift", " SWIFT ", "sWiFt"] {
+            let r = try await cache.search(SearchRequest(query: variant))
+            XCTAssertEqual(r.cache, .hit, variant)
+            XCTAssertEqual(r.page, swift.page)
+        }
+        XCTAssertEqual(simulator.stats.requests, 4)
+    }
 }

@@ -214,4 +214,36 @@ final class SearchCacheTests: XCTestCase {
         XCTAssertEqual(r.page, samplePage("plain"))
         XCTAssertEqual(r.cache, .miss)
     }
+
+    // MARK: query normalisation
+
+    func testNormalizedQueryFoldsCaseAndSpacesOfTermsOnly() {
+        let n = SearchRequest.normalizedQuery
+        XCTAssertEqual(n("Swift"), "swift")
+        XCTAssertEqual(n("  swift \t "), "swift")
+        XCTAssertEqual(n("SWIFT   Vapor"), "swift vapor")
+        XCTAssertEqual(n("swift OR rust"), "swift OR rust", "operators only work upper-case: kept")
+        XCTAssertEqual(n("swift or rust"), "swift or rust")
+        XCTAssertEqual(n("Swift NOT Vapor"), "swift NOT vapor")
+        XCTAssertEqual(n("Web  language:Swift user:Apple"), "web language:Swift user:Apple", "qualifiers kept")
+        XCTAssertEqual(n("\"Hello  World\"  Swift"), "\"Hello  World\" swift", "quoted phrases kept as typed")
+        XCTAssertEqual(n("rust swift"), "rust swift", "order kept")
+        XCTAssertEqual(n("   "), "")
+    }
+
+    func testVariantsOfOneQueryShareOneEntryAndOneUpstreamCall() async throws {
+        let clock = ManualClock()
+        let fake = FakeSearch([.success(.modified(samplePage("a"), etag: nil))])
+        let cache = makeCache(fake, clock)
+        let first = try await cache.search(SearchRequest(query: "Swift  Vapor"))
+        XCTAssertEqual(first.cache, .miss)
+        for variant in ["swift vapor", " SWIFT vapor ", "swift\tVAPOR"] {
+            let r = try await cache.search(SearchRequest(query: variant))
+            XCTAssertEqual(r, SearchResponse(page: samplePage("a"), cache: .hit), variant)
+        }
+        let calls = await fake.callCount
+        XCTAssertEqual(calls, 1)
+        let count = await cache.count
+        XCTAssertEqual(count, 1)
+    }
 }
