@@ -280,4 +280,20 @@ final class GatewaySimulatorTests: XCTestCase {
         }
         XCTAssertEqual(simulator.stats.requests, 4)
     }
+
+    func testRateLimitedSimulatorStillShowsTheLastGoodPageMarkedStale() async throws {
+        try startSimulator(rateLimit: 2)
+        let clock = ManualClock()
+        let gw = try GitHubGateway(
+            configuration: .init(baseURL: baseURL, rateLimiter: .init(minimumSpacing: .zero)), clock: clock,
+            logger: Logger(label: "gw") { _ in SwiftLogNoOpLogHandler() })
+        let cache = SearchCache(upstream: gw, clock: clock)
+        let first = try await cache.search(SearchRequest(query: "swift"))
+        _ = try await cache.search(SearchRequest(query: "rust"))  // the window's budget is spent now
+        clock.advance(61)  // past the TTL, still inside the simulator's real minute
+        let served = try await cache.search(SearchRequest(query: "Swift"))
+        XCTAssertEqual(served, SearchResponse(page: first.page, cache: .stale, isStale: true))
+        await cache.waitForRevalidations()
+        XCTAssertEqual(simulator.stats.requests, 2, "no call was spent on a revalidation that would be refused")
+    }
 }
