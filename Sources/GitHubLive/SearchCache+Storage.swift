@@ -2,9 +2,11 @@ import Foundation
 import GitHubSearch
 
 extension SearchCache {
-    /// The cache key of a request (also the SQLite primary key).
+    /// The cache key of a request (also the SQLite primary key). The query part is
+    /// `SearchRequest.normalizedQuery`, so `Swift` and ` swift ` share one entry (and one upstream call).
     static func key(_ request: SearchRequest) -> String {
-        "\(request.sort.rawValue)|\(request.order.rawValue)|\(request.page)|\(request.perPage)|\(request.query)"
+        "\(request.sort.rawValue)|\(request.order.rawValue)|\(request.page)|\(request.perPage)|"
+            + SearchRequest.normalizedQuery(request.query)
     }
 
     func insert(_ request: SearchRequest, key: String, page: SearchPage, etag: String?, now: Double) {

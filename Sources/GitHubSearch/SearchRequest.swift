@@ -41,6 +41,45 @@ public struct SearchRequest: Sendable, Hashable, Codable {
     /// True when the page lies entirely past GitHub's 1000-result cap (it must not be requested).
     public var isPastResultCap: Bool { (page - 1) * perPage >= SearchRequest.resultCap }
 
+    /// The query as a cache key: what GitHub reads the same way is spelled the same way.
+    ///
+    /// GitHub's repository search is case-insensitive for terms and ignores extra whitespace, so
+    /// `Swift`, ` swift ` and `SWIFT` are one search. The rules:
+    /// - leading and trailing whitespace is dropped, runs of whitespace between tokens become one space;
+    /// - free-text terms are lower-cased;
+    /// - kept as typed: quoted phrases (whitespace inside the quotes included, in case it matters),
+    ///   qualifiers (`key:value` tokens; their values, e.g. `user:Apple`, are not assumed to be
+    ///   case-insensitive, and lower-casing a key could change what GitHub takes for a qualifier),
+    ///   and the operators `AND`, `OR`, `NOT`, which GitHub recognises only in upper case
+    ///   (`swift or rust` searches for the word "or").
+    /// The order of tokens is kept (`swift rust` and `rust swift` stay two keys).
+    public static func normalizedQuery(_ query: String) -> String {
+        var tokens: [String] = []
+        var current = ""
+        var inQuotes = false
+        func flush() {
+            guard !current.isEmpty else { return }
+            tokens.append(normalizedToken(current))
+            current = ""
+        }
+        for character in query {
+            if character == "\"" { inQuotes.toggle() }
+            if !inQuotes && character.isWhitespace {
+                flush()
+            } else {
+                current.append(character)
+            }
+        }
+        flush()
+        return tokens.joined(separator: " ")
+    }
+
+    private static func normalizedToken(_ token: String) -> String {
+        if token.contains("\"") || token.contains(":") { return token }
+        if token == "AND" || token == "OR" || token == "NOT" { return token }
+        return token.lowercased()
+    }
+
     /// The request for the following page.
     public var nextPage: SearchRequest {
         var r = self

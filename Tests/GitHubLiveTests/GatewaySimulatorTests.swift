@@ -262,4 +262,38 @@ final class GatewaySimulatorTests: XCTestCase {
         let third = try await cache.search(SearchRequest(query: "language:rust"))
         XCTAssertEqual(third.cache, .hit)
     }
+
+    func testQueryVariantsCostOneCallToTheSimulator() async throws {
+        try startSimulator()
+        let cache = SearchCache(upstream: try gateway())
+        _ = try await cache.search(SearchRequest(query: "Language:Go"))
+        for variant in ["language:go", "  LANGUAGE:GO "] {
+            // Qualifiers are kept as typed (GitHub need not fold their case): each is a key of its own.
+            _ = try await cache.search(SearchRequest(query: variant))
+        }
+        XCTAssertEqual(simulator.stats.requests, 3)
+        let swift = try await cache.search(SearchRequest(query: "Swift"))
+        for variant in ["swift", " SWIFT ", "sWiFt"] {
+            let r = try await cache.search(SearchRequest(query: variant))
+            XCTAssertEqual(r.cache, .hit, variant)
+            XCTAssertEqual(r.page, swift.page)
+        }
+        XCTAssertEqual(simulator.stats.requests, 4)
+    }
+
+    func testRateLimitedSimulatorStillShowsTheLastGoodPageMarkedStale() async throws {
+        try startSimulator(rateLimit: 2)
+        let clock = ManualClock()
+        let gw = try GitHubGateway(
+            configuration: .init(baseURL: baseURL, rateLimiter: .init(minimumSpacing: .zero)), clock: clock,
+            logger: Logger(label: "gw") { _ in SwiftLogNoOpLogHandler() })
+        let cache = SearchCache(upstream: gw, clock: clock)
+        let first = try await cache.search(SearchRequest(query: "swift"))
+        _ = try await cache.search(SearchRequest(query: "rust"))  // the window's budget is spent now
+        clock.advance(61)  // past the TTL, still inside the simulator's real minute
+        let served = try await cache.search(SearchRequest(query: "Swift"))
+        XCTAssertEqual(served, SearchResponse(page: first.page, cache: .stale, isStale: true))
+        await cache.waitForRevalidations()
+        XCTAssertEqual(simulator.stats.requests, 2, "no call was spent on a revalidation that would be refused")
+    }
 }

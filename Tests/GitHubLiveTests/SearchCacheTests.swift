@@ -214,4 +214,121 @@ final class SearchCacheTests: XCTestCase {
         XCTAssertEqual(r.page, samplePage("plain"))
         XCTAssertEqual(r.cache, .miss)
     }
+
+    // MARK: query normalisation
+
+    func testNormalizedQueryFoldsCaseAndSpacesOfTermsOnly() {
+        let n = SearchRequest.normalizedQuery
+        XCTAssertEqual(n("Swift"), "swift")
+        XCTAssertEqual(n("  swift \t "), "swift")
+        XCTAssertEqual(n("SWIFT   Vapor"), "swift vapor")
+        XCTAssertEqual(n("swift OR rust"), "swift OR rust", "operators only work upper-case: kept")
+        XCTAssertEqual(n("swift or rust"), "swift or rust")
+        XCTAssertEqual(n("Swift NOT Vapor"), "swift NOT vapor")
+        XCTAssertEqual(n("Web  language:Swift user:Apple"), "web language:Swift user:Apple", "qualifiers kept")
+        XCTAssertEqual(n("\"Hello  World\"  Swift"), "\"Hello  World\" swift", "quoted phrases kept as typed")
+        XCTAssertEqual(n("rust swift"), "rust swift", "order kept")
+        XCTAssertEqual(n("   "), "")
+    }
+
+    func testVariantsOfOneQueryShareOneEntryAndOneUpstreamCall() async throws {
+        let clock = ManualClock()
+        let fake = FakeSearch([.success(.modified(samplePage("a"), etag: nil))])
+        let cache = makeCache(fake, clock)
+        let first = try await cache.search(SearchRequest(query: "Swift  Vapor"))
+        XCTAssertEqual(first.cache, .miss)
+        for variant in ["swift vapor", " SWIFT vapor ", "swift\tVAPOR"] {
+            let r = try await cache.search(SearchRequest(query: variant))
+            XCTAssertEqual(r, SearchResponse(page: samplePage("a"), cache: .hit), variant)
+        }
+        let calls = await fake.callCount
+        XCTAssertEqual(calls, 1)
+        let count = await cache.count
+        XCTAssertEqual(count, 1)
+    }
+
+    // MARK: stale while rate-limited, and the revalidation reserve
+
+    func testRateLimitedServesTheLastGoodPageMarkedStaleWithoutCalling() async throws {
+        let clock = ManualClock()
+        let fake = FakeSearch([.success(.modified(samplePage("old"), etag: nil))])
+        let budget = BudgetedSearch(fake: fake)
+        let cache = SearchCache(upstream: budget, clock: clock)
+        _ = try await cache.search(swift)
+        clock.advance(61)
+        budget.set(limited: .rateLimited(retryAfterSeconds: 30, message: "limited"))
+        let served = try await cache.search(swift)
+        XCTAssertEqual(served, SearchResponse(page: samplePage("old"), cache: .stale, isStale: true))
+        await cache.waitForRevalidations()
+        let calls = await fake.callCount
+        XCTAssertEqual(calls, 1, "no revalidation was attempted while rate-limited")
+        // Nothing cached for another query: the error, as before.
+        do {
+            _ = try await cache.search(SearchRequest(query: "rust"))
+            XCTFail("expected rateLimited")
+        } catch {
+            XCTAssertEqual(error.kind, "rateLimited")
+        }
+    }
+
+    func testRevalidationsStopAtTheReserveAndResumeAboveIt() async throws {
+        let clock = ManualClock()
+        let fake = FakeSearch([
+            .success(.modified(samplePage("old"), etag: nil)), .success(.modified(samplePage("new"), etag: nil)),
+        ])
+        let budget = BudgetedSearch(fake: fake)
+        let cache = SearchCache(upstream: budget, clock: clock)  // reserve: a third of the window
+        _ = try await cache.search(swift)
+        clock.advance(61)
+        budget.set(remaining: (10, 30))
+        let kept = try await cache.search(swift)
+        XCTAssertEqual(kept, SearchResponse(page: samplePage("old"), cache: .stale, isStale: false))
+        await cache.waitForRevalidations()
+        var calls = await fake.callCount
+        XCTAssertEqual(calls, 1, "10 of 30 left: kept for searches the cache cannot answer")
+        budget.set(remaining: (11, 30))
+        _ = try await cache.search(swift)
+        await cache.waitForRevalidations()
+        calls = await fake.callCount
+        XCTAssertEqual(calls, 2)
+        let fresh = try await cache.search(swift)
+        XCTAssertEqual(fresh, SearchResponse(page: samplePage("new"), cache: .hit))
+    }
+
+    func testAZeroReserveRevalidatesUntilTheBudgetIsSpent() async throws {
+        let clock = ManualClock()
+        let fake = FakeSearch([
+            .success(.modified(samplePage("old"), etag: nil)), .success(.modified(samplePage("new"), etag: nil)),
+        ])
+        let budget = BudgetedSearch(fake: fake)
+        let cache = SearchCache(upstream: budget, configuration: .init(revalidationReserve: 0), clock: clock)
+        _ = try await cache.search(swift)
+        clock.advance(61)
+        budget.set(remaining: (1, 30))
+        _ = try await cache.search(swift)
+        await cache.waitForRevalidations()
+        let calls = await fake.callCount
+        XCTAssertEqual(calls, 2)
+    }
+}
+
+/// A scripted upstream that also reports a settable rate-limit state.
+final class BudgetedSearch: ConditionalRepositorySearching, UpstreamBudgetReporting, @unchecked Sendable {
+    let fake: FakeSearch
+    private let lock = NSLock()
+    private var limited: SearchError?
+    private var remaining: (remaining: Int, limit: Int)?
+    init(fake: FakeSearch) { self.fake = fake }
+
+    func set(limited: SearchError?) { lock.withLock { self.limited = limited } }
+    func set(remaining: (Int, Int)?) { lock.withLock { self.remaining = remaining } }
+    func limitedNow() async -> SearchError? { lock.withLock { limited } }
+    func remainingCalls() async -> (remaining: Int, limit: Int)? { lock.withLock { remaining } }
+    func fetch(_ request: SearchRequest, ifNoneMatch etag: String?) async throws(SearchError) -> ConditionalFetch {
+        if let error = lock.withLock({ limited }) { throw error }
+        return try await fake.fetch(request, ifNoneMatch: etag)
+    }
+    func search(_ request: SearchRequest, policy: CachePolicy) async throws(SearchError) -> SearchResponse {
+        try await fake.search(request, policy: policy)
+    }
 }
