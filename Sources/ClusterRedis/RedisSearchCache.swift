@@ -56,16 +56,14 @@ public final class RedisSearchCache: SharedSearchCache, @unchecked Sendable {
         subscriber.onStateChange = { [weak self] state in
             if state != .ready { self?.subscribed = false }
         }
-        subscriber.psubscribe(
-            pattern: keys.cacheWakePattern,
-            onSubscribed: { [weak self] in
-                self?.subscribed = true
-                onSubscribed?()
-            }
-        ) {
-            [weak self] message in
+        let confirmed: () -> Void = { [weak self] in
+            self?.subscribed = true
+            onSubscribed?()
+        }
+        let received: (RedisMessage) -> Void = { [weak self] message in
             self?.wake(String(message.channel.dropFirst(prefix.count)), released: true)
         }
+        subscriber.psubscribe(pattern: keys.cacheWakePattern, onSubscribed: confirmed, received)
     }
 
     private func onLoop<T: Sendable>(_ body: @escaping @Sendable (@escaping (T) -> Void) -> Void) async -> T {
