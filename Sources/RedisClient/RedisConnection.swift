@@ -7,7 +7,8 @@ import Synchronization
 /// One asynchronous Redis connection (hiredis) attached to one `EventLoop`'s `event_base`.
 ///
 /// Threading: loop-bound. `start()`, `send`, `close()`, the callbacks and every property except
-/// `state` belong to `loop`'s thread; every callback runs there. `state` may be read from any
+/// `state` belong to `loop`'s thread (`start`, `send` and `close` trap anywhere else, like
+/// SwiftNIO's `NIOLoopBound`); every callback runs there. `state` may be read from any
 /// thread; the `async` variants in `RedisConnection+Async.swift` hop to the loop from anywhere.
 ///
 /// Behaviour:
@@ -68,12 +69,14 @@ public final class RedisConnection: @unchecked Sendable {
 
     /// Starts connecting (and reconnecting whenever the connection is lost). Loop thread only.
     public func start() {
+        precondition(loop.inEventLoop, "RedisConnection.start off its loop")
         guard !isClosed, context == nil, reconnectTimer == nil else { return }
         connect()
     }
 
     /// Closes the connection for good: pending commands fail with `.connectionLost`. Loop thread only.
     public func close() {
+        precondition(loop.inEventLoop, "RedisConnection.close off its loop")
         guard !isClosed else { return }
         isClosed = true
         reconnectTimer?.cancel()
@@ -86,6 +89,7 @@ public final class RedisConnection: @unchecked Sendable {
     /// configuration's `commandTimeout`. A top-level error reply is `.failure(.server(message))`.
     /// Loop thread only.
     public func send(_ args: [RedisArg], timeout: Double? = nil, _ callback: @escaping Callback) {
+        precondition(loop.inEventLoop, "RedisConnection.send off its loop")
         guard state == .ready else { return callback(.failure(.notConnected)) }
         issue(args, timeout: timeout ?? configuration.commandTimeout, persistent: false, callback)
     }

@@ -168,3 +168,29 @@ final class RedisConfigurationTests: XCTestCase {
         XCTAssertEqual(b.delay(attempt: 100, unit: 0), 0.5, accuracy: 1e-9)
     }
 }
+
+final class RedisConnectionGroupTests: XCTestCase {
+    func testOneConnectionPerLoopEachOnItsOwnThread() async throws {
+        let server = try RedisServerProcess()
+        let loops = [startedLoop(), startedLoop()]
+        defer {
+            for l in loops { l.stop() }
+            server.kill()
+        }
+        let group = RedisConnectionGroup(loops: loops, configuration: RedisConfiguration(url: server.url)!)
+        XCTAssertFalse(group.isReady)
+        group.start()
+        for c in group.connections { _ = await waitForState(c, .ready) }
+        XCTAssertTrue(group.isReady)
+        for loop in loops {
+            let c = group.connection(for: loop)
+            XCTAssertTrue(c.loop === loop)
+            let onLoop = await withCheckedContinuation { k in
+                loop.execute { c.send(["PING"]) { _ in k.resume(returning: loop.inEventLoop) } }
+            }
+            XCTAssertTrue(onLoop, "replies are delivered on the connection's own loop")
+        }
+        await group.close()
+        XCTAssertFalse(group.isReady)
+    }
+}

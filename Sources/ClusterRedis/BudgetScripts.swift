@@ -1,0 +1,51 @@
+import RedisClient
+
+/// The token-bucket scripts of `RedisUpstreamBudget`. Time is Redis's `TIME`, so every node sees
+/// the same clock; the bucket is one hash {tokens, ts (ms), until (ms)} that expires once it would
+/// be full again (an absent bucket is a full one), so it is bounded and never lingers.
+enum BudgetScripts {
+    /// Shared prologue: `now` in ms and the refilled bucket.
+    private static let prologue = """
+        local t = redis.call('TIME')
+        local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+        local cap = tonumber(ARGV[1])
+        local rate = tonumber(ARGV[2]) / 1000
+        local b = redis.call('HMGET', KEYS[1], 'tokens', 'ts', 'until')
+        local tokens = tonumber(b[1]) or cap
+        local ts = tonumber(b[2]) or now
+        local blocked = tonumber(b[3]) or 0
+        if now > ts then tokens = math.min(cap, tokens + (now - ts) * rate) end
+        local function save()
+          redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'ts', tostring(now), 'until', tostring(blocked))
+          local ttl = math.ceil((cap - tokens) / rate) + 1000
+          if blocked - now + 1000 > ttl then ttl = blocked - now + 1000 end
+          redis.call('PEXPIRE', KEYS[1], ttl)
+        end
+
+        """
+
+    /// KEYS: bucket. ARGV: capacity, refill per second, cost. Returns {allowed 0/1, remaining, wait ms}.
+    static let take = RedisScript(
+        prologue + """
+            if blocked > now then return {0, math.floor(tokens), blocked - now} end
+            local cost = tonumber(ARGV[3])
+            if tokens >= cost then
+              tokens = tokens - cost
+              save()
+              return {1, math.floor(tokens), 0}
+            end
+            save()
+            return {0, math.floor(tokens), math.ceil((cost - tokens) / rate)}
+            """)
+
+    /// KEYS: bucket. ARGV: capacity, refill per second, remaining (-1: none), blocked until ms (0: none).
+    static let correct = RedisScript(
+        prologue + """
+            local remaining = tonumber(ARGV[3])
+            if remaining >= 0 and remaining < tokens then tokens = remaining end
+            local untilMs = tonumber(ARGV[4])
+            if untilMs > blocked then blocked = untilMs end
+            save()
+            return 1
+            """)
+}

@@ -1,0 +1,142 @@
+import ClusterStore
+import EventHTTP
+import RedisClient
+
+/// `SharedSearchCache` in Redis: entries with Redis-clock ages, a `SET NX PX` single-flight lock,
+/// and wake-ups through one `PSUBSCRIBE` per node on the cache's wake channels (see
+/// `CacheScripts`, `ClusterKeys`).
+///
+/// Threading: `Sendable`; the async methods hop to the loop of `connection` and `subscriber`
+/// (both must be on the same loop), where all of this object's state lives.
+/// While the subscriber is down, `waitForUnlock` returns false at once (callers then fetch
+/// themselves after a few rounds: single flight degrades, nothing hangs).
+public final class RedisSearchCache: SharedSearchCache, @unchecked Sendable {
+    /// Bounds and time-outs of the cache.
+    public struct Limits: Sendable, Equatable {
+        /// Entries expire this many seconds after being stored (`--cache-max-age`).
+        public var maxAge: Double = 86_400
+        /// A lock expires after this many seconds (a holder that died releases it this way).
+        public var lockTTL: Double = 15
+        /// Largest entry stored, in bytes.
+        public var maxEntryBytes: Int = 1 << 20
+
+        /// The defaults, overridden where given.
+        public init(maxAge: Double = 86_400, lockTTL: Double = 15) {
+            self.maxAge = maxAge
+            self.lockTTL = lockTTL
+        }
+    }
+
+    /// The command connection.
+    public let connection: RedisConnection
+    /// The pub/sub connection receiving wake-ups.
+    public let subscriber: RedisSubscriber
+    /// The bounds applied.
+    public let limits: Limits
+    private let keys: ClusterKeys
+    private var loop: EventLoop { connection.loop }
+    private var subscribed = false
+    private var waiters: [String: [UInt: (Bool) -> Void]] = [:]
+    private var nextWaiter: UInt = 0
+
+    /// A cache on `connection` and `subscriber` (same loop) under `keys`.
+    public init(connection: RedisConnection, subscriber: RedisSubscriber, limits: Limits = Limits(), keys: ClusterKeys)
+    {
+        precondition(connection.loop === subscriber.connection.loop, "one loop for both connections")
+        self.connection = connection
+        self.subscriber = subscriber
+        self.limits = limits
+        self.keys = keys
+    }
+
+    /// Subscribes to the wake channels (call once, on the loop, before using the cache);
+    /// `onSubscribed` runs each time the subscription becomes active.
+    public func start(onSubscribed: (() -> Void)? = nil) {
+        let prefix = keys.cacheWake("")
+        subscriber.onStateChange = { [weak self] state in
+            if state != .ready { self?.subscribed = false }
+        }
+        let confirmed: () -> Void = { [weak self] in
+            self?.subscribed = true
+            onSubscribed?()
+        }
+        let received: (RedisMessage) -> Void = { [weak self] message in
+            self?.wake(String(message.channel.dropFirst(prefix.count)), released: true)
+        }
+        subscriber.psubscribe(pattern: keys.cacheWakePattern, onSubscribed: confirmed, received)
+    }
+
+    private func onLoop<T: Sendable>(_ body: @escaping @Sendable (@escaping (T) -> Void) -> Void) async -> T {
+        await withCheckedContinuation { k in
+            loop.execute { body { k.resume(returning: $0) } }
+        }
+    }
+
+    private func eval(_ script: RedisScript, _ keys: [String], _ args: [RedisArg]) async -> Result<
+        RESPValue, RedisError
+    > {
+        await onLoop { [connection] done in
+            connection.evalScript(script, keys: keys.map { RedisArg($0) }, args: args, done)
+        }
+    }
+
+    public func get(_ key: String) async -> Result<CachedPage?, StoreError> {
+        await eval(CacheScripts.get, [keys.cacheEntry(key)], []).store { v -> CachedPage?? in
+            if v.isNull { return .some(nil) }
+            guard let a = v.array, a.count == 2, let payload = a[0].bytes, let age = a[1].int else { return nil }
+            return .some(CachedPage(payload: payload, age: Double(age) / 1000))
+        }
+    }
+
+    public func fill(_ key: String, payload: [UInt8], holder: String) async -> Result<Void, StoreError> {
+        guard payload.count <= limits.maxEntryBytes else {
+            _ = await unlock(key, holder: holder)
+            return .failure(.tooLarge(payload.count))
+        }
+        let args = [
+            RedisArg(bytes: payload), RedisArg(Int(limits.maxAge * 1000)), RedisArg(holder),
+            RedisArg(keys.cacheWake(key)),
+        ]
+        return await eval(CacheScripts.fill, [keys.cacheEntry(key), keys.cacheLock(key)], args).store { _ in () }
+    }
+
+    public func lock(_ key: String, holder: String) async -> Result<Bool, StoreError> {
+        let command: [RedisArg] = [
+            "SET", RedisArg(keys.cacheLock(key)), RedisArg(holder), "NX", "PX", RedisArg(Int(limits.lockTTL * 1000)),
+        ]
+        let r: Result<RESPValue, RedisError> = await onLoop { [connection] done in connection.send(command, done) }
+        return r.store { v in v.isNull ? false : true }
+    }
+
+    public func unlock(_ key: String, holder: String) async -> Result<Void, StoreError> {
+        await eval(CacheScripts.unlock, [keys.cacheLock(key)], [RedisArg(holder), RedisArg(keys.cacheWake(key))])
+            .store { _ in () }
+    }
+
+    public func waitForUnlock(_ key: String, timeout: Double) async -> Bool {
+        await onLoop { [self] done in
+            guard subscribed else { return done(false) }
+            let id = nextWaiter
+            nextWaiter &+= 1
+            waiters[key, default: [:]][id] = done
+            // Registered first, then checked: a release after this check publishes a wake-up we
+            // receive; a release before it shows here as a missing lock.
+            connection.send(["EXISTS", RedisArg(keys.cacheLock(key))]) { [self] r in
+                if case .success(.integer(0)) = r { resolve(key, id, true) }
+                if case .failure = r { resolve(key, id, false) }
+            }
+            loop.schedule(after: timeout) { [self] in resolve(key, id, false) }
+        }
+    }
+
+    private func resolve(_ key: String, _ id: UInt, _ released: Bool) {
+        guard let done = waiters[key]?.removeValue(forKey: id) else { return }
+        if waiters[key]?.isEmpty == true { waiters[key] = nil }
+        done(released)
+    }
+
+    private func wake(_ key: String, released: Bool) {
+        guard let all = waiters.removeValue(forKey: key) else { return }
+        for (_, done) in all.sorted(by: { $0.key < $1.key }) { done(released) }
+    }
+}

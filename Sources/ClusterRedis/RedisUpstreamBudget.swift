@@ -1,0 +1,45 @@
+import ClusterStore
+import RedisClient
+
+/// `UpstreamBudget` in Redis: a Lua token bucket on Redis `TIME` (see `BudgetScripts`), one
+/// round trip per decision.
+///
+/// Threading: `Sendable`; each call hops to the connection's loop and back.
+public final class RedisUpstreamBudget: UpstreamBudget, @unchecked Sendable {
+    /// The connection used (on its loop).
+    public let connection: RedisConnection
+    /// The bucket's shape (every node must use the same).
+    public let shape: TokenBucketShape
+    private let key: String
+
+    /// The bucket `name` (e.g. `github-search`) under `keys`, of `shape`, on `connection`.
+    public init(connection: RedisConnection, name: String, shape: TokenBucketShape, keys: ClusterKeys) {
+        self.connection = connection
+        self.shape = shape
+        key = keys.rateLimit(name)
+    }
+
+    private func run(_ script: RedisScript, _ extra: [RedisArg]) async -> Result<RESPValue, RedisError> {
+        let args = [RedisArg(shape.capacity), RedisArg(shape.refillPerSecond)] + extra
+        let key = RedisArg(key)
+        return await withCheckedContinuation { k in
+            connection.loop.execute { [connection] in
+                connection.evalScript(script, keys: [key], args: args) { k.resume(returning: $0) }
+            }
+        }
+    }
+
+    public func take(cost: Int) async -> Result<BudgetDecision, StoreError> {
+        await run(BudgetScripts.take, [RedisArg(cost)]).store { v in
+            guard let a = v.array, a.count == 3, let ok = a[0].int, let left = a[1].int, let wait = a[2].int else {
+                return nil
+            }
+            return BudgetDecision(allowed: ok == 1, remaining: Int(left), retryAfter: Double(wait) / 1000)
+        }
+    }
+
+    public func correct(remaining: Int?, blockedUntil: Double?) async -> Result<Void, StoreError> {
+        let untilMs = blockedUntil.map { Int(($0 * 1000).rounded(.up)) } ?? 0
+        return await run(BudgetScripts.correct, [RedisArg(remaining ?? -1), RedisArg(untilMs)]).store { _ in () }
+    }
+}
