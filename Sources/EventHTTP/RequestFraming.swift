@@ -16,8 +16,8 @@ import Glibc
 ///   already, from `Content-Length` or the chunk sizes, before they are read; heads at twice the
 ///   soft limit, under the hard one).
 ///
-/// Identical repeated `Content-Length` values are accepted (RFC 9110 §8.6 allows it; evhttp reads
-/// the one length they agree on).
+/// Repeated `Content-Length` fields that state the same length are accepted (RFC 9110 §8.6 allows
+/// it; evhttp reads the one length they agree on); any other repetition is refused.
 ///
 /// Threading: owned by its connection, on the connection's loop.
 struct RequestFraming {

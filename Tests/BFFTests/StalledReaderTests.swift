@@ -7,9 +7,10 @@ import XCTest
 final class StalledReaderTests: XCTestCase {
     /// A reader that accepts no bytes at all is closed after the write time-out, even while the
     /// server keeps adding keep-alive comments to its queue (those used to restart evhttp's clock);
-    /// the closure is counted, and the client converges by reconnecting with Last-Event-ID.
+    /// a slow reader that keeps taking a little is not. The closure is counted, and the client
+    /// converges by reconnecting with Last-Event-ID.
     func testStalledReaderIsClosedAfterTheWriteTimeoutAndConvergesOnReconnect() throws {
-        let writeTimeout = 1.0
+        let writeTimeout = 3.0  // a busy machine may pause the reader for a second; it must not look stalled
         let t = try LiveApp(configure: {
             $0.http.writeTimeout = writeTimeout
             $0.http.idleTimeout = 600  // not what closes it
@@ -25,21 +26,33 @@ final class StalledReaderTests: XCTestCase {
         XCTAssertEqual(head.status, 200)
         var client = ClientState()
         try client.apply(XCTUnwrap(reader.next()))
-        // ~10 MB of events: more than the kernel's socket buffers hold, so bytes wait in the server
+        // ~9.6 MB of events (one 16 KB label per greet): more than the kernel's socket buffers hold
+        // (4 MB send, 128 KB receive here), so bytes wait in the server. The reader takes one event
+        // now and then: slow, but never a write time-out's worth without progress.
         let poster = try WireConnection(port: t.port)
         let long = String(repeating: "y", count: 16_000)
-        for i in 0..<320 {
+        for i in 0..<600 {
             _ = try t.post(id, "greeting", "name", #"{"value":"\#(long)\#(i)"}"#, on: poster)
             _ = try t.post(id, "greeting", "greet", on: poster)
+            if i % 10 == 0 { try client.apply(XCTUnwrap(reader.next())) }
         }
-        // the server closes it (it may already have: the stall began while the inputs were posted):
-        // the counter moves and the stream is gone (polled, bounded)
-        let posted = MonotonicClock.now()
-        while counter(t, "http_stream_write_timeouts_total") < 1 && MonotonicClock.now() < posted + writeTimeout + 10 {
+        // 2 s of a slow reader: 128 KB every quarter second (the server sees progress only when the
+        // kernel frees room in its 4 MB send buffer: much slower readers can look stalled for a while)
+        for _ in 0..<8 {
+            usleep(250_000)
+            for _ in 0..<8 { try client.apply(XCTUnwrap(reader.next())) }
+        }
+        XCTAssertEqual(counter(t, "http_stream_write_timeouts_total"), 0, "a slow reader that makes progress was cut")
+        // now it stops reading: closed once the write time-out passed without progress (polled, bounded)
+        let lastRead = MonotonicClock.now()
+        while counter(t, "http_stream_write_timeouts_total") < 1 && MonotonicClock.now() < lastRead + writeTimeout + 10
+        {
             usleep(20_000)
         }
-        let seenAfter = MonotonicClock.now() - posted
+        let seenAfter = MonotonicClock.now() - lastRead
         XCTAssertEqual(counter(t, "http_stream_write_timeouts_total"), 1, "the stalled stream was not closed")
+        XCTAssertGreaterThanOrEqual(seenAfter, writeTimeout, "closed before the write time-out")
+        XCTAssertLessThan(seenAfter, writeTimeout + 2, "closed long after the write time-out")
         XCTAssertEqual(counter(t, "bff_open_event_streams"), 0)
         // the client reads what had reached it, then sees the connection end without `event: end`
         var sawEnd = false
@@ -58,7 +71,7 @@ final class StalledReaderTests: XCTestCase {
             events += 1
         }
         XCTAssertEqual(client.snapshot, final)
-        print("write time-out \(writeTimeout) s: closure seen \(seenAfter) s after the last input")
+        print("write time-out \(writeTimeout) s: closure seen \(seenAfter) s after the reader's last read")
     }
 
     /// `--idle-timeout` is for idle keep-alive connections: a quiet stream (its reader sends nothing,
