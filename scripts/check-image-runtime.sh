@@ -16,13 +16,14 @@
 #
 # Needs root (chroot, mounts); runs in a private mount namespace, so nothing stays mounted.
 # Usage: scripts/check-image-runtime.sh [Dockerfile]
-# Environment: DEBIAN_MIRROR (default http://deb.debian.org/debian), BFF_IMAGE_CACHE (cache folder).
+# Environment: DEBIAN_MIRROR (default http://deb.debian.org/debian), BFF_IMAGE_CACHE (cache folder),
+# BFF_IMAGE_SCRATCH_PATH (the release build's folder; one outside a fresh clone keeps CI runs warm).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DOCKERFILE="${1:-Dockerfile}"
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 CACHE_ROOT="${BFF_IMAGE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bff-image-rootfs}"
-SCRATCH_PATH=.build-image
+SCRATCH_PATH="${BFF_IMAGE_SCRATCH_PATH:-.build-image}"
 START=$SECONDS
 
 log() { echo "check-image-runtime: [$((SECONDS - START))s] $*"; }
