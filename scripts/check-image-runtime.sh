@@ -145,6 +145,7 @@ done < "$PLAN"
 rm -f "$PLAN"
 [[ -n "$user" ]] || fail "the runtime stage sets no USER"
 ((${#cmd[@]})) || fail "the runtime stage has no CMD"
+((${#healthcheck[@]})) || fail "the runtime stage has no HEALTHCHECK CMD"
 ((${#products[@]})) || fail "the build stage builds no --product"
 log "Dockerfile: debian $release, packages: ${packages[*]}; user $user; CMD: ${cmd[*]}"
 
