@@ -10,18 +10,20 @@
 #
 # The bootstrapped root file system (with the packages) is cached under
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/bff-image-rootfs/<key>   (key: release, mirror, package list)
-# and copied for each run; a cold run bootstraps from nothing. The release binaries are built with
-# --static-swift-stdlib like the Dockerfile's build stage, in .build-image (kept between runs).
+# and each run works on an overlay of it (a copy without overlayfs); a cold run bootstraps from
+# nothing. The release binaries are built with --static-swift-stdlib like the Dockerfile's build
+# stage, in .build-image (kept between runs).
 #
 # Needs root (chroot, mounts); runs in a private mount namespace, so nothing stays mounted.
 # Usage: scripts/check-image-runtime.sh [Dockerfile]
-# Environment: DEBIAN_MIRROR (default http://deb.debian.org/debian), BFF_IMAGE_CACHE (cache folder).
+# Environment: DEBIAN_MIRROR (default http://deb.debian.org/debian), BFF_IMAGE_CACHE (cache folder),
+# BFF_IMAGE_SCRATCH_PATH (the release build's folder; one outside a fresh clone keeps CI runs warm).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DOCKERFILE="${1:-Dockerfile}"
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 CACHE_ROOT="${BFF_IMAGE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bff-image-rootfs}"
-SCRATCH_PATH=.build-image
+SCRATCH_PATH="${BFF_IMAGE_SCRATCH_PATH:-.build-image}"
 START=$SECONDS
 
 log() { echo "check-image-runtime: [$((SECONDS - START))s] $*"; }
@@ -143,6 +145,7 @@ done < "$PLAN"
 rm -f "$PLAN"
 [[ -n "$user" ]] || fail "the runtime stage sets no USER"
 ((${#cmd[@]})) || fail "the runtime stage has no CMD"
+((${#healthcheck[@]})) || fail "the runtime stage has no HEALTHCHECK CMD"
 ((${#products[@]})) || fail "the build stage builds no --product"
 log "Dockerfile: debian $release, packages: ${packages[*]}; user $user; CMD: ${cmd[*]}"
 
@@ -150,6 +153,26 @@ log "Dockerfile: debian $release, packages: ${packages[*]}; user $user; CMD: ${c
 # 2. The release binaries (in the background: the bootstrap below mostly waits for the network).
 # ---------------------------------------------------------------------------------------------
 BUILD_LOG="$(mktemp)"
+build_pid="" WORK="" ROOT="" pids=()
+cleanup() {
+    # A build still running (this run failed early): SIGINT makes swift-build stop its compilers
+    # (they run in process groups of their own; SIGTERM would leave them running).
+    if [[ -n "$build_pid" ]] && kill -0 "$build_pid" 2> /dev/null; then
+        pkill -INT -P "$build_pid" 2> /dev/null || true
+        wait "$build_pid" 2> /dev/null || true
+    fi
+    # (github-sim is killed: its SIGTERM handling is not what this checks.)
+    for p in "${pids[@]}"; do { kill -KILL "$p" && wait "$p"; } > /dev/null 2>&1 || true; done
+    if [[ -n "$WORK" ]]; then
+        # Our mount namespace is private: unmount before deleting so nothing of the host is touched.
+        for m in dev/shm dev/pts dev/null dev/zero dev/full dev/random dev/urandom dev/tty dev proc ""; do
+            umount -l "$ROOT/$m" 2> /dev/null || true
+        done
+        rm -rf --one-file-system "$WORK"
+    fi
+    rm -f "$BUILD_LOG"
+}
+trap cleanup EXIT
 (
     for product in "${products[@]}"; do
         swift build -c release --static-swift-stdlib --scratch-path "$SCRATCH_PATH" --product "$product" || exit 1
@@ -164,8 +187,11 @@ log "building ${products[*]} (release, --static-swift-stdlib, --scratch-path $SC
 key="$(printf '%s\n' v1 "$release" "$MIRROR" "${packages[@]}" | sha256sum | cut -c1-16)"
 base="$CACHE_ROOT/$release-$key"
 # Root file systems of other package lists that no run used for a week go (about 150 MB each).
+# So do partial trees of runs that died more than a day ago.
 find "$CACHE_ROOT" -mindepth 1 -maxdepth 1 -name "$release-*" ! -name "${base##*/}" -mtime +7 \
     -exec rm -rf --one-file-system {} + 2> /dev/null || true
+find "$CACHE_ROOT" -mindepth 1 -maxdepth 1 -name ".partial-*" -mtime +1 -exec rm -rf --one-file-system {} + \
+    2> /dev/null || true
 if [[ -f "$base/complete" ]]; then
     touch "$base"
     log "root file system: cached in $base"
@@ -177,6 +203,7 @@ else
     mkdir -p "$tmp"
     if ! debootstrap --variant=minbase "$release" "$tmp/rootfs" "$MIRROR" > "$tmp/debootstrap.log" 2>&1; then
         tail -n 30 "$tmp/debootstrap.log" >&2
+        rm -rf --one-file-system "$tmp"
         fail "debootstrap failed (log above)"
     fi
     log "debootstrap done; installing ${packages[*]}"
@@ -191,10 +218,12 @@ EOF
         sh -c "apt-get update -qq && apt-get install -y -qq --no-install-recommends $(printf '%q ' "${packages[@]}") \
                 && apt-get clean && rm -rf /var/lib/apt/lists/*" > "$tmp/apt.log" 2>&1; then
         tail -n 30 "$tmp/apt.log" >&2
+        rm -rf --one-file-system "$tmp"
         fail "installing the runtime packages failed (log above)"
     fi
     touch "$tmp/complete"
-    mv "$tmp" "$base"
+    # (A run in parallel may have cached the same tree meanwhile: keep that one.)
+    if [[ -e "$base" ]]; then rm -rf --one-file-system "$tmp"; else mv "$tmp" "$base"; fi
     log "root file system cached in $base ($(du -sh "$base" | cut -f1))"
 fi
 
@@ -203,8 +232,8 @@ if ! wait "$build_pid"; then
     tail -n 20 "$BUILD_LOG" >&2
     fail "the release build failed (log above)"
 fi
+build_pid=""
 bin_path="$(swift build -c release --scratch-path "$SCRATCH_PATH" --show-bin-path)"
-rm -f "$BUILD_LOG"
 log "release build done ($bin_path)"
 
 # ---------------------------------------------------------------------------------------------
@@ -212,17 +241,6 @@ log "release build done ($bin_path)"
 # ---------------------------------------------------------------------------------------------
 WORK="$(mktemp -d /tmp/bff-image.XXXXXX)"
 ROOT="$WORK/rootfs"
-pids=()
-cleanup() {
-    # (github-sim is killed: its SIGTERM handling is not what this checks.)
-    for p in "${pids[@]}"; do { kill -KILL "$p" && wait "$p"; } > /dev/null 2>&1 || true; done
-    # Our mount namespace is private: unmount before deleting so nothing of the host is touched.
-    for m in dev/shm dev/pts dev/null dev/zero dev/full dev/random dev/urandom dev/tty dev proc ""; do
-        umount -l "$ROOT/$m" 2> /dev/null || true
-    done
-    rm -rf --one-file-system "$WORK"
-}
-trap cleanup EXIT
 # The cached tree stays untouched: an overlay on it takes this run's changes (a copy if the
 # kernel has no overlayfs).
 mkdir -p "$ROOT" "$WORK/upper" "$WORK/overlay-work"
@@ -283,7 +301,8 @@ for product in "${products[@]}"; do
     libs="$(in_root ldd "$exe" 2>&1)" || true
     if grep -q "not found" <<< "$libs"; then
         echo "$libs" >&2
-        fail "$exe in the image misses shared libraries (ldd above): add their packages to the runtime stage"
+        missing="$(grep "not found" <<< "$libs" | awk '{ print $1 }' | tr '\n' ' ')"
+        fail "$exe in the image misses shared libraries: ${missing}(ldd above): add their packages to the runtime stage"
     fi
 done
 log "ldd: every shared library of ${products[*]} is in the image"
