@@ -8,7 +8,7 @@ scripts/install-deps.sh
 swift build --build-tests --sanitize=thread --scratch-path .build-tsan 2>&1 | grep -E "error:|Compiling|Build complete" | grep -v fds_bits | tail -n 3
 set +e
 swift test --sanitize=thread --scratch-path .build-tsan --skip-build \
-  --filter "EventHTTPTests|BFFTests|ViewModelsTests|GitHubLiveTests" > /tmp/bff-tsan.log 2>&1
+  --filter "EventHTTPTests|BFFTests|ViewModelsTests|GitHubLiveTests|RedisClientTests|ClusterRedisTests" > /tmp/bff-tsan.log 2>&1
 status=$?
 set -e
 grep -E "Executed [0-9]+ tests|error:" /tmp/bff-tsan.log | tail -n 5

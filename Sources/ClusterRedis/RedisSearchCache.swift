@@ -53,7 +53,7 @@ public final class RedisSearchCache: SharedSearchCache, @unchecked Sendable {
     /// `onSubscribed` runs each time the subscription becomes active.
     public func start(onSubscribed: (() -> Void)? = nil) {
         let prefix = keys.cacheWake("")
-        subscriber.onStateChange = { [weak self] state in
+        subscriber.addStateObserver { [weak self] state in
             if state != .ready { self?.subscribed = false }
         }
         let confirmed: () -> Void = { [weak self] in

@@ -51,12 +51,13 @@ public struct RedisConfiguration: Sendable, Equatable, CustomStringConvertible {
         }
         var host = String(rest)
         var port = 6379
-        if let colon = rest.lastIndex(of: ":") {
+        if let colon = rest.lastIndex(of: ":"), !rest.hasSuffix("]") {
             guard let p = Int(rest[rest.index(after: colon)...]), (1...65535).contains(p) else { return nil }
             port = p
             host = String(rest[..<colon])
         }
-        guard !host.isEmpty else { return nil }
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }  // IPv6
+        guard !host.isEmpty, !host.contains("/") else { return nil }
         self.init(host: host, port: port, password: password, database: database)
     }
 

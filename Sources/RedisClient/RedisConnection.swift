@@ -94,6 +94,16 @@ public final class RedisConnection: @unchecked Sendable {
         issue(args, timeout: timeout ?? configuration.commandTimeout, persistent: false, callback)
     }
 
+    /// Drops the connection and reconnects (pending commands fail with `.connectionLost`). For a
+    /// subscriber, whose idle connection cannot notice a Redis that stopped answering (hiredis 0.14
+    /// cannot `PING` in subscribe mode): reset it when the command connection of the same loop
+    /// times out. Loop thread only.
+    public func reconnect() {
+        precondition(loop.inEventLoop, "RedisConnection.reconnect off its loop")
+        guard !isClosed else { return }
+        dropContext(reason: "reconnect requested", reconnect: true)
+    }
+
     /// Sends a (P)SUBSCRIBE whose callback receives every later message for it, until the
     /// connection is lost (then it gets `.failure(.connectionLost)` once). Used by `RedisSubscriber`.
     func sendPersistent(_ args: [RedisArg], _ callback: @escaping Callback) -> UInt? {
@@ -243,11 +253,9 @@ public final class RedisConnection: @unchecked Sendable {
             // hiredis is tearing the context down: `contextGone` fails everything at once.
             return
         }
-        guard var p = pending[id] else { return }  // timed out: the late reply is dropped
+        guard let p = pending[id] else { return }  // timed out: the late reply is dropped
         let value = RESPValue(reply: reply.assumingMemoryBound(to: redisReply.self))
-        if p.persistent {
-            p.sentAt = 0
-        } else {
+        if !p.persistent {
             pending[id] = nil
             p.timer?.cancel()
             let rtt = Double(Self.now() &- p.sentAt) / 1e9

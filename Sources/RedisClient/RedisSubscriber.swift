@@ -17,6 +17,7 @@ public final class RedisSubscriber: @unchecked Sendable {
     public let connection: RedisConnection
     /// Called on the loop after every state change of the connection.
     public var onStateChange: ((RedisConnectionState) -> Void)?
+    private var stateObservers: [(RedisConnectionState) -> Void] = []
 
     private struct Subscription {
         var handler: (RedisMessage) -> Void
@@ -32,9 +33,16 @@ public final class RedisSubscriber: @unchecked Sendable {
         connection = RedisConnection(loop: loop, configuration: configuration, logger: logger)
         connection.onStateChange = { [weak self] state in
             guard let self else { return }
+            for observe in self.stateObservers { observe(state) }
             if state == .ready { self.resubscribeAll() }
             self.onStateChange?(state)
         }
+    }
+
+    /// Adds an observer of the connection's state, called on the loop before `onStateChange`
+    /// (for the several users of one subscriber: the session feed, the cache). Loop thread only.
+    public func addStateObserver(_ observer: @escaping (RedisConnectionState) -> Void) {
+        stateObservers.append(observer)
     }
 
     /// Starts connecting. Loop thread only.

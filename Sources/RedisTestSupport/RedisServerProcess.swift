@@ -90,10 +90,10 @@ public final class RedisServerProcess: @unchecked Sendable {
     }
 }
 
-/// An event loop on its own thread for a test; `stop()` in tearDown.
+/// An event loop on its own (detached) thread for a test; `stop()` in tearDown ends the thread.
 public func startedLoop() -> EventLoop {
     let loop = EventLoop(index: 0)
-    _ = loop.startThread(name: "redis-test-loop")
+    pthread_detach(loop.startThread(name: "redis-test-loop"))
     return loop
 }
 

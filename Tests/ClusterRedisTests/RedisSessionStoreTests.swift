@@ -110,3 +110,32 @@ final class RedisSessionStoreTests: XCTestCase {
                 + "redis \(line)")
     }
 }
+
+final class RedisLeaseExpiryTests: XCTestCase {
+    /// The lease really expires in Redis (PX), with no help from the test: node A stops renewing
+    /// (as if SIGSTOPped), B takes over after the TTL, A's later commit is fenced.
+    func testAnUnrenewedLeaseExpiresAndItsHolderIsFenced() async throws {
+        let server = try RedisServerProcess()
+        let loop = startedLoop()
+        let connection = RedisConnection(loop: loop, configuration: RedisConfiguration(url: server.url)!)
+        defer {
+            loop.stop()
+            server.kill()
+        }
+        connection.startFromAnyThread()
+        _ = await waitForState(connection, .ready)
+        let store = RedisSessionStore(
+            connection: connection, limits: SessionStoreLimits(leaseMilliseconds: 150), keys: ClusterKeys(prefix: "t"))
+        let h = SessionStoreHarness(loop: loop, store: store) { _ in }
+        let a = try await h.create("z", "node-a").get()
+        let early = try await h.acquire("z", "node-b").get()
+        guard case .heldBy = early else { return XCTFail("\(early)") }
+        try await Task.sleep(nanoseconds: 200_000_000)  // waiting for the TTL itself
+        let late = try await h.acquire("z", "node-b").get()
+        guard case .acquired(let b, _) = late else { return XCTFail("\(late)") }
+        XCTAssertEqual(b.token, 2)
+        let zombie = await h.commit(a, ["late"], state: "zombie")
+        XCTAssertEqual(zombie, .failure(.fenced))
+        await connection.closeFromAnyThread()
+    }
+}

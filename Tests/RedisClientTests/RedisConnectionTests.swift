@@ -157,6 +157,9 @@ final class RedisConfigurationTests: XCTestCase {
         XCTAssertNil(RedisConfiguration(url: "redis://host/x"))
         XCTAssertNil(RedisConfiguration(url: "redis://user:pw@host"), "ACL users are not supported")
         XCTAssertNil(RedisConfiguration(url: "redis://"))
+        XCTAssertEqual(RedisConfiguration(url: "redis://[::1]:7001")?.host, "::1")
+        XCTAssertEqual(RedisConfiguration(url: "redis://[::1]:7001")?.port, 7001)
+        XCTAssertEqual(RedisConfiguration(url: "redis://[::1]")?.port, 6379)
     }
 
     func testBackoffGrowsWithJitterUpToTheCap() {

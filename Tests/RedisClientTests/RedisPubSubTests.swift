@@ -142,3 +142,27 @@ final class RedisScriptTests: XCTestCase {
         await c.closeFromAnyThread()
     }
 }
+
+final class RedisReconnectTests: XCTestCase {
+    func testReconnectOnRequestFailsPendingAndComesBack() async throws {
+        let server = try RedisServerProcess()
+        let loop = startedLoop()
+        defer {
+            loop.stop()
+            server.kill()
+        }
+        let c = RedisConnection(loop: loop, configuration: RedisConfiguration(url: server.url)!)
+        c.startFromAnyThread()
+        _ = await waitForState(c, .ready)
+        let pending = await withCheckedContinuation { k in
+            loop.execute {
+                c.send(["BLPOP", "never", 0], timeout: 10) { k.resume(returning: $0) }
+                c.reconnect()
+            }
+        }
+        guard case .failure(.connectionLost) = pending else { return XCTFail("\(pending)") }
+        let back = await waitForState(c, .ready)
+        XCTAssertTrue(back)
+        await c.closeFromAnyThread()
+    }
+}

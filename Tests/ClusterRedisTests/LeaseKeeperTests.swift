@@ -1,0 +1,142 @@
+import ClusterStore
+import XCTest
+
+/// A hand-driven timer queue: `advance` runs what is due, in order.
+final class ManualScheduler {
+    private var now = 0.0
+    private var jobs: [(at: Double, id: Int, work: () -> Void)] = []
+    private var nextID = 0
+
+    func schedule(_ seconds: Double, _ work: @escaping () -> Void) -> () -> Void {
+        let id = nextID
+        nextID += 1
+        jobs.append((now + seconds, id, work))
+        return { [weak self] in self?.jobs.removeAll { $0.id == id } }
+    }
+
+    func advance(_ seconds: Double) {
+        let end = now + seconds
+        while let next = jobs.filter({ $0.at <= end }).min(by: { $0.at < $1.at }) {
+            jobs.removeAll { $0.id == next.id }
+            now = next.at
+            next.work()
+        }
+        now = end
+    }
+}
+
+/// A store whose renewals can be made to fail, around the in-memory one.
+final class FlakyStore: SessionStore {
+    let inner: InMemorySessionStore
+    var down = false
+    init(_ inner: InMemorySessionStore) { self.inner = inner }
+
+    func create(
+        sessionID: String, holder: String, state: [UInt8], completion: @escaping (Result<Lease, StoreError>) -> Void
+    ) {
+        inner.create(sessionID: sessionID, holder: holder, state: state, completion: completion)
+    }
+    func acquire(sessionID: String, holder: String, completion: @escaping (Result<LeaseGrant, StoreError>) -> Void) {
+        inner.acquire(sessionID: sessionID, holder: holder, completion: completion)
+    }
+    func renew(_ lease: Lease, completion: @escaping (Result<Bool, StoreError>) -> Void) {
+        if down { return completion(.failure(.unavailable("down"))) }
+        inner.renew(lease, completion: completion)
+    }
+    func release(_ lease: Lease, completion: @escaping (Result<Bool, StoreError>) -> Void) {
+        inner.release(lease, completion: completion)
+    }
+    func commit(_ commit: SessionCommit, completion: @escaping (Result<CommitResult, StoreError>) -> Void) {
+        inner.commit(commit, completion: completion)
+    }
+    func load(sessionID: String, completion: @escaping (Result<SessionSnapshot, StoreError>) -> Void) {
+        inner.load(sessionID: sessionID, completion: completion)
+    }
+    func replay(
+        sessionID: String, after lastEventID: UInt64, limit: Int,
+        completion: @escaping (Result<ReplayResult, StoreError>) -> Void
+    ) { inner.replay(sessionID: sessionID, after: lastEventID, limit: limit, completion: completion) }
+    func inputSeq(
+        sessionID: String, idempotencyKey: String, completion: @escaping (Result<UInt64?, StoreError>) -> Void
+    ) {
+        inner.inputSeq(sessionID: sessionID, idempotencyKey: idempotencyKey, completion: completion)
+    }
+    func delete(_ lease: Lease, completion: @escaping (Result<Void, StoreError>) -> Void) {
+        inner.delete(lease, completion: completion)
+    }
+}
+
+final class LeaseKeeperTests: XCTestCase {
+    let clock = TestClock()
+    let timers = ManualScheduler()
+
+    func make() throws -> (FlakyStore, Lease) {
+        let clock = self.clock
+        let store = FlakyStore(InMemorySessionStore(limits: SessionStoreLimits(leaseMilliseconds: 3000)) { clock.now })
+        var lease: Lease?
+        store.create(sessionID: "s", holder: "a", state: []) { lease = try? $0.get() }
+        return (store, try XCTUnwrap(lease))
+    }
+
+    func keeper(_ store: SessionStore, _ lease: Lease, _ lost: @escaping (LeaseKeeper.Loss) -> Void) -> LeaseKeeper {
+        let timers = self.timers
+        let clock = self.clock
+        return LeaseKeeper(
+            lease: lease, store: store, ttlSeconds: 3, interval: 1,
+            schedule: { seconds, work in
+                timers.schedule(seconds) {
+                    clock.advance(Int64(seconds * 1000))
+                    work()
+                }
+            }, onLost: lost)
+    }
+
+    func acquireByB(_ store: SessionStore) -> LeaseGrant? {
+        var grant: LeaseGrant?
+        store.acquire(sessionID: "s", holder: "b") { grant = try? $0.get() }
+        return grant
+    }
+
+    func testRenewalKeepsOthersOut() throws {
+        let (store, lease) = try make()
+        var losses: [LeaseKeeper.Loss] = []
+        let k = keeper(store, lease) { losses.append($0) }
+        k.start()
+        timers.advance(10)  // ten renewals; without them the 3 s lease would have expired
+        guard case .heldBy("a", _) = acquireByB(store) else { return XCTFail("b must not get the lease") }
+        XCTAssertEqual(losses, [])
+        var released: Bool?
+        k.handOver { released = try? $0.get() }
+        XCTAssertEqual(released, true)
+        guard case .acquired(let b, _) = acquireByB(store) else { return XCTFail("hand-over is immediate") }
+        XCTAssertEqual(b.token, 2)
+        timers.advance(5)
+        XCTAssertEqual(losses, [], "a handed-over lease is not reported lost")
+    }
+
+    func testAStoreOutageLongerThanTheTTLLosesTheLease() throws {
+        let (store, lease) = try make()
+        var losses: [LeaseKeeper.Loss] = []
+        let k = keeper(store, lease) { losses.append($0) }
+        k.start()
+        timers.advance(1)
+        store.down = true
+        timers.advance(2)
+        XCTAssertEqual(losses, [], "shorter than the TTL: keep trying")
+        timers.advance(2)
+        XCTAssertEqual(losses, [.unreachable])
+        timers.advance(10)
+        XCTAssertEqual(losses.count, 1, "reported once")
+    }
+
+    func testATakenLeaseIsReported() throws {
+        let (store, lease) = try make()
+        var losses: [LeaseKeeper.Loss] = []
+        let k = keeper(store, lease) { losses.append($0) }
+        k.start()
+        clock.advance(3001)  // a's process was paused past its TTL
+        guard case .acquired = acquireByB(store) else { return XCTFail("b takes over") }
+        timers.advance(1)
+        XCTAssertEqual(losses, [.taken])
+    }
+}
