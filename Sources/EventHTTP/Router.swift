@@ -30,7 +30,8 @@ public final class Router: @unchecked Sendable {
     }
 
     enum Segment: Equatable {
-        case literal(Substring)
+        /// A literal segment's bytes (compared with memcmp).
+        case literal([UInt8])
         case parameter(String)
     }
 
@@ -53,7 +54,7 @@ public final class Router: @unchecked Sendable {
             return
         }
         let segments: [Segment] = pattern.split(separator: "/").map { s in
-            s.hasPrefix(":") ? .parameter(String(s.dropFirst())) : .literal(s)
+            s.hasPrefix(":") ? .parameter(String(s.dropFirst())) : .literal(Array(s.utf8))
         }
         var route = Route(pattern: pattern, segments: segments)
         route.set(method, handler)
@@ -182,7 +183,9 @@ public final class Router: @unchecked Sendable {
             let part = UnsafeBufferPointer(rebasing: path[i..<j])
             switch segments[segmentIndex] {
             case .literal(let lit):
-                guard lit.utf8.elementsEqual(part) else { return nil }
+                guard lit.count == part.count,
+                    lit.withUnsafeBufferPointer({ memcmp($0.baseAddress!, part.baseAddress!, part.count) == 0 })
+                else { return nil }
             case .parameter(let name):
                 if !part.contains(UInt8(ascii: "%")) {
                     params.append(name, String(decoding: part, as: UTF8.self))  // the usual case: one string
