@@ -168,10 +168,10 @@ callgrind_count() { # name port command...: prints instructions per request
     for ((i = 0; i < 300; i++)); do answers_healthz && break; sleep 0.1; done
     id="$(curl -fsS -XPOST "http://127.0.0.1:$port/api/sessions" | sed -E 's/.*"id":"([^"]+)".*/\1/')"
     "${CLIENT_PIN[@]}" wrk -t1 -c4 -d2s "http://127.0.0.1:$port/api/sessions/$id/state" > /dev/null # warm-up
-    callgrind_control -i on "$vpid" > /dev/null
+    callgrind_control -i on "$vpid" > /dev/null 2>&1
     "${CLIENT_PIN[@]}" wrk -t1 -c4 -d"$CG_DURATION" "http://127.0.0.1:$port/api/sessions/$id/state" > "$wrkfile"
-    callgrind_control -i off "$vpid" > /dev/null
-    callgrind_control -d "$vpid" > /dev/null
+    callgrind_control -i off "$vpid" > /dev/null 2>&1
+    callgrind_control -d "$vpid" > /dev/null 2>&1
     kill "$vpid" 2> /dev/null || true
     wait "$vpid" 2> /dev/null || true
     n="$(awk '/requests in/ { print $1 }' "$wrkfile")"

@@ -51,7 +51,12 @@ final class Session: @unchecked Sendable {
     }
 
     /// The snapshot as an SSE frame.
-    var snapshotFrame: [UInt8] { SSEFrame.event(id: seq, name: "snapshot", data: encodedSnapshot().json) }
+    /// Uses the published snapshot when it is current, but does not publish one: an idle session
+    /// with a stream then keeps no encoded copy (about 340 bytes each) until `GET /state` asks.
+    var snapshotFrame: [UInt8] {
+        let current = handle.snapshot.ownerValue(as: EncodedSnapshot.self).flatMap { $0.seq == seq ? $0.json : nil }
+        return SSEFrame.event(id: seq, name: "snapshot", data: current ?? snapshot.bytes)
+    }
 
     /// The snapshot's JSON for the current `seq`: encoded once per change and published in
     /// `handle` for readers on other loops (owner loop only).

@@ -5,8 +5,9 @@ import CLibevent
 public struct HTTPRequest: Sendable {
     public var method: HTTPMethod
     /// The percent-decoded path ("/api/sessions/x"), for messages; routing and static files work on
-    /// `rawPath` segment by segment, so an encoded "/" never splits a segment.
-    public var path: String
+    /// `rawPath` segment by segment, so an encoded "/" never splits a segment. Decoded when read
+    /// (only error messages read it): no decoding or copy per request.
+    public var path: String { PercentDecoding.decode(Substring(rawPath), plusIsSpace: false) ?? rawPath }
     /// The path exactly as sent (before `?`).
     public var rawPath: String
     /// The raw query string (after `?`), if any.
@@ -48,7 +49,6 @@ public struct HTTPRequest: Sendable {
     ) {
         self.method = method
         self.rawPath = rawPath
-        self.path = PercentDecoding.decode(Substring(rawPath), plusIsSpace: false) ?? rawPath
         self.rawQuery = rawQuery
         self.headers = headers
         self.body = body

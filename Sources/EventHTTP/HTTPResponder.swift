@@ -116,25 +116,10 @@ public final class HTTPResponder: @unchecked Sendable {
         if owner.server.state == .draining { evhttp_add_header(out, "Connection", "close") }
     }
 
-    /// `evhttp_add_header` with the two strings NUL-terminated in a stack buffer: passing a small
-    /// Swift string as `const char *` otherwise allocates a temporary C string on the heap.
+    /// `evhttp_add_header` with both strings as C strings: a native Swift string is already
+    /// NUL-terminated in its storage and a small one is copied to the stack; no heap C string.
     private func addHeader(_ out: UnsafeMutablePointer<evkeyvalq>?, _ name: String, _ value: String) {
-        var name = name
-        var value = value
-        let n = name.utf8.count
-        let v = value.utf8.count
-        guard n + v + 2 <= 1024 else {
-            _ = evhttp_add_header(out, name, value)
-            return
-        }
-        withUnsafeTemporaryAllocation(of: CChar.self, capacity: n + v + 2) { buf in
-            let base = UnsafeMutableRawPointer(buf.baseAddress!)
-            name.withUTF8 { if let p = $0.baseAddress { base.copyMemory(from: p, byteCount: n) } }
-            buf[n] = 0
-            value.withUTF8 { if let p = $0.baseAddress { base.advanced(by: n + 1).copyMemory(from: p, byteCount: v) } }
-            buf[n + v + 1] = 0
-            _ = evhttp_add_header(out, buf.baseAddress!, buf.baseAddress! + n + 1)
-        }
+        name.withCString { n in value.withCString { v in _ = evhttp_add_header(out, n, v) } }
     }
 
     private func finished(status: Int) {

@@ -167,14 +167,17 @@ final class LoopHTTP: @unchecked Sendable {
         guard let uriC = evhttp_request_get_uri(req) else {
             return responder.send(HTTPResponse.problem(status: 400, detail: "missing request target"))
         }
-        let uri = String(cString: uriC)
+        // Split at '?' on the C string: one Swift string per part, no scan of a Swift string.
         let rawPath: String
         let rawQuery: String?
-        if let q = uri.utf8.firstIndex(of: UInt8(ascii: "?")) {
-            rawPath = String(uri[..<q])
-            rawQuery = String(uri[uri.index(after: q)...])
+        if let q = strchr(uriC, Int32(UInt8(ascii: "?"))) {
+            let n = uriC.distance(to: UnsafePointer(q))
+            rawPath = uriC.withMemoryRebound(to: UInt8.self, capacity: n) {
+                String(decoding: UnsafeBufferPointer(start: $0, count: n), as: UTF8.self)
+            }
+            rawQuery = String(cString: q + 1)
         } else {
-            rawPath = uri
+            rawPath = String(cString: uriC)
             rawQuery = nil
         }
         guard rawPath.utf8.first == UInt8(ascii: "/") else {

@@ -1,3 +1,5 @@
+import Glibc
+
 /// A request handler: runs on the loop that owns the connection and must eventually call
 /// `responder.send(_:)` (or start a stream), on that loop. It must never block.
 public typealias HTTPHandler = (HTTPRequest, HTTPResponder) -> Void
@@ -28,15 +30,18 @@ public final class Router: @unchecked Sendable {
     }
 
     enum Segment: Equatable {
-        case literal(Substring)
+        /// A literal segment's bytes (compared with memcmp).
+        case literal([UInt8])
         case parameter(String)
     }
 
     private var routes: [Route] = []
-    /// Literal-only routes by their path ("/healthz"): one hash per request, no scan.
+    /// Literal-only routes by their path ("/healthz"), for paths that need normalising.
     private var exact: [String: Int] = [:]
-    /// Indices of routes with parameters, by segment count.
-    private var parameterized: [Int: [Int]] = [:]
+    /// The same as bytes: a request compares lengths, then bytes (a handful of routes; no hashing).
+    private var exactBytes: [(path: [UInt8], index: Int)] = []
+    /// Indices of routes with parameters, by segment count (an array: no hashing per request).
+    private var parameterized: [[Int]] = []
     /// Handles requests that match no route (static files). Nil means 404.
     public var fallback: HTTPHandler?
 
@@ -49,16 +54,19 @@ public final class Router: @unchecked Sendable {
             return
         }
         let segments: [Segment] = pattern.split(separator: "/").map { s in
-            s.hasPrefix(":") ? .parameter(String(s.dropFirst())) : .literal(s)
+            s.hasPrefix(":") ? .parameter(String(s.dropFirst())) : .literal(Array(s.utf8))
         }
         var route = Route(pattern: pattern, segments: segments)
         route.set(method, handler)
         routes.append(route)
         let index = routes.count - 1
         if segments.allSatisfy({ if case .literal = $0 { return true } else { return false } }) {
-            exact["/" + pattern.split(separator: "/").joined(separator: "/")] = index
+            let path = "/" + pattern.split(separator: "/").joined(separator: "/")
+            exact[path] = index
+            exactBytes.append((Array(path.utf8), index))
         } else {
-            parameterized[segments.count, default: []].append(index)
+            while parameterized.count <= segments.count { parameterized.append([]) }
+            parameterized[segments.count].append(index)
         }
     }
 
@@ -80,17 +88,20 @@ public final class Router: @unchecked Sendable {
     }
 
     func match(method: HTTPMethod, rawPath: String) -> Match {
-        if let index = exact[rawPath] {
-            return outcome(index: index, method: method, parameters: RouteParameters()) ?? methodNotAllowed([index])
-        }
         var path = rawPath
         return path.withUTF8 { bytes -> Match in
+            for (literal, index) in exactBytes where literal.count == bytes.count {
+                if literal.withUnsafeBufferPointer({ memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }) {
+                    return outcome(index: index, method: method, parameters: RouteParameters())
+                        ?? methodNotAllowed([index])
+                }
+            }
             let count = Router.segmentCount(bytes)
             if Router.needsNormalising(bytes), let index = literalIndex(bytes) {
                 return outcome(index: index, method: method, parameters: RouteParameters()) ?? methodNotAllowed([index])
             }
             var matched: [Int] = []
-            for index in parameterized[count] ?? [] {
+            for index in count < parameterized.count ? parameterized[count] : [] {
                 guard let params = Router.matches(routes[index].segments, bytes) else { continue }
                 if let m = outcome(index: index, method: method, parameters: params) { return m }
                 matched.append(index)
@@ -172,11 +183,18 @@ public final class Router: @unchecked Sendable {
             let part = UnsafeBufferPointer(rebasing: path[i..<j])
             switch segments[segmentIndex] {
             case .literal(let lit):
-                guard lit.utf8.elementsEqual(part) else { return nil }
-            case .parameter(let name):
-                guard let v = PercentDecoding.decode(Substring(decoding: part, as: UTF8.self), plusIsSpace: false)
+                guard lit.count == part.count,
+                    lit.withUnsafeBufferPointer({ memcmp($0.baseAddress!, part.baseAddress!, part.count) == 0 })
                 else { return nil }
-                params.append(name, v)
+            case .parameter(let name):
+                if !part.contains(UInt8(ascii: "%")) {
+                    params.append(name, String(decoding: part, as: UTF8.self))  // the usual case: one string
+                } else {
+                    guard
+                        let v = PercentDecoding.decode(Substring(decoding: part, as: UTF8.self), plusIsSpace: false)
+                    else { return nil }
+                    params.append(name, v)
+                }
             }
             segmentIndex += 1
             i = j
