@@ -44,8 +44,6 @@ public actor RateLimiter {
     private var waiters: [CheckedContinuation<Void, Never>] = []
     private var lastStart: ContinuousClock.Instant?
     private var rateLimit: RateLimit?
-    /// The rate limit of the last answer that reported one.
-    var lastRateLimit: RateLimit? { rateLimit }
     private var published: UpstreamStatus?
 
     /// Creates a limiter.
