@@ -47,8 +47,6 @@ public actor RateLimiter {
     private var queueWatchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     private var lastStart: ContinuousClock.Instant?
     private var rateLimit: RateLimit?
-    /// The rate limit of the last answer that reported one.
-    var lastRateLimit: RateLimit? { rateLimit }
     private var published: UpstreamStatus?
 
     /// Creates a limiter.

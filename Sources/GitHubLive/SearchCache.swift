@@ -12,9 +12,6 @@ import Logging
 /// - between `ttl` and `maxAge` while the upstream (an `UpstreamBudgetReporting`) is rate-limited:
 ///   served at once as `.stale` with `isStale: true` (the last good page, marked), and no
 ///   revalidation is attempted (it would be refused);
-/// - between `ttl` and `maxAge` while the upstream reports `revalidationReserve` of its window's
-///   limit or less left (a third by default: 10 of GitHub's 30): served as `.stale` (marked only if a revalidation failed before) without a
-///   background revalidation, so the last calls of the window go to searches nothing can answer;
 /// - older than `maxAge` or absent: fetched (`.miss`), errors are thrown;
 /// - `.revalidate` policy: fetched now (`.revalidated`); if that fails and an entry younger than
 ///   `maxAge` exists it is served as `.stale` with `isStale: true` (never for `invalidQuery`).
@@ -40,17 +37,12 @@ public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
         public var maxBytes: Int
         /// The SQLite file; nil keeps the cache in memory only.
         public var path: String?
-        /// Background revalidations are skipped while the upstream reports this share of its
-        /// rate-limit window's calls or less left (0: revalidate until the budget is spent).
-        public var revalidationReserve: Double
 
-        /// Defaults: 60 s fresh, 24 h max age, 2000 entries, 64 MiB, memory only, the last third of
-        /// a window's calls kept for searches the cache cannot answer.
+        /// Defaults: 60 s fresh, 24 h max age, 2000 entries, 64 MiB, memory only.
         public init(
             ttl: Double = 60, maxAge: Double = 86_400, maxEntries: Int = 2000, maxBytes: Int = 64 << 20,
-            path: String? = nil, revalidationReserve: Double = 1.0 / 3
+            path: String? = nil
         ) {
-            self.revalidationReserve = min(1, max(0, revalidationReserve))
             self.ttl = ttl
             self.maxAge = maxAge
             self.maxEntries = max(1, maxEntries)
@@ -144,15 +136,8 @@ public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
                 if now - entry.storedAt < configuration.ttl {
                     return SearchResponse(page: entry.page, cache: .hit)
                 }
-                if let budget = upstream as? any UpstreamBudgetReporting {
-                    if await budget.limitedNow() != nil {  // the last good page, marked, no doomed call
-                        return SearchResponse(page: entry.page, cache: .stale, isStale: true)
-                    }
-                    if let left = await budget.remainingCalls(),
-                        Double(left.remaining) <= Double(left.limit) * configuration.revalidationReserve
-                    {
-                        return SearchResponse(page: entry.page, cache: .stale, isStale: entry.revalidationFailed)
-                    }
+                if let budget = upstream as? any UpstreamBudgetReporting, await budget.limitedNow() != nil {
+                    return SearchResponse(page: entry.page, cache: .stale, isStale: true)  // no doomed call
                 }
                 startFetch(request, key: key, background: true)  // stale-while-revalidate
                 return SearchResponse(page: entry.page, cache: .stale, isStale: entry.revalidationFailed)

@@ -269,61 +269,26 @@ final class SearchCacheTests: XCTestCase {
         } catch {
             XCTAssertEqual(error.kind, "rateLimited")
         }
-    }
-
-    func testRevalidationsStopAtTheReserveAndResumeAboveIt() async throws {
-        let clock = ManualClock()
-        let fake = FakeSearch([
-            .success(.modified(samplePage("old"), etag: nil)), .success(.modified(samplePage("new"), etag: nil)),
-        ])
-        let budget = BudgetedSearch(fake: fake)
-        let cache = SearchCache(upstream: budget, clock: clock)  // reserve: a third of the window
-        _ = try await cache.search(swift)
-        clock.advance(61)
-        budget.set(remaining: (10, 30))
-        let kept = try await cache.search(swift)
-        XCTAssertEqual(kept, SearchResponse(page: samplePage("old"), cache: .stale, isStale: false))
+        // The limit lifts: stale-while-revalidate as usual (not marked: no revalidation failed).
+        budget.set(limited: nil)
+        await fake.push(.success(.modified(samplePage("new"), etag: nil)))
+        let again = try await cache.search(swift)
+        XCTAssertEqual(again, SearchResponse(page: samplePage("old"), cache: .stale, isStale: false))
         await cache.waitForRevalidations()
-        var calls = await fake.callCount
-        XCTAssertEqual(calls, 1, "10 of 30 left: kept for searches the cache cannot answer")
-        budget.set(remaining: (11, 30))
-        _ = try await cache.search(swift)
-        await cache.waitForRevalidations()
-        calls = await fake.callCount
-        XCTAssertEqual(calls, 2)
         let fresh = try await cache.search(swift)
         XCTAssertEqual(fresh, SearchResponse(page: samplePage("new"), cache: .hit))
     }
-
-    func testAZeroReserveRevalidatesUntilTheBudgetIsSpent() async throws {
-        let clock = ManualClock()
-        let fake = FakeSearch([
-            .success(.modified(samplePage("old"), etag: nil)), .success(.modified(samplePage("new"), etag: nil)),
-        ])
-        let budget = BudgetedSearch(fake: fake)
-        let cache = SearchCache(upstream: budget, configuration: .init(revalidationReserve: 0), clock: clock)
-        _ = try await cache.search(swift)
-        clock.advance(61)
-        budget.set(remaining: (1, 30))
-        _ = try await cache.search(swift)
-        await cache.waitForRevalidations()
-        let calls = await fake.callCount
-        XCTAssertEqual(calls, 2)
-    }
 }
 
-/// A scripted upstream that also reports a settable rate-limit state.
+/// A scripted upstream that also reports a settable rate-limit state (and honours it).
 final class BudgetedSearch: ConditionalRepositorySearching, UpstreamBudgetReporting, @unchecked Sendable {
     let fake: FakeSearch
     private let lock = NSLock()
     private var limited: SearchError?
-    private var remaining: (remaining: Int, limit: Int)?
     init(fake: FakeSearch) { self.fake = fake }
 
     func set(limited: SearchError?) { lock.withLock { self.limited = limited } }
-    func set(remaining: (Int, Int)?) { lock.withLock { self.remaining = remaining } }
     func limitedNow() async -> SearchError? { lock.withLock { limited } }
-    func remainingCalls() async -> (remaining: Int, limit: Int)? { lock.withLock { remaining } }
     func fetch(_ request: SearchRequest, ifNoneMatch etag: String?) async throws(SearchError) -> ConditionalFetch {
         if let error = lock.withLock({ limited }) { throw error }
         return try await fake.fetch(request, ifNoneMatch: etag)
