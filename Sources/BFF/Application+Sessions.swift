@@ -81,13 +81,9 @@ extension Application {
                 initial += s.snapshotFrame
             }
             let frames = initial
-            if host === home {
-                stream.start(responder: res, initial: frames)
-            } else {
-                host.loop.execute { stream.start(responder: res, initial: frames) }
-            }
+            host.loop.runOrExecute { stream.start(responder: res, initial: frames) }
         }
-        if home === host { work() } else { home.loop.execute(work) }
+        home.loop.runOrExecute(work)
     }
 
     private func postInput(_ req: HTTPRequest, _ res: HTTPResponder) {

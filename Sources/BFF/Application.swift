@@ -52,9 +52,7 @@ public final class Application: @unchecked Sendable {
             }
         sessionLoops = server.loops.map { SessionLoop(app: self, loop: $0, status: status.snapshot) }
         status.onEvent = { [unowned self] event in
-            for sl in self.sessionLoops {
-                if sl.loop === loop0 { sl.statusChanged(event) } else { sl.loop.execute { sl.statusChanged(event) } }
-            }
+            for sl in self.sessionLoops { sl.loop.runOrExecute { sl.statusChanged(event) } }
         }
         registerRoutes()
         server.onDrain = { [unowned self] in
@@ -121,10 +119,9 @@ public final class Application: @unchecked Sendable {
         _ work: @escaping @Sendable (SessionLoop) -> HTTPResponse
     ) {
         guard let home = home(of: id) else { return responder.send(Application.noSession(id)) }
-        if home.loop === request.loop { return responder.send(work(home)) }
-        home.loop.execute {
+        home.loop.runOrExecute {
             let response = work(home)
-            responder.loop.execute { responder.send(response) }
+            responder.loop.runOrExecute { responder.send(response) }
         }
     }
 
