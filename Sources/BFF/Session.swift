@@ -6,7 +6,7 @@ import ViewModels
 ///
 /// Threading: owned by one event loop (`loop`, encoded in its id); every member is used there only.
 /// Streams may live on other loops: frames reach them through their own loop's `execute`.
-final class Session: @unchecked Sendable {
+final class Session {
     let id: String
     unowned let home: SessionLoop
     /// This session's own view models, by contract name, in snapshot order (the shared `status`
