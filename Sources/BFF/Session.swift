@@ -5,7 +5,8 @@ import ViewModels
 /// that watch it.
 ///
 /// Threading: owned by one event loop (`loop`, encoded in its id); every member is used there only.
-/// Streams may live on other loops: frames reach them through their own loop's `execute`.
+/// Not `Sendable`, so the compiler keeps it there. Streams may live on other loops: frames reach them
+/// through their own loop's `execute` (`runOrExecute`).
 final class Session {
     let id: String
     unowned let home: SessionLoop
