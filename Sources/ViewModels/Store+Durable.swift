@@ -6,7 +6,8 @@ extension Store {
     ///
     /// `state` is the feature's `Codable` state; `effects` names the cancellable effects under way and the
     /// `inputSeq` each reports under, so that the ones the feature resumes after a restore keep it.
-    /// Handles (tasks, timers) are never stored.
+    /// Handles (tasks, timers) are never stored. Read it before `close()`, which forgets the effects under
+    /// way (a loading search stored after it still resumes, but its answer then carries no `inputSeq`).
     public var durableState: JSONValue {
         var effects = JSONObject()
         for (id, inputSeq) in effectInputSeqs.sorted(by: { $0.key.name < $1.key.name }) {
