@@ -89,13 +89,9 @@ extension Application {
                 initial += s.snapshotFrame
             }
             let frames = initial
-            if host === home {
-                stream.start(responder: res, initial: frames)
-            } else {
-                host.loop.execute { stream.start(responder: res, initial: frames) }
-            }
+            host.loop.runOrExecute { stream.start(responder: res, initial: frames) }
         }
-        if home === host { work() } else { home.loop.execute(work) }
+        home.loop.runOrExecute(work)
     }
 
     private func postInput(_ req: HTTPRequest, _ res: HTTPResponder) {
@@ -114,9 +110,28 @@ extension Application {
         let clock = now
         onOwner(of: id, req, res) { home in
             guard let s = home.sessions[id] else { return Application.noSession(id) }
-            switch s.offer(viewModel: vmName, input: input, value: value, idempotencyKey: key, now: clock()) {
-            case .accepted(let seq): return .json(202, ["inputSeq": .int(seq)])
-            case .rejected(let error): return error.response
+            let outcome = s.offer(viewModel: vmName, input: input, value: value, idempotencyKey: key, now: clock())
+            return Application.response(to: outcome, sessionID: id)
+        }
+    }
+
+    /// The one place a session's input outcome becomes HTTP: `202 {"inputSeq"}`, or a problem document
+    /// (`429` with `Retry-After`, `404` for an unknown view model or input, `400` for a refused value).
+    static func response(to outcome: InputOutcome, sessionID id: String) -> HTTPResponse {
+        switch outcome {
+        case .accepted(let seq), .duplicate(let seq):
+            return .json(202, ["inputSeq": .int(seq)])
+        case .rateLimited(let seconds, let rate):
+            return .problem(
+                status: 429, detail: "session '\(id)' sent more than \(rate) inputs per second; retry in \(seconds) s",
+                headers: [("Retry-After", String(seconds))])
+        case .unknownViewModel(let name, let known):
+            return .problem(
+                status: 404, detail: "no view model '\(name)'; known view models: \(known.joined(separator: ", "))")
+        case .refused(let error):
+            switch error {
+            case .unknownInput: return .problem(status: 404, detail: error.detail)
+            case .invalidValue: return .problem(status: 400, detail: error.detail)
             }
         }
     }

@@ -31,14 +31,18 @@ public final class Application: @unchecked Sendable {
     private let sessionCount = Atomic<Int>(0)
     /// Builds one session's own view models (everything but `status`), given the owner's executor.
     let makeViewModels: (@escaping OwnerExecutor) -> [ViewModel]
+    /// The session layer's time (idle expiry, token buckets, idempotency windows).
+    let clock: SessionClock
 
     /// Builds the application (nothing listens until `start()`). `makeViewModels` defaults to the
-    /// product's `search` and `greeting`; adding a view model touches only that list.
+    /// product's `search` and `greeting`; adding a view model touches only that list. `clock` is the
+    /// session layer's time (tests pass a manual one).
     public init(
         configuration: AppConfiguration, search: any RepositorySearching, logger: Logger,
-        makeViewModels: ((@escaping OwnerExecutor) -> [ViewModel])? = nil
+        makeViewModels: ((@escaping OwnerExecutor) -> [ViewModel])? = nil, clock: SessionClock = .monotonic
     ) {
         self.configuration = configuration
+        self.clock = clock
         self.logger = logger
         self.search = search
         server = HTTPServer(configuration: configuration.http, logger: logger, metricsFactory: metrics.factory)
@@ -54,9 +58,7 @@ public final class Application: @unchecked Sendable {
         sessionLoops = server.loops.map { SessionLoop(app: self, loop: $0, status: status.snapshot) }
         snapshots = LocalSnapshots(loops: sessionLoops, hazards: hazards)
         status.onEvent = { [unowned self] event in
-            for sl in self.sessionLoops {
-                if sl.loop === loop0 { sl.statusChanged(event) } else { sl.loop.execute { sl.statusChanged(event) } }
-            }
+            for sl in self.sessionLoops { sl.loop.runOrExecute { sl.statusChanged(event) } }
         }
         registerRoutes()
         server.onDrain = { [unowned self] in
@@ -92,8 +94,8 @@ public final class Application: @unchecked Sendable {
 
     // MARK: internals shared by the routes
 
-    /// Monotonic seconds.
-    func now() -> Double { Double(monotonicNanos()) / 1e9 }
+    /// Seconds from the injected `clock` (monotonic in production).
+    func now() -> Double { clock.now() }
 
     /// Reserves a session slot; false at the limit.
     func reserveSession() -> Bool {
@@ -123,10 +125,9 @@ public final class Application: @unchecked Sendable {
         _ work: @escaping @Sendable (SessionLoop) -> HTTPResponse
     ) {
         guard let home = home(of: id) else { return responder.send(Application.noSession(id)) }
-        if home.loop === request.loop { return responder.send(work(home)) }
-        home.loop.execute {
+        home.loop.runOrExecute {
             let response = work(home)
-            responder.loop.execute { responder.send(response) }
+            responder.loop.runOrExecute { responder.send(response) }
         }
     }
 

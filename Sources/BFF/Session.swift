@@ -1,4 +1,3 @@
-import EventHTTP
 import JSON
 import ViewModels
 
@@ -6,8 +5,9 @@ import ViewModels
 /// that watch it.
 ///
 /// Threading: owned by one event loop (`loop`, encoded in its id); every member is used there only.
-/// Streams may live on other loops: frames reach them through their own loop's `execute`.
-final class Session: @unchecked Sendable {
+/// Not `Sendable`, so the compiler keeps it there. Streams may live on other loops: frames reach them
+/// through their own loop's `execute` (`runOrExecute`).
+final class Session {
     let id: String
     unowned let home: SessionLoop
     /// This session's own view models, by contract name, in snapshot order (the shared `status`
@@ -100,45 +100,29 @@ final class Session: @unchecked Sendable {
         return data.bytes
     }
 
-    /// The outcome of offering one input.
-    enum InputOutcome {
-        case accepted(inputSeq: Int)
-        case rejected(HTTPError)
-    }
-
-    /// Applies one input if the rate allows and it is valid; a rejected input uses no `inputSeq`.
+    /// Applies one input if the rate allows and it is valid; only an `accepted` input uses an `inputSeq`.
     func offer(viewModel name: String, input: String, value: JSONValue, idempotencyKey: String?, now: Double)
         -> InputOutcome
     {
         lastActivity = now
         if let key = idempotencyKey {
             if let seen = idempotency[key], now - seen.at < home.app.configuration.idempotencyWindow {
-                return .accepted(inputSeq: seen.inputSeq)
+                return .duplicate(inputSeq: seen.inputSeq)
             }
         }
         if let wait = bucket.take(now: now) {
-            let seconds = max(1, Int(wait.rounded(.up)))
-            return .rejected(
-                HTTPError(
-                    429,
-                    "session '\(id)' sent more than \(Int(home.app.configuration.inputRate)) inputs per second; retry in \(seconds) s",
-                    headers: [("Retry-After", String(seconds))]))
+            return .rateLimited(
+                retryAfterSeconds: max(1, Int(wait.rounded(.up))),
+                inputsPerSecond: Int(home.app.configuration.inputRate))
         }
         guard let vm = viewModels.first(where: { $0.name == name }) else {
-            if name == "status" {
-                return .rejected(
-                    HTTPError(404, InputError.unknownInput(viewModel: "status", input: input, known: []).detail))
-            }
-            let known = (viewModels.map(\.name) + ["status"]).joined(separator: ", ")
-            return .rejected(HTTPError(404, "no view model '\(name)'; known view models: \(known)"))
+            if name == "status" { return .refused(.unknownInput(viewModel: "status", input: input, known: [])) }
+            return .unknownViewModel(name: name, known: viewModels.map(\.name) + ["status"])
         }
         do {
             try vm.send(input: input, value: value, inputSeq: inputSeq + 1)
         } catch {
-            switch error {
-            case .unknownInput: return .rejected(HTTPError(404, error.detail))
-            case .invalidValue: return .rejected(HTTPError(400, error.detail))
-            }
+            return .refused(error)
         }
         inputSeq += 1
         home.app.metrics.inputs.increment()

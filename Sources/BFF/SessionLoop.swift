@@ -6,26 +6,64 @@ import ViewModels
 /// connections it hosts, a copy of the shared `status` outputs, and the loop's timers
 /// (keep-alive comments, idle expiry, catch-up of streams that fell behind).
 ///
-/// Threading: everything here is used on `loop` only; other loops reach it with `loop.execute`.
-final class SessionLoop: @unchecked Sendable {
+/// Threading: everything mutable here is used on `loop` only, and that is checked: it lives in a
+/// `LoopBound`, which traps when opened on any other thread (so the class is `Sendable` without
+/// `@unchecked`). Other loops reach it with `loop.execute` / `loop.runOrExecute`.
+final class SessionLoop: Sendable {
     unowned let app: Application
     let loop: EventLoop
-    var sessions: [String: Session] = [:]
     /// The sessions above as other loops read them (no hop for `GET /state`).
     let directory: SessionDirectory
-    /// Handles and snapshots this loop swapped out, released once no loop is reading them.
-    var retired = RetiredList()
-    private var hosted: [ObjectIdentifier: SessionStream] = [:]
-    private var behind: [ObjectIdentifier: SessionStream] = [:]
-    private var behindTimer: LoopTimer?
-    private var timers: [LoopTimer] = []
-    /// The shared status view model's outputs, as this loop last heard them.
-    var statusSnapshot: JSONObject
+    /// The loop-owned state behind the properties below.
+    private let state: LoopBound<State>
+
+    /// Everything mutable, owned by `loop`.
+    private struct State {
+        var sessions: [String: Session] = [:]
+        var hosted: [ObjectIdentifier: SessionStream] = [:]
+        var behind: [ObjectIdentifier: SessionStream] = [:]
+        var behindTimer: LoopTimer?
+        var timers: [LoopTimer] = []
+        var statusSnapshot: JSONObject
+        var retired = RetiredList()
+    }
+
+    /// The sessions this loop owns, by id (loop only).
+    var sessions: [String: Session] {
+        _read { yield state.value.sessions }
+        _modify { yield &state.value.sessions }
+    }
+    /// The shared status view model's outputs, as this loop last heard them (loop only).
+    var statusSnapshot: JSONObject {
+        _read { yield state.value.statusSnapshot }
+        _modify { yield &state.value.statusSnapshot }
+    }
+    /// Handles and snapshots this loop swapped out, released once no loop is reading them (loop only).
+    var retired: RetiredList {
+        _read { yield state.value.retired }
+        _modify { yield &state.value.retired }
+    }
+    private var hosted: [ObjectIdentifier: SessionStream] {
+        _read { yield state.value.hosted }
+        _modify { yield &state.value.hosted }
+    }
+    private var behind: [ObjectIdentifier: SessionStream] {
+        _read { yield state.value.behind }
+        _modify { yield &state.value.behind }
+    }
+    private var behindTimer: LoopTimer? {
+        _read { yield state.value.behindTimer }
+        _modify { yield &state.value.behindTimer }
+    }
+    private var timers: [LoopTimer] {
+        _read { yield state.value.timers }
+        _modify { yield &state.value.timers }
+    }
 
     init(app: Application, loop: EventLoop, status: JSONObject) {
         self.app = app
         self.loop = loop
-        self.statusSnapshot = status
+        self.state = LoopBound(State(statusSnapshot: status), loop: loop)
         directory = SessionDirectory(sessions: app.configuration.maxSessions)
     }
 

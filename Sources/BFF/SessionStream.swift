@@ -43,19 +43,11 @@ final class SessionStream: @unchecked Sendable {
     // MARK: called on the session's loop
 
     func deliverFromSession(_ frame: [UInt8], isSignal: Bool) {
-        if host === sessionHome {
-            deliver(frame, isSignal: isSignal)
-        } else {
-            host.loop.execute { self.deliver(frame, isSignal: isSignal) }
-        }
+        host.loop.runOrExecute { self.deliver(frame, isSignal: isSignal) }
     }
 
     func endFromSession(_ frame: [UInt8]) {
-        if host === sessionHome {
-            finish(with: frame)
-        } else {
-            host.loop.execute { self.finish(with: frame) }
-        }
+        host.loop.runOrExecute { self.finish(with: frame) }
     }
 
     // MARK: on the host loop

@@ -31,6 +31,12 @@ public struct Repository: Sendable, Equatable, Hashable, Codable {
     /// Last update time as GitHub sent it (ISO 8601, UTC).
     public var updatedAt: String
 
+    /// The stored names (the search cache's SQLite rows and durable view-model state keep them): explicit
+    /// so that renaming a property cannot silently change what was written before.
+    enum CodingKeys: String, CodingKey {
+        case id, fullName, owner, avatarURL, description, language, stars, forks, topics, htmlURL, updatedAt
+    }
+
     public init(
         id: Int, fullName: String, owner: String, avatarURL: String, description: String?, language: String?,
         stars: Int, forks: Int, topics: [String], htmlURL: String, updatedAt: String

@@ -28,6 +28,11 @@ public struct SearchRequest: Sendable, Hashable, Codable {
     /// Results per page, 1...100.
     public var perPage: Int
 
+    /// The stored names (cache rows, durable view-model state); explicit so a rename cannot change them.
+    enum CodingKeys: String, CodingKey {
+        case query, sort, order, page, perPage
+    }
+
     public init(
         query: String, sort: SearchSort = .bestMatch, order: SortOrder = .desc, page: Int = 1, perPage: Int = 30
     ) {
@@ -88,8 +93,8 @@ public struct SearchRequest: Sendable, Hashable, Codable {
     }
 }
 
-/// How a caller wants the cache to treat a request.
-public enum CachePolicy: Sendable, Equatable {
+/// How a caller wants the cache to treat a request. Stored by name in durable view-model state.
+public enum CachePolicy: String, Sendable, Equatable, Codable {
     /// Serve from cache when fresh (or stale within the maximum age when upstream fails).
     case useCache
     /// Revalidate with upstream now (the user pressed refresh); fall back to stale on failure.

@@ -7,6 +7,11 @@ public struct RateLimit: Sendable, Equatable, Codable {
     /// `X-RateLimit-Resource`, e.g. `search`.
     public var resource: String?
 
+    /// The stored names; explicit so a rename cannot change them.
+    enum CodingKeys: String, CodingKey {
+        case limit, remaining, resetAt, resource
+    }
+
     public init(limit: Int, remaining: Int, resetAt: Int, resource: String? = nil) {
         self.limit = limit
         self.remaining = remaining
@@ -16,11 +21,17 @@ public struct RateLimit: Sendable, Equatable, Codable {
 }
 
 /// What the app knows about GitHub's reachability: feeds the shared `status` view model.
-public struct UpstreamStatus: Sendable, Equatable {
+/// `Codable` for the `status` view model's durable state.
+public struct UpstreamStatus: Sendable, Equatable, Codable {
     public var reachable: Bool
     /// A human sentence when GitHub cannot be reached or the rate limit is exhausted, else nil.
     public var message: String?
     public var rateLimit: RateLimit?
+
+    /// The stored names; explicit so a rename cannot change them.
+    enum CodingKeys: String, CodingKey {
+        case reachable, message, rateLimit
+    }
 
     public init(reachable: Bool = true, message: String? = nil, rateLimit: RateLimit? = nil) {
         self.reachable = reachable

@@ -6,11 +6,16 @@ import JSON
 /// A pure value; run it with `GreetingViewModel` (a `Store`), on that store's owner.
 public struct GreetingFeature: ViewModelFeature {
     /// The greeter's state.
-    public struct State: Equatable, Sendable {
+    public struct State: Equatable, Sendable, Codable {
         /// The text field's content.
         public var name: String
         /// The label; nil until greeted.
         public var label: String?
+
+        /// The stored names (durable state); explicit so a rename cannot change them.
+        enum CodingKeys: String, CodingKey {
+            case name, label
+        }
 
         /// The button is enabled when the name is not empty.
         public var buttonEnabled: Bool { !name.isEmpty }

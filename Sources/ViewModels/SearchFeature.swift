@@ -110,14 +110,7 @@ public struct SearchFeature<Searcher: RepositorySearching>: ViewModelFeature {
             let retryAt = Int((receivedAt + Double(seconds)).rounded(.up))
             guard retryAt != state.retryAt else { return [] }
             state.retryAt = retryAt
-            let clock = self.clock
-            return [
-                Effect.run {
-                    await clock.sleep(until: Double(retryAt))
-                    return .rateLimitEnded(retryAt: retryAt)
-                }
-                .cancellable(id: Self.rateLimitTimer, cancelInFlight: true)
-            ]
+            return [rateLimitTimer(until: retryAt)]
         case .rateLimitEnded(let retryAt):
             guard retryAt == state.retryAt else { return [] }
             state.retryAt = nil
@@ -125,10 +118,36 @@ public struct SearchFeature<Searcher: RepositorySearching>: ViewModelFeature {
         }
     }
 
+    /// After a restore: the request that was under way is issued again (under a new generation) and
+    /// the rate-limit timer is armed again; nothing else was running.
+    public func resume(_ state: inout State) -> [Effect<Action>] {
+        var effects: [Effect<Action>] = []
+        if state.isLoading {
+            if let inFlight = state.inFlight {
+                effects += start(inFlight.request, policy: inFlight.policy, in: &state)
+            } else {
+                state.isLoading = false  // nothing to wait for: never stay loading forever
+            }
+        }
+        if let retryAt = state.retryAt { effects.append(rateLimitTimer(until: retryAt)) }
+        return effects
+    }
+
+    /// The timer that clears `retryAt` when it is reached.
+    private func rateLimitTimer(until retryAt: Int) -> Effect<Action> {
+        let clock = self.clock
+        return Effect.run {
+            await clock.sleep(until: Double(retryAt))
+            return .rateLimitEnded(retryAt: retryAt)
+        }
+        .cancellable(id: Self.rateLimitTimer, cancelInFlight: true)
+    }
+
     /// Starts `request` as the newest generation; page 1 becomes the search shown.
     private func start(_ request: SearchRequest, policy: CachePolicy, in state: inout State) -> [Effect<Action>] {
         state.generation += 1
         state.isLoading = true
+        state.inFlight = SearchInFlight(request: request, policy: policy)
         state.error = nil
         if request.page == 1 { state.current = request }
         let generation = state.generation
@@ -152,6 +171,7 @@ public struct SearchFeature<Searcher: RepositorySearching>: ViewModelFeature {
         _ result: Result<SearchResponse, SearchError>, for request: SearchRequest, in state: inout State
     ) {
         state.isLoading = false
+        state.inFlight = nil
         switch result {
         case .success(let response):
             let page = response.page

@@ -2,7 +2,12 @@ import GitHubSearch
 
 /// The `search` view model's state (top level rather than nested, so it is not generic over the
 /// search client).
-public struct SearchState: Equatable, Sendable {
+///
+/// Durable: every field but `generation` is stored (see `CodingKeys`). `generation` only tells the
+/// answers of requests under way apart, and no request survives a restore (the restored view model
+/// issues `inFlight` again under a new generation), so it restarts at 0. `retryAt` is stored (wall-clock
+/// seconds, meaningful on any node); its timer is not, and a restore arms it again.
+public struct SearchState: Equatable, Sendable, Codable {
     /// The query text as typed (the `query` output).
     public var query: String
     /// The chosen order (the `sort` output).
@@ -30,7 +35,16 @@ public struct SearchState: Equatable, Sendable {
     public var retryAt: Int?
     /// The number of the latest search or page started; a response carrying another number is from a
     /// superseded request and is ignored.
-    public var generation: Int
+    public var generation: Int = 0
+    /// The request under way while `isLoading`, with its cache policy; nil otherwise.
+    public var inFlight: SearchInFlight?
+
+    /// The stored names: explicit so a rename cannot change what was written before. `generation` is
+    /// transient (not stored).
+    enum CodingKeys: String, CodingKey {
+        case query, sort, isLoading, repositories, totalCount, hasMore, error, stale, current, loadedPage, retryAt
+        case inFlight
+    }
 
     /// The initial state: empty query, best match, nothing loaded.
     public init(query: String = "", sort: SearchSort = .bestMatch) {
@@ -45,7 +59,7 @@ public struct SearchState: Equatable, Sendable {
         current = nil
         loadedPage = 0
         retryAt = nil
-        generation = 0
+        inFlight = nil
     }
 
     /// Submitting is possible when the query is not blank, nothing is loading and no rate limit is in force.

@@ -39,8 +39,9 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
     private var bound: OwnerBound<Store>?
     /// Effect tasks under way, by a number unique in this store (owner only).
     private var tasks: [Int: Task<Void, Never>] = [:]
-    /// The task number of each cancellable effect under way, by id (owner only).
-    private var taskIDs: [EffectID: Int] = [:]
+    /// The task number of each cancellable effect under way, by id, with the `inputSeq` it reports under
+    /// (owner only; a stored state remembers the `inputSeq`s so resumed work keeps them).
+    private var taskIDs: [EffectID: (number: Int, inputSeq: Int?)] = [:]
     private var nextTask = 0
     /// True after `close()`: no effect starts any more.
     public private(set) var isClosed = false
@@ -123,19 +124,39 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
             let action = await run()
             executor { handle.value?.finish(number, id: id, action, inputSeq: inputSeq) }
         }
-        if let id { taskIDs[id] = number }
+        if let id { taskIDs[id] = (number, inputSeq) }
     }
 
     /// An effect's result on the owner: applied unless its task was cancelled meanwhile.
     private func finish(_ number: Int, id: EffectID?, _ action: Feature.Action, inputSeq: Int?) {
         guard tasks.removeValue(forKey: number) != nil else { return }  // cancelled: dropped
-        if let id, taskIDs[id] == number { taskIDs[id] = nil }
+        if let id, taskIDs[id]?.number == number { taskIDs[id] = nil }
         apply(action, inputSeq: inputSeq)
     }
 
     private func cancel(id: EffectID) {
-        guard let number = taskIDs.removeValue(forKey: id) else { return }
+        guard let number = taskIDs.removeValue(forKey: id)?.number else { return }
         tasks.removeValue(forKey: number)?.cancel()
+    }
+
+    /// The `inputSeq` of each cancellable effect under way, by id (owner only).
+    var effectInputSeqs: [EffectID: Int?] { taskIDs.mapValues(\.inputSeq) }
+
+    /// Replaces the state with a restored one (owner only) and starts what the feature resumes, each
+    /// effect reporting under the `inputSeq` stored for its id. Work under way is cancelled first: a
+    /// restored state never carries an effect handle. Emits no event (the caller shows a snapshot).
+    func replaceState(with restored: Feature.State, inputSeqs: [EffectID: Int]) {
+        for task in tasks.values { task.cancel() }
+        tasks = [:]
+        taskIDs = [:]
+        state = restored
+        for effect in feature.resume(&state) {
+            switch effect.operation {
+            case .signal: break
+            case .cancel(let id): cancel(id: id)
+            case .run(let run, let id, _): launch(run, id: id, inputSeq: id.flatMap { inputSeqs[$0] })
+            }
+        }
     }
 
     /// Effects under way (owner only; tests use it to see that superseded work was cancelled).

@@ -35,4 +35,11 @@ public protocol ViewModel: AnyObject {
     /// Tears the view model down when its session ends: work under way (searches) is cancelled and its
     /// results are dropped; no new work starts. Idempotent.
     func close()
+    /// The view model's state in a stored form that `restore(from:)` reads back, here or on another node:
+    /// a versioned envelope around the `Codable` state (see `Store.durableState`). No handles of work
+    /// under way are stored.
+    var durableState: JSONValue { get }
+    /// Replaces the state with a stored one and resumes the work that was under way (a loading search
+    /// issues its request again). Throws before changing anything for malformed input or another version.
+    func restore(from durable: JSONValue) throws(DurableStateError)
 }

@@ -6,8 +6,9 @@ import JSON
 /// of its own. `reduce` is synchronous and pure: it changes the state and returns effects, and never
 /// does I/O. Effects do the I/O and come back as actions.
 public protocol ViewModelFeature: Sendable {
-    /// The feature's whole state; outputs are functions of it.
-    associatedtype State: Equatable
+    /// The feature's whole state; outputs are functions of it. `Codable` so a session can be stored and
+    /// restored (on this node or another): its stored names must stay stable (explicit `CodingKeys`).
+    associatedtype State: Equatable, Codable
     /// Inputs named after events (`queryChanged`) plus effect results (`searchResponse`).
     associatedtype Action: Sendable
 
@@ -24,9 +25,24 @@ public protocol ViewModelFeature: Sendable {
 
     /// The transition: applies `action` to `state` and returns the effects to run.
     func reduce(_ state: inout State, _ action: Action) -> [Effect<Action>]
+
+    /// The version of the stored form of `State`; raise it when a change cannot be read by older code
+    /// or old data cannot be read by the new code. A restore refuses any other version.
+    var stateVersion: Int { get }
+
+    /// Called once right after `state` was restored: returns the effects that were under way when it was
+    /// stored (e.g. the search request being waited for) so they run again. A restored state carries no
+    /// effect handle; this is the only way work resumes. Signals returned here are ignored.
+    func resume(_ state: inout State) -> [Effect<Action>]
 }
 
 extension ViewModelFeature {
+    /// Version 1 unless a feature says otherwise.
+    public var stateVersion: Int { 1 }
+
+    /// Nothing resumes unless a feature says otherwise.
+    public func resume(_ state: inout State) -> [Effect<Action>] { [] }
+
     /// The error for an input name this feature does not have.
     func unknownInput(_ input: String) -> InputError {
         .unknownInput(viewModel: name, input: input, known: inputNames)

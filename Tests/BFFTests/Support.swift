@@ -56,7 +56,7 @@ final class LiveApp: @unchecked Sendable {
     var port: Int { app.port }
 
     init(
-        search: any RepositorySearching = UnexpectedSearch(), logger: Logger? = nil,
+        search: any RepositorySearching = UnexpectedSearch(), logger: Logger? = nil, clock: SessionClock = .monotonic,
         configure: (inout AppConfiguration) -> Void = { _ in }
     ) throws {
         var c = AppConfiguration()
@@ -66,7 +66,7 @@ final class LiveApp: @unchecked Sendable {
         configure(&c)
         var quiet = Logger(label: "test")
         quiet.logLevel = .warning
-        app = Application(configuration: c, search: search, logger: logger ?? quiet)
+        app = Application(configuration: c, search: search, logger: logger ?? quiet, clock: clock)
         try app.start()
     }
 

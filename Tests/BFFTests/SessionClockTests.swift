@@ -1,0 +1,78 @@
+import Foundation
+import JSON
+import WireClient
+import XCTest
+
+@testable import BFF
+
+/// Time-driven session rules (idle expiry, idempotency window, input rate) with a manual clock: the test
+/// moves time, so nothing waits for the wall clock.
+final class SessionClockTests: XCTestCase {
+    /// The session layer's time, moved by the test. Thread-safe: the loops read it.
+    final class ManualTime: @unchecked Sendable {
+        private let lock = NSLock()
+        private var current = 10_000.0
+
+        var clock: SessionClock { SessionClock { [self] in lock.withLock { current } } }
+
+        func advance(_ seconds: Double) { lock.withLock { current += seconds } }
+    }
+
+    private func expireNow(_ t: LiveApp) {
+        let done = expectation(description: "expiry ran on every loop")
+        t.app.expireIdleSessionsNow { done.fulfill() }
+        wait(for: [done], timeout: 5)
+    }
+
+    private func expiredCount(_ t: LiveApp) throws -> Bool {
+        try WireConnection.get(port: t.port, path: "/metrics").text.contains(
+            #"bff_sessions_ended_total{reason="expired"} 1"#)
+    }
+
+    func testIdleSessionWithoutStreamsExpiresOnceItsIdleTimeHasPassed() throws {
+        let time = ManualTime()
+        let t = try LiveApp(clock: time.clock, configure: { $0.sessionIdleTimeout = 1800 })
+        let idle = try t.createSession()
+        let watched = try t.createSession()
+        let (_, reader) = try t.stream(watched)
+        XCTAssertEqual(try reader.next()?.event, "snapshot")
+
+        time.advance(1799)
+        expireNow(t)
+        XCTAssertFalse(try expiredCount(t), "not yet idle long enough")  // /metrics touches no session
+        time.advance(1)
+        expireNow(t)
+        XCTAssertTrue(try expiredCount(t))
+        try WireConnection.get(port: t.port, path: "/api/sessions/\(idle)/state").problem(404)
+        XCTAssertEqual(try t.state(watched)["seq"], 0, "a session with an open stream does not expire")
+    }
+
+    func testIdempotencyKeyIsForgottenAfterItsWindow() throws {
+        let time = ManualTime()
+        let t = try LiveApp(clock: time.clock)
+        let id = try t.createSession()
+        let key = [("Idempotency-Key", "k")]
+        XCTAssertEqual(try t.post(id, "greeting", "greet", headers: key).json, ["inputSeq": 1])
+        time.advance(299)
+        XCTAssertEqual(try t.post(id, "greeting", "greet", headers: key).json, ["inputSeq": 1], "within 5 minutes")
+        time.advance(1)
+        XCTAssertEqual(try t.post(id, "greeting", "greet", headers: key).json, ["inputSeq": 2], "a new input after")
+    }
+
+    func testInputRateRefillsAsTheClockMoves() throws {
+        let time = ManualTime()
+        let t = try LiveApp(
+            clock: time.clock,
+            configure: {
+                $0.inputRate = 1
+                $0.inputBurst = 2
+            })
+        let id = try t.createSession()
+        XCTAssertEqual(try t.post(id, "greeting", "greet").json, ["inputSeq": 1])
+        XCTAssertEqual(try t.post(id, "greeting", "greet").json, ["inputSeq": 2])
+        let limited = try t.post(id, "greeting", "greet")
+        XCTAssertTrue(limited.problem(429).contains("retry in 1 s"))
+        time.advance(1)
+        XCTAssertEqual(try t.post(id, "greeting", "greet").json, ["inputSeq": 3])
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import JSON
+import ViewModels
+import WireClient
+import XCTest
+
+@testable import BFF
+
+/// A session's view models stored as bytes and restored into another session, all or nothing.
+final class SessionDurableStateTests: XCTestCase {
+    /// Runs `body` with session `id` on its owner loop and returns the result once it has run.
+    private func onOwner<T: Sendable>(_ t: LiveApp, _ id: String, _ body: @escaping @Sendable (Session) -> T) -> T {
+        let slot = Answer<T>()
+        let home = t.app.home(of: id)!
+        home.loop.execute {
+            slot.value = body(home.sessions[id]!)
+            slot.done.signal()
+        }
+        XCTAssertEqual(slot.done.wait(timeout: .now() + 5), DispatchTimeoutResult.success)
+        return slot.value!
+    }
+
+    private func restore(_ t: LiveApp, _ id: String, _ bytes: [UInt8]) -> DurableStateError? {
+        onOwner(t, id) { s -> DurableStateError? in
+            do throws(DurableStateError) {
+                try s.restore(from: bytes)
+                return nil
+            } catch {
+                return error
+            }
+        }
+    }
+
+    func testViewModelsRestoreIntoAnotherSession() throws {
+        let t = try LiveApp()
+        let a = try t.createSession()
+        _ = try t.post(a, "greeting", "name", #"{"value":"ann"}"#)
+        _ = try t.post(a, "greeting", "greet")
+        _ = try t.post(a, "search", "query", #"{"value":"swift"}"#)
+        let bytes = onOwner(t, a) { $0.durableState }
+        let stored = try JSONValue.parse(bytes)
+        XCTAssertEqual(stored["version"], 1)
+        XCTAssertEqual(stored["viewModels"]?.objectValue?.keys, ["search", "greeting"], "status is app-wide")
+
+        let b = try t.createSession()
+        XCTAssertNil(restore(t, b, bytes))
+        XCTAssertEqual(try t.state(b)["viewModels"], try t.state(a)["viewModels"])
+        XCTAssertEqual(try JSONValue.parse(onOwner(t, b) { $0.durableState }), stored)
+        XCTAssertEqual(try t.state(b)["seq"], 0, "a restore emits no event")
+    }
+
+    func testRefusedStateChangesNothing() throws {
+        let t = try LiveApp()
+        let a = try t.createSession()
+        _ = try t.post(a, "search", "query", #"{"value":"swift"}"#)
+        var good = try JSONValue.parse(onOwner(t, a) { $0.durableState }).objectValue!
+        let b = try t.createSession()
+        _ = try t.post(b, "greeting", "name", #"{"value":"bob"}"#)
+        let before = try t.state(b)
+
+        // search (first) restores, greeting (second) is refused: search is put back.
+        var states = good["viewModels"]!.objectValue!
+        states["greeting"] = ["version": 1, "state": ["name": 7]]
+        good["viewModels"] = .object(states)
+        XCTAssertEqual(
+            restore(t, b, JSONValue.object(good).bytes),
+            .malformed(viewModel: "greeting", detail: "state.name: expected String"))
+        XCTAssertEqual(try t.state(b), before)
+
+        XCTAssertEqual(
+            restore(t, b, Array("nope".utf8)),
+            .malformed(viewModel: "session", detail: "not JSON: invalid literal at byte 0"))
+        XCTAssertEqual(
+            restore(t, b, JSONValue.object(["version": 2, "viewModels": [:]]).bytes),
+            .unsupportedVersion(viewModel: "session", found: 2, supported: 1))
+        XCTAssertEqual(try t.state(b), before)
+    }
+}
+
+/// One answer handed from a loop to the test's thread (the semaphore orders the write before the read).
+private final class Answer<T>: @unchecked Sendable {
+    var value: T?
+    let done = DispatchSemaphore(value: 0)
+}

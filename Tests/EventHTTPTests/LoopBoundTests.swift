@@ -1,0 +1,86 @@
+import EventHTTP
+import Foundation
+import XCTest
+
+/// `LoopBound` opens on its loop only, and `runOrExecute` runs inline on its loop and in order when hopping.
+final class LoopBoundTests: XCTestCase {
+    private var loops: [EventLoop] = []
+
+    override func tearDown() {
+        for loop in loops { loop.stop() }
+        loops = []
+    }
+
+    private func startedLoop() -> EventLoop {
+        let loop = EventLoop(index: loops.count)
+        _ = loop.startThread(name: "loop-bound-test-\(loops.count)")
+        loops.append(loop)
+        return loop
+    }
+
+    /// Runs `body` on `loop` and returns its result once it has run (the loop's answer is the event awaited).
+    private func on<T: Sendable>(_ loop: EventLoop, _ body: @escaping @Sendable () -> T) -> T {
+        let slot = Slot<T>()
+        loop.execute {
+            slot.value = body()
+            slot.done.signal()
+        }
+        XCTAssertEqual(slot.done.wait(timeout: .now() + 5), DispatchTimeoutResult.success, "the loop did not answer")
+        return slot.value!
+    }
+
+    func testLoopBoundIsOpenOnItsLoopOnly() {
+        let a = startedLoop()
+        let b = startedLoop()
+        let bound = LoopBound(0, loop: a)
+        XCTAssertFalse(bound.isOnLoop, "the test's thread is not the loop's")
+        XCTAssertFalse(on(b) { bound.isOnLoop }, "another loop's thread is not the loop's")
+        XCTAssertFalse(EventLoop().inEventLoop, "a loop that never ran is nobody's")
+        let background = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var elsewhere = true
+        DispatchQueue.global().async {
+            elsewhere = bound.isOnLoop
+            background.signal()
+        }
+        background.wait()
+        XCTAssertFalse(elsewhere, "a pool thread is not the loop's")
+
+        XCTAssertTrue(on(a) { bound.isOnLoop })
+        XCTAssertEqual(
+            on(a) {
+                bound.value += 41
+                bound.value += 1
+                return bound.value
+            }, 42)
+    }
+
+    func testRunOrExecuteRunsInlineOnItsLoop() {
+        let loop = startedLoop()
+        let log = LoopBound([String](), loop: loop)
+        let seen = on(loop) {
+            log.value.append("before")
+            loop.runOrExecute { log.value.append("inline") }
+            log.value.append("after")
+            return log.value
+        }
+        XCTAssertEqual(seen, ["before", "inline", "after"], "on its loop the work runs before the call returns")
+    }
+
+    func testRunOrExecuteHopsInOrderFromElsewhere() {
+        let loop = startedLoop()
+        let other = startedLoop()
+        let log = LoopBound([Int](), loop: loop)
+        for i in 0..<500 { loop.runOrExecute { log.value.append(i) } }  // from the test's thread
+        on(other) {
+            for i in 500..<1000 { loop.runOrExecute { log.value.append(i) } }  // from another loop
+        }
+        // Every job opened `log`, which traps off `loop`: each ran on the loop, in the order given.
+        XCTAssertEqual(on(loop) { log.value }, Array(0..<1000))
+    }
+}
+
+/// One answer handed from a loop to the test's thread (the semaphore orders the write before the read).
+private final class Slot<T>: @unchecked Sendable {
+    var value: T?
+    let done = DispatchSemaphore(value: 0)
+}
