@@ -1,20 +1,23 @@
 import EventHTTP
 import Foundation
+import Glibc
 import XCTest
 
 /// `LoopBound` opens on its loop only, and `runOrExecute` runs inline on its loop and in order when hopping.
 final class LoopBoundTests: XCTestCase {
-    private var loops: [EventLoop] = []
+    private var loops: [(loop: EventLoop, thread: pthread_t)] = []
 
     override func tearDown() {
-        for loop in loops { loop.stop() }
+        for (loop, thread) in loops {
+            loop.stop()
+            pthread_join(thread, nil)
+        }
         loops = []
     }
 
     private func startedLoop() -> EventLoop {
         let loop = EventLoop(index: loops.count)
-        _ = loop.startThread(name: "loop-bound-test-\(loops.count)")
-        loops.append(loop)
+        loops.append((loop, loop.startThread(name: "loop-bound-test-\(loops.count)")))
         return loop
     }
 
