@@ -157,4 +157,29 @@ final class StaticFilesTests: XCTestCase {
         XCTAssertEqual(files.servedPaths, ["b.txt", "css/app.css"])
         XCTAssertEqual(get(files, "/").status, 404)
     }
+
+    func testARescanKeepsTheTraversalDefences() throws {
+        let dir = try makeFolder()
+        let outside = dir.deletingLastPathComponent().appendingPathComponent("outside-\(UUID().uuidString).txt")
+        defer {
+            try? FileManager.default.removeItem(at: dir)
+            try? FileManager.default.removeItem(at: outside)
+        }
+        let files = StaticFiles(directory: dir.path)
+        try "top secret".write(to: outside, atomically: true, encoding: .utf8)
+        let fm = FileManager.default
+        try fm.createSymbolicLink(at: dir.appendingPathComponent("out.txt"), withDestinationURL: outside)
+        try fm.createSymbolicLink(
+            at: dir.appendingPathComponent("in.css"), withDestinationURL: dir.appendingPathComponent("css/app.css"))
+        try fm.createSymbolicLink(at: dir.appendingPathComponent("loop"), withDestinationURL: dir)
+        try "secret".write(to: dir.appendingPathComponent(".env"), atomically: true, encoding: .utf8)
+        try fm.createDirectory(at: dir.appendingPathComponent(".git"), withIntermediateDirectories: true)
+        try "x".write(to: dir.appendingPathComponent(".git/config"), atomically: true, encoding: .utf8)
+        XCTAssertTrue(files.rescan())
+        XCTAssertEqual(files.servedPaths, ["css/app.css", "in.css", "index.html"])
+        for path in ["/out.txt", "/.env", "/.git/config", "/loop/index.html", "/%2e%2e/\(outside.lastPathComponent)"] {
+            XCTAssertEqual(get(files, path).status, 404, path)
+        }
+        XCTAssertEqual(String(decoding: get(files, "/in.css").body, as: UTF8.self), "body{}")
+    }
 }
