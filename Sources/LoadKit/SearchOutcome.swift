@@ -40,6 +40,13 @@ public struct SearchStreamState: Sendable, Equatable {
     public var errorKind: String?
     /// `hasMore` as last seen.
     public var hasMore = false
+    /// `retryAt` as last seen: non-nil while the session is rate limited. The view model then keeps
+    /// `searchEnabled` and `loadMoreEnabled` false and ignores `submit`, `loadMore` and the search a
+    /// sort change would start (no event follows them), as a user sees a disabled button.
+    public var retryAt: String?
+
+    /// True while the view model refuses to search (a rate limit is in force).
+    public var isRateLimited: Bool { retryAt != nil }
 
     /// The initial state (the view model's own initial outputs).
     public init() {}
@@ -56,6 +63,7 @@ public struct SearchStreamState: Sendable, Equatable {
         }
         if let stale = outputs["stale"]?.boolValue { self.stale = stale }
         if let hasMore = outputs["hasMore"]?.boolValue { self.hasMore = hasMore }
+        if let retryAt = outputs["retryAt"] { self.retryAt = retryAt.stringValue }
         if let error = outputs["error"] {
             errorKind = error.isNull ? nil : (error["kind"]?.stringValue ?? "unknown")
             if !error.isNull && !isLoading { ended = true }

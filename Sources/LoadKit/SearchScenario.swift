@@ -139,6 +139,13 @@ public struct SearchScenario {
         func act(_ session: Session) {
             guard running, LoadLoop.now() < end else { return }
             session.scheduled = LoadLoop.now()
+            if session.view.isRateLimited {
+                // The page shows a disabled search and a countdown: the user's attempt ends there, with
+                // no request (the view model would ignore it and send no event).
+                if session.scheduled >= measuredFrom { outcomes.record(.rateLimited) }
+                scheduleNext(session)
+                return
+            }
             session.waitingFor = -1  // until the 202 tells the inputSeq
             let u = mix.nextUniform()
             if session.query != nil && session.view.hasMore && u < 0.2 {

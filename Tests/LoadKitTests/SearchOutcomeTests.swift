@@ -44,6 +44,25 @@ final class SearchOutcomeTests: XCTestCase {
         XCTAssertEqual(view.outcome(keySeenBefore: false), .fresh)
     }
 
+    func testRetryAtMarksTheSessionRateLimitedUntilTheViewModelClearsIt() {
+        var view = SearchStreamState()
+        XCTAssertFalse(view.isRateLimited)
+        view.apply(eventData: event(1, "{\"isLoading\":true}"))
+        let limited = "{\"kind\":\"rateLimited\",\"message\":\"m\",\"retryAfterSeconds\":30}"
+        view.apply(
+            eventData: event(
+                1,
+                "{\"isLoading\":false,\"error\":\(limited),\"retryAt\":\"2026-11-23T19:00:00Z\",\"searchEnabled\":false}"
+            ))
+        XCTAssertTrue(view.isRateLimited, "the scenario then counts an attempt as rate limited without posting")
+        // An event that does not mention retryAt leaves it as it was.
+        view.apply(eventData: event(2, "{\"query\":\"swift\"}"))
+        XCTAssertTrue(view.isRateLimited)
+        // The view model's own timer clears it (an event with no inputSeq).
+        view.apply(eventData: "{\"inputSeq\":null,\"outputs\":{\"retryAt\":null,\"searchEnabled\":true}}")
+        XCTAssertFalse(view.isRateLimited)
+    }
+
     func testAnErrorOrResultsWithoutIsLoadingEndASearchOnlyWhenNotLoading() {
         var view = SearchStreamState()
         XCTAssertTrue(view.apply(eventData: event(1, "{\"repositories\":[]}")), "coalesced: loading never seen")
