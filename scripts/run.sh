@@ -22,13 +22,28 @@ sim_port="${SIM_PORT:-9090}"
 # Ctrl-C reaches the whole process group: bff and github-sim (both take SIGINT/SIGTERM with sigwait,
 # which also sees the SIGINT bash ignores for background jobs) and this script, which forwards
 # SIGTERM to bff, waits for it to drain, then stops the simulator.
+if curl -s -o /dev/null "http://127.0.0.1:$sim_port/" 2>/dev/null; then
+  echo "run.sh: port $sim_port is in use (another github-sim?); set SIM_PORT to use another" >&2
+  exit 1
+fi
 "$bin/github-sim" --port "$sim_port" &
 sim=$!
-for _ in $(seq 100); do curl -fsS -o /dev/null "http://127.0.0.1:$sim_port/_sim/stats" && break; sleep 0.1; done
+# Ready once it answers (curl's "connection refused" while it starts is expected: not shown). A sim
+# that exited (port taken) fails the demo rather than pointing bff at whatever else answers there.
+for _ in $(seq 100); do curl -fs -o /dev/null "http://127.0.0.1:$sim_port/_sim/stats" 2>/dev/null && break; sleep 0.1; done
+if ! kill -0 $sim 2>/dev/null; then
+  wait $sim || true
+  echo "run.sh: github-sim did not start on port $sim_port (set SIM_PORT to use another)" >&2
+  exit 1
+fi
 GITHUB_API_URL="http://127.0.0.1:$sim_port" "$bin/bff" "$@" &
 bff=$!
-trap 'kill -TERM $bff 2>/dev/null' TERM INT   # forward: bff drains, then both exit
-wait $bff || true
-wait $bff 2>/dev/null || true
+stopping=0
+trap 'stopping=1; kill -TERM $bff 2>/dev/null' TERM INT   # forward: bff drains, then both exit
+status=0
+wait $bff || status=$?
+# A trapped signal interrupts that wait: wait again for bff's own exit status (0 after draining).
+if ((stopping)); then status=0; wait $bff 2>/dev/null || status=$?; fi
 kill $sim 2>/dev/null || true
 wait $sim 2>/dev/null || true
+exit "$status"  # bff's: a bff that could not start (port in use, bad flag) fails the script

@@ -10,32 +10,35 @@ scripts/install-deps.sh --test
 # visible, so whatever is already installed is not fetched again.
 [[ -x .venv-tools/bin/python ]] || python3 -m venv --system-site-packages .venv-tools
 export PYTHON="$PWD/.venv-tools/bin/python" PATH="$PWD/.venv-tools/bin:$PATH"
-if ! swift build --build-tests > /tmp/bff-build.log 2>&1; then
-  grep -E "error:" /tmp/bff-build.log | head -40 >&2
-  tail -n 40 /tmp/bff-build.log >&2
-  echo "build failed; the full log is /tmp/bff-build.log" >&2
+# Logs in a folder of this run's own: several checkouts on one machine may run this at once, and
+# fixed /tmp paths let one run's log overwrite another's (a failure reported from the wrong run).
+logs="$(mktemp -d /tmp/bff-test.XXXXXX)"
+if ! swift build --build-tests > "$logs/build.log" 2>&1; then
+  grep -E "error:" "$logs/build.log" | head -40 >&2
+  tail -n 40 "$logs/build.log" >&2
+  echo "build failed; the full log is $logs/build.log" >&2
   exit 1
 fi
-tail -n 1 /tmp/bff-build.log
+tail -n 1 "$logs/build.log"
 # The exit status of swift test decides (a crashed run fails even if the suites that finished passed).
 set +e
-swift test --skip-build > /tmp/bff-swift-test.log 2>&1
+swift test --skip-build > "$logs/swift-test.log" 2>&1
 status=$?
 set -e
-grep -E "error:|Executed [0-9]+ tests" /tmp/bff-swift-test.log | grep -v "' passed (" | tail -n 20
+grep -E "error:|Executed [0-9]+ tests" "$logs/swift-test.log" | grep -v "' passed (" | tail -n 20
 if ((status != 0)); then
-  echo "swift test failed (exit $status); the full log is /tmp/bff-swift-test.log" >&2
-  grep -E "error:|failed|Fatal|signal" /tmp/bff-swift-test.log | head -50 >&2
+  echo "swift test failed (exit $status); the full log is $logs/swift-test.log" >&2
+  grep -E "error:|failed|Fatal|signal" "$logs/swift-test.log" | head -50 >&2
   exit 1
 fi
-swift_passed=$(grep -E "Executed [0-9]+ tests" /tmp/bff-swift-test.log | tail -n 1 | sed -E 's/.*Executed ([0-9]+) tests.*/\1/')
+swift_passed=$(grep -E "Executed [0-9]+ tests" "$logs/swift-test.log" | tail -n 1 | sed -E 's/.*Executed ([0-9]+) tests.*/\1/')
 checks_passed=0
 browser_passed=0
 for check in scripts/check-format.sh scripts/check-openapi.sh scripts/check-dockerfile.sh scripts/check-image-runtime.sh scripts/check-bench-c.sh Tests/browser/run.sh scripts/fuzz-contract-live.sh; do
   echo "== $check"
-  bash "$check" 2>&1 | tee /tmp/bff-check.log
+  bash "$check" 2>&1 | tee "$logs/check.log"
   if [[ $check == Tests/browser/run.sh ]]; then
-    browser_passed=$(grep -oE "^[0-9]+ passed" /tmp/bff-check.log | tail -n 1 | cut -d' ' -f1)
+    browser_passed=$(grep -oE "^[0-9]+ passed" "$logs/check.log" | tail -n 1 | cut -d' ' -f1)
   else
     checks_passed=$((checks_passed + 1))
   fi

@@ -83,7 +83,7 @@ extension Application {
             case .invalidQuery(let m): return .problem(status: 422, detail: "GitHub rejected the query: \(m)")
             case .rateLimited(let s, let m):
                 return .problem(
-                    status: 503, detail: "GitHub's rate limit is exhausted: \(m)",
+                    status: 503, detail: m,  // the rate limiter's sentence: the limit and the seconds left
                     headers: [("Retry-After", String(max(1, s)))],
                     extra: ["kind": "rateLimited", "retryAfterSeconds": .int(s)])
             case .unavailable(let m):

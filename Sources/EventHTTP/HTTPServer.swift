@@ -58,6 +58,8 @@ public final class HTTPServer: @unchecked Sendable {
         let n = loops.count
         var fds: [Int32] = []
         var bindPort = configuration.port
+        // A fixed port some process already listens on is an error, not a shared SO_REUSEPORT group.
+        if bindPort != 0 { try Socket.checkUnused(host: configuration.host, port: bindPort) }
         for i in 0..<n {
             do {
                 let fd = try Socket.listen(host: configuration.host, port: bindPort, backlog: configuration.backlog)

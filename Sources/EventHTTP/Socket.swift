@@ -11,6 +11,29 @@ public struct SystemError: Error, CustomStringConvertible, Sendable {
 enum Socket {
     /// A non-blocking listening socket with SO_REUSEADDR and SO_REUSEPORT.
     static func listen(host: String, port: Int, backlog: Int32) throws(SystemError) -> Int32 {
+        let fd = try bound(host: host, port: port, reusePort: true)
+        guard Glibc.listen(fd, backlog) == 0 else {
+            let e = errno
+            close(fd)
+            throw SystemError(function: "listen", errno: e)
+        }
+        return fd
+    }
+
+    /// Throws `EADDRINUSE` when some socket already listens on `host:port`, even one with
+    /// SO_REUSEPORT. Without this check a second server started on a port in use (a forgotten `bff`,
+    /// another user's `github-sim` of the same uid) joins the first one's SO_REUSEPORT group: both
+    /// start, and the kernel splits connections between two unrelated processes. The probe sets
+    /// SO_REUSEADDR only, so connections left in TIME_WAIT by a previous run do not block a restart.
+    static func checkUnused(host: String, port: Int) throws(SystemError) {
+        close(try bound(host: host, port: port, reusePort: false))
+    }
+
+    /// A non-blocking socket bound to `host:port` with SO_REUSEADDR (and SO_REUSEPORT if asked).
+    private static func bound(host: String, port: Int, reusePort: Bool) throws(SystemError) -> Int32 {
+        guard (0...65535).contains(port) else {
+            throw SystemError(function: "bind(\(host):\(port))", errno: EINVAL)
+        }
         let v6 = host.contains(":")
         let fd = socket(
             v6 ? AF_INET6 : AF_INET,
@@ -18,7 +41,7 @@ enum Socket {
         guard fd >= 0 else { throw SystemError(function: "socket", errno: errno) }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, socklen_t(MemoryLayout<Int32>.size))
+        if reusePort { setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, socklen_t(MemoryLayout<Int32>.size)) }
         var rc: Int32
         if v6 {
             var addr = sockaddr_in6()
@@ -52,11 +75,6 @@ enum Socket {
             let e = errno
             close(fd)
             throw SystemError(function: "bind(\(host):\(port))", errno: e)
-        }
-        guard Glibc.listen(fd, backlog) == 0 else {
-            let e = errno
-            close(fd)
-            throw SystemError(function: "listen", errno: e)
         }
         return fd
     }

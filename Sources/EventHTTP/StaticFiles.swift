@@ -77,7 +77,8 @@ public final class StaticFiles: @unchecked Sendable {
         maxTotalBytes: Int = 64 << 20, logger: Logger = Logger(label: "bff.static")
     ) {
         var buf = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        root = realpath(directory, &buf) != nil ? String(cString: buf) : directory
+        let found = realpath(directory, &buf) != nil
+        root = found ? String(cString: buf) : directory
         self.htmlHeaders = htmlHeaders
         self.maxFileBytes = maxFileBytes
         self.maxTotalBytes = maxTotalBytes
@@ -85,6 +86,12 @@ public final class StaticFiles: @unchecked Sendable {
         pthread_mutex_init(&mutex, nil)
         pthread_cond_init(&condition, nil)
         rescan()
+        if !found {
+            // Said once at start: `bff` run outside the repository otherwise answers `GET /` with a bare 404.
+            logger.warning(
+                "static folder not found (relative paths start at the working directory): every file is 404",
+                metadata: ["directory": "\(directory)"])
+        }
     }
 
     deinit {

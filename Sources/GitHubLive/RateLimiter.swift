@@ -181,13 +181,12 @@ public actor RateLimiter {
             }
             block(until: until)
             let error = RateLimiter.limitedError(seconds: until - now)
-            publish(UpstreamStatus(reachable: true, message: error.message, rateLimit: rateLimit))
+            publish(UpstreamStatus(reachable: true, message: RateLimiter.limitedStatusMessage, rateLimit: rateLimit))
             return error
         }
         if remaining == 0, let reset, reset > now {
             block(until: reset)  // the budget is spent: do not spend a call to learn it again
-            let message = RateLimiter.limitedError(seconds: reset - now).message
-            publish(UpstreamStatus(reachable: true, message: message, rateLimit: rateLimit))
+            publish(UpstreamStatus(reachable: true, message: RateLimiter.limitedStatusMessage, rateLimit: rateLimit))
         } else if status >= 500 {
             publish(
                 UpstreamStatus(
@@ -236,6 +235,12 @@ public actor RateLimiter {
         published = status
         onStatus(status)
     }
+
+    /// The `status` view model's sentence while rate limited. It names no number of seconds: it is
+    /// shared state, shown unchanged to every session (and in snapshots taken later) until the block
+    /// ends, so "try again in 48 seconds" went stale at once and contradicted the page's countdown
+    /// (`retryAt`). Errors answering one request (`limitedError`) keep their seconds.
+    static let limitedStatusMessage = "GitHub's search rate limit is exhausted; searching resumes when it resets."
 
     static func limitedError(seconds: Double) -> SearchError {
         let s = max(1, Int(seconds.rounded(.up)))

@@ -71,6 +71,16 @@ struct GitHubSimCommand: ParsableCommand {
     @Option(help: "Event-loop threads.")
     var threads = 1
 
+    func validate() throws {
+        if !(0...65535).contains(port) { throw ValidationError("--port must be 0...65535") }
+        if !(1...64).contains(threads) { throw ValidationError("--threads must be 1...64") }
+        if repositories < 0 { throw ValidationError("--repositories must not be negative") }
+        if rateLimit < 0 { throw ValidationError("--rate-limit must not be negative") }
+        if latencyMs < 0 { throw ValidationError("--latency-ms must not be negative") }
+        if !(500...599).contains(serverErrorStatus) { throw ValidationError("--server-error-status must be 500...599") }
+        if retryAfter < 0 { throw ValidationError("--retry-after must not be negative") }
+    }
+
     func run() throws {
         // Taken by sigwait below; blocked before any loop thread starts so that no thread receives them.
         var signals = sigset_t()

@@ -7,9 +7,11 @@ final class DefaultThreadsTests: XCTestCase {
     func testBffUnderTasksetRunsOneLoop() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
-        let candidates = [".build/debug/bff", ".build/release/bff"].map { root.appendingPathComponent($0).path }
-        guard let bff = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
-            throw XCTSkip("no built bff binary (swift build --build-tests builds it)")
+        // The bff built with these tests (beside the test bundle): not a fixed .build/debug, which under
+        // another scratch path (scripts/tsan.sh's .build-tsan) is missing or an older build.
+        let bff = ChildProcess.buildFolder + "/bff"
+        guard FileManager.default.isExecutableFile(atPath: bff) else {
+            throw XCTSkip("no built bff binary at \(bff) (swift build --build-tests builds it)")
         }
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/taskset") else { throw XCTSkip("no taskset") }
         let process = Process()

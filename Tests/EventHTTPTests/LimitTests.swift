@@ -1,9 +1,25 @@
 import EventHTTP
+import Glibc
 import JSON
+import Logging
 import WireClient
 import XCTest
 
 final class LimitTests: XCTestCase {
+    /// A second server on a port another one listens on fails to start (EADDRINUSE) instead of joining
+    /// the first one's SO_REUSEPORT group and taking half of its connections.
+    func testSecondServerOnAPortInUseFailsToStart() throws {
+        let first = try TestServer()
+        var config = HTTPServer.Configuration()
+        config.port = first.port
+        config.threads = 2
+        let second = HTTPServer(configuration: config, logger: Logger(label: "test"))
+        XCTAssertThrowsError(try second.start()) { error in
+            XCTAssertEqual((error as? SystemError)?.errno, EADDRINUSE, "\(error)")
+        }
+        for _ in 0..<8 { XCTAssertEqual(try WireConnection.get(port: first.port, path: "/hello").status, 200) }
+    }
+
     func testOversizedBodyGets413ProblemAndServerKeepsServing() throws {
         let t = try TestServer(configure: { $0.maxBodyBytes = 1024 })
         let ok = try WireConnection.post(port: t.port, path: "/echo", body: [UInt8](repeating: 65, count: 1024))

@@ -173,7 +173,8 @@ final class CancellationTests: XCTestCase {
         XCTAssertEqual(error?.retryAfterSeconds, 1)
         var statuses = stream.makeAsyncIterator()
         let limited = await statuses.next()
-        XCTAssertEqual(limited?.message, error?.message)
+        XCTAssertEqual(limited?.message, RateLimiter.limitedStatusMessage, "shared state names no seconds")
+        XCTAssertEqual(error?.message, "GitHub's search rate limit is exhausted; try again in 1 second.")
         // No response arrives to clear it: the limiter withdraws the sentence itself when the block ends,
         // so the page's banner does not keep saying "exhausted".
         let cleared = await statuses.next()
