@@ -45,7 +45,8 @@ extension Application {
         }
     }
 
-    /// `POST /api/_test/status` (only with `--test-hooks`): sets the shared status, e.g.
+    /// `POST /api/_test/status` (only with `--test-hooks`): sets the shared status (and, with
+    /// `"blockedUntil": <seconds since 1970>`, the app-wide search block every session follows), e.g.
     /// `{"reachable": false, "message": "…", "rateLimit": {"limit": 30, "remaining": 0, "resetAt": 1790000000}}`.
     private func registerTestHooks() {
         server.router.add(.POST, "/api/_test/status") { [unowned self] req, res in
@@ -64,6 +65,7 @@ extension Application {
         {
             s.rateLimit = RateLimit(limit: limit, remaining: remaining, resetAt: reset, resource: "search")
         }
+        s.blockedUntil = o["blockedUntil"]?.intValue
         statusUpdater(s)
         return .json(202, ["accepted": true])
     }

@@ -86,8 +86,17 @@ public final class Application: @unchecked Sendable {
         server.shutdown(gracePeriod: configuration.shutdownGracePeriod)
     }
 
-    /// A function any thread may call to report GitHub's status to the shared `status` view model.
-    public var statusUpdater: @Sendable (UpstreamStatus) -> Void { status.makeUpdater() }
+    /// A function any thread may call to report GitHub's status: to the shared `status` view model, and
+    /// to every session's view models (a rate limit disables searching in every session, including
+    /// sessions that have not searched yet).
+    public var statusUpdater: @Sendable (UpstreamStatus) -> Void {
+        let update = status.makeUpdater()
+        let loops = sessionLoops
+        return { status in
+            update(status)
+            for sl in loops { sl.loop.execute { sl.upstreamChanged(status) } }
+        }
+    }
 
     /// Live sessions across loops.
     public var sessions: Int { sessionCount.load(ordering: .relaxed) }

@@ -1,4 +1,5 @@
 import EventHTTP
+import GitHubSearch
 import JSON
 import ViewModels
 
@@ -26,6 +27,8 @@ final class SessionLoop: Sendable {
         var timers: [LoopTimer] = []
         var statusSnapshot: JSONObject
         var retired = RetiredList()
+        /// The app-wide upstream status as this loop last heard it (new sessions start from it).
+        var upstream = UpstreamStatus()
     }
 
     /// The sessions this loop owns, by id (loop only).
@@ -67,10 +70,25 @@ final class SessionLoop: Sendable {
         directory = SessionDirectory(sessions: app.configuration.maxSessions)
     }
 
-    /// Adds a new session (owner loop).
+    /// Adds a new session (owner loop). A session that starts during a rate limit learns of it at once,
+    /// so its `search` does not offer a search the app would refuse.
     func add(_ session: Session) {
         sessions[session.id] = session
         directory.insert(session.handle)
+        if state.value.upstream.blockedUntil != nil {
+            for vm in session.viewModels { vm.upstreamStatusChanged(state.value.upstream) }
+        }
+    }
+
+    /// The app-wide upstream status changed (reported by the GitHub gateway): every session's view
+    /// models apply what it means for them (loop only).
+    func upstreamChanged(_ status: UpstreamStatus) {
+        let blockChanged = status.blockedUntil != state.value.upstream.blockedUntil
+        state.value.upstream = status
+        guard blockChanged else { return }  // most reports only move the remaining budget
+        for s in sessions.values {
+            for vm in s.viewModels { vm.upstreamStatusChanged(status) }
+        }
     }
 
     /// Starts the loop's timers (on the loop).

@@ -181,12 +181,12 @@ public actor RateLimiter {
             }
             block(until: until)
             let error = RateLimiter.limitedError(seconds: until - now)
-            publish(UpstreamStatus(reachable: true, message: RateLimiter.limitedStatusMessage, rateLimit: rateLimit))
+            publish(limitedStatus())
             return error
         }
         if remaining == 0, let reset, reset > now {
             block(until: reset)  // the budget is spent: do not spend a call to learn it again
-            publish(UpstreamStatus(reachable: true, message: RateLimiter.limitedStatusMessage, rateLimit: rateLimit))
+            publish(limitedStatus())
         } else if status >= 500 {
             publish(
                 UpstreamStatus(
@@ -200,6 +200,12 @@ public actor RateLimiter {
     /// Records that GitHub could not be reached (connection failure, time-out) or answered garbage.
     public func observeUnreachable(message: String) {
         publish(UpstreamStatus(reachable: false, message: message, rateLimit: rateLimit))
+    }
+
+    /// "Rate limited": the banner's sentence (`publish` adds the time every session's search view model
+    /// counts down to).
+    private func limitedStatus() -> UpstreamStatus {
+        UpstreamStatus(reachable: true, message: RateLimiter.limitedStatusMessage, rateLimit: rateLimit)
     }
 
     private func block(until: Double) {
@@ -230,7 +236,11 @@ public actor RateLimiter {
         publish(UpstreamStatus(reachable: true, message: nil, rateLimit: rateLimit))
     }
 
+    /// Every status carries the block in force, whatever else it reports (an unreachable GitHub during a
+    /// block is still a block), so sessions never offer a search the limiter would refuse.
     private func publish(_ status: UpstreamStatus) {
+        var status = status
+        status.blockedUntil = blockedError() == nil ? nil : blockedUntil.map { Int($0.rounded(.up)) }
         guard status != published else { return }
         published = status
         onStatus(status)

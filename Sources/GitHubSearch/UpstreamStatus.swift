@@ -27,16 +27,21 @@ public struct UpstreamStatus: Sendable, Equatable, Codable {
     /// A human sentence when GitHub cannot be reached or the rate limit is exhausted, else nil.
     public var message: String?
     public var rateLimit: RateLimit?
+    /// When set, the app refuses to search GitHub until this time (seconds since 1970, UTC) because a
+    /// rate limit is in force; every session's `search` view model follows it (`searchEnabled` false,
+    /// `retryAt`). Not an output of the `status` view model.
+    public var blockedUntil: Int?
 
     /// The stored names; explicit so a rename cannot change them.
     enum CodingKeys: String, CodingKey {
-        case reachable, message, rateLimit
+        case reachable, message, rateLimit, blockedUntil
     }
 
-    public init(reachable: Bool = true, message: String? = nil, rateLimit: RateLimit? = nil) {
+    public init(reachable: Bool = true, message: String? = nil, rateLimit: RateLimit? = nil, blockedUntil: Int? = nil) {
         self.reachable = reachable
         self.message = message
         self.rateLimit = rateLimit
+        self.blockedUntil = blockedUntil
     }
 }
 

@@ -21,4 +21,8 @@ public enum SearchAction: Sendable, Equatable {
         generation: Int, request: SearchRequest, Result<SearchResponse, SearchError>, receivedAt: Double)
     /// The rate-limit timer reached `retryAt` (the value it was started for).
     case rateLimitEnded(retryAt: Int)
+    /// The app-wide upstream status says searches are refused until `blockedUntil` (nil: not blocked),
+    /// as seen at `receivedAt` (the clock's time, seconds since 1970). Every session follows it, so a
+    /// session that has not searched yet does not offer a search the app would refuse.
+    case upstreamBlocked(until: Int?, receivedAt: Double)
 }

@@ -115,7 +115,22 @@ public struct SearchFeature<Searcher: RepositorySearching>: ViewModelFeature {
             guard retryAt == state.retryAt else { return [] }
             state.retryAt = nil
             return []
+        case .upstreamBlocked(let until, let receivedAt):
+            guard let until, Double(until) > receivedAt else {
+                // The app searches again: a countdown still running here has no reason left.
+                guard state.retryAt != nil else { return [] }
+                state.retryAt = nil
+                return [.cancel(id: Self.rateLimitTimer)]
+            }
+            guard until != state.retryAt else { return [] }
+            state.retryAt = until
+            return [rateLimitTimer(until: until)]
         }
+    }
+
+    /// The app-wide block, as an action stamped with the clock's time.
+    public func action(forUpstream status: UpstreamStatus) -> SearchAction? {
+        .upstreamBlocked(until: status.blockedUntil, receivedAt: clock.now())
     }
 
     /// After a restore: the request that was under way is issued again (under a new generation) and

@@ -1,3 +1,4 @@
+import GitHubSearch
 import JSON
 
 /// The runtime of one view model: owns a feature's state, applies actions, runs effects, and reports
@@ -69,6 +70,11 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
     public func send(input: String, value: JSONValue, inputSeq: Int) throws(InputError) {
         let action = try feature.action(forInput: input, value: value)
         apply(action, inputSeq: inputSeq)
+    }
+
+    /// Applies what the app-wide upstream status means for this feature (`ViewModel`), on the owner.
+    public func upstreamStatusChanged(_ status: UpstreamStatus) {
+        if let action = feature.action(forUpstream: status) { apply(action, inputSeq: nil) }
     }
 
     /// Applies an action on the owner and reports the resulting event, if any. `inputSeq` is the number

@@ -32,6 +32,10 @@ public protocol ViewModel: AnyObject {
     /// merge semantics) and/or signals, with the `inputSeq` of the input that caused it (effects carry the
     /// `inputSeq` of the input that started them). Never called with both maps empty.
     var onEvent: ((ViewModelEvent) -> Void)? { get set }
+    /// The app-wide upstream status changed (or a session starts while it is not the default): the view
+    /// model applies what it means for it, e.g. `search` stops offering searches while rate limited.
+    /// Events it causes carry `inputSeq` nil.
+    func upstreamStatusChanged(_ status: UpstreamStatus)
     /// Tears the view model down when its session ends: work under way (searches) is cancelled and its
     /// results are dropped; no new work starts. Idempotent.
     func close()

@@ -1,3 +1,4 @@
+import GitHubSearch
 import JSON
 
 /// One view model's logic as a state machine, run by `Store`.
@@ -34,6 +35,10 @@ public protocol ViewModelFeature: Sendable {
     /// stored (e.g. the search request being waited for) so they run again. A restored state carries no
     /// effect handle; this is the only way work resumes. Signals returned here are ignored.
     func resume(_ state: inout State) -> [Effect<Action>]
+
+    /// The action, if any, that the app-wide upstream status (GitHub's reachability and rate limit)
+    /// means for this feature; called outside `reduce`, so it may read the clock. Nil by default.
+    func action(forUpstream status: UpstreamStatus) -> Action?
 }
 
 extension ViewModelFeature {
@@ -42,6 +47,9 @@ extension ViewModelFeature {
 
     /// Nothing resumes unless a feature says otherwise.
     public func resume(_ state: inout State) -> [Effect<Action>] { [] }
+
+    /// Features ignore the upstream status unless they say otherwise.
+    public func action(forUpstream status: UpstreamStatus) -> Action? { nil }
 
     /// The error for an input name this feature does not have.
     func unknownInput(_ input: String) -> InputError {

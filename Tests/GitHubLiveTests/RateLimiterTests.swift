@@ -66,6 +66,24 @@ final class RateLimiterTests: XCTestCase {
         XCTAssertEqual(statuses.all.last?.rateLimit?.remaining, 0)
     }
 
+    func testPublishedStatusCarriesTheBlockEvenWhenGitHubIsUnreachableAndDropsItWhenItEnds() async throws {
+        let clock = ManualClock()
+        let statuses = Recorder<UpstreamStatus>()
+        let limiter = RateLimiter(
+            configuration: .init(minimumSpacing: .zero), clock: clock, onStatus: { statuses.append($0) })
+        let reset = clock.now() + 100
+        _ = await limiter.observe(status: 403, headers: headers(remaining: 0, reset: reset))
+        XCTAssertEqual(statuses.all.last?.blockedUntil, Int(reset.rounded(.up)), "every session counts down to it")
+        await limiter.observeUnreachable(message: "down")
+        XCTAssertEqual(statuses.all.last?.reachable, false)
+        XCTAssertEqual(statuses.all.last?.blockedUntil, Int(reset.rounded(.up)), "still blocked while unreachable")
+        clock.advance(101)
+        _ = await limiter.observe(status: 200, headers: headers(remaining: 29, reset: clock.now() + 60))
+        let last = try XCTUnwrap(statuses.all.last)
+        XCTAssertNil(last.blockedUntil, "the block is over: sessions offer searching again")
+        XCTAssertNil(last.message)
+    }
+
     func testStatusIsPublishedOnlyOnChange() async {
         let clock = ManualClock()
         let statuses = Recorder<UpstreamStatus>()
