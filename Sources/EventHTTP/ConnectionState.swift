@@ -12,9 +12,13 @@ final class ConnectionState {
     var evcon: OpaquePointer?
     /// The socket, as it was when the connection was attached (the key in `LoopHTTP.connections`).
     private(set) var fd: Int32 = -1
-    /// Request-read deadline; armed when bytes arrive while no request is being handled.
-    private var readTimer: OpaquePointer?
-    private var readTimerArmed = false
+    /// Request-read deadline: armed (at the loop's sweep tick `readArmedTick`) when bytes arrive
+    /// while no request is being handled; checked by the loop's periodic sweep (`LoopHTTP.sweep`),
+    /// so arming and disarming it per request is two stores, not an `event_add`/`event_del`.
+    private var readArmed = false
+    private var readArmedTick: UInt64 = 0
+    /// In the loop's list of connections its sweep checks.
+    var inSweepList = false
     /// A request is with a handler (or streaming): no read deadline, no keep-alive reads.
     var handling = false
     /// The responder of the request being handled, if any.
@@ -25,11 +29,9 @@ final class ConnectionState {
     var freeingOurselves = false
     private var closeWatch: OpaquePointer?
     private var inputCallback: OpaquePointer?
-    /// Write watch of a streaming response: the output buffer's callback, its timer, and when the
-    /// peer last accepted bytes (or bytes started waiting), monotonic nanoseconds.
+    /// Write watch of a streaming response: the output buffer's callback and when the peer last
+    /// accepted bytes (or bytes started waiting), monotonic nanoseconds; checked by the sweep.
     private var outputCallback: OpaquePointer?
-    private var writeTimer: OpaquePointer?
-    private var writeTimerArmed = false
     private var lastWriteProgress: UInt64 = 0
     /// The framing of the requests arriving on this connection, followed ahead of evhttp's parser.
     private var framing: RequestFraming
@@ -65,11 +67,6 @@ final class ConnectionState {
                 guard let info, info.pointee.n_added > 0 else { return }
                 Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().bytesArrived(info.pointee.n_added)
             }, arg)
-        readTimer = event_new(
-            owner.loop.base, -1, 0,
-            { _, _, arg in
-                Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().readTimedOut()
-            }, arg)
         setBuffereventTimeouts(streaming: false)
     }
 
@@ -99,7 +96,7 @@ final class ConnectionState {
             }
         }
         if rejection != nil { return settleRejection() }
-        if !handling && !readTimerArmed && owner.readTimeoutEnabled { armReadTimer() }
+        if !handling && !readArmed && owner.readTimeoutEnabled { armReadDeadline() }
     }
 
     /// Feeds the last `added` bytes of the input buffer to `framing` (in place, no copy).
@@ -171,11 +168,31 @@ final class ConnectionState {
         evhttp_connection_free(evcon)
     }
 
-    private func armReadTimer() {
-        guard let readTimer else { return }
-        var tv = owner.readTimeout
-        event_add(readTimer, &tv)
-        readTimerArmed = true
+    private func armReadDeadline() {
+        readArmed = true
+        readArmedTick = owner.sweepTick
+        if !inSweepList { owner.watch(self) }
+    }
+
+    /// The loop's periodic check (`LoopHTTP.sweep`, once per tick): answers 408 to a request not
+    /// received within `--request-read-timeout` and closes a stream whose peer accepted no bytes
+    /// for `--write-timeout` while bytes waited. Returns whether the sweep should keep checking.
+    func sweep(tick: UInt64, now: UInt64) -> Bool {
+        guard !isClosed else { return false }
+        if readArmed && tick &- readArmedTick >= owner.readTimeoutTicks {
+            readArmed = false
+            readTimedOut()
+            if isClosed { return false }
+        }
+        if outputCallback != nil, !isClosed, let evcon, let output = bufferevent_get_output(bev),
+            evbuffer_get_length(output) > 0, now &- lastWriteProgress >= owner.writeTimeoutNanos
+        {
+            owner.metrics.streamWriteTimeouts.increment()
+            freeingOurselves = true
+            evhttp_connection_free(evcon)  // calls connectionClosed() through the close callback
+            return false
+        }
+        return readArmed || outputCallback != nil
     }
 
     /// A complete request was handed to the server.
@@ -183,10 +200,7 @@ final class ConnectionState {
         framing.requestHandedOver()
         handling = true
         owner.metrics.inFlight.add(1, ordering: .relaxed)
-        if readTimerArmed, let readTimer {
-            event_del(readTimer)
-            readTimerArmed = false
-        }
+        readArmed = false
     }
 
     /// The response went out; the connection may read the next request.
@@ -203,7 +217,6 @@ final class ConnectionState {
     }
 
     private func readTimedOut() {
-        readTimerArmed = false
         guard !handling, let evcon else { return }
         owner.metrics.readTimeouts.increment()
         let body = HTTPResponse.problem(
@@ -258,18 +271,13 @@ final class ConnectionState {
         }
         let arg = Unmanaged.passUnretained(self).toOpaque()
         lastWriteProgress = monotonicNanos()
-        writeTimer = event_new(
-            owner.loop.base, -1, 0,
-            { _, _, arg in
-                Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().writeTimerFired()
-            }, arg)
         outputCallback = evbuffer_add_cb(
             output,
             { _, info, arg in
                 guard let info else { return }
                 Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().outputChanged(info.pointee)
             }, arg)
-        if evbuffer_get_length(output) > 0 { armWriteTimer(afterNanos: owner.writeTimeoutNanos) }
+        if !inSweepList { owner.watch(self) }
     }
 
     private func stopWriteWatch() {
@@ -277,41 +285,12 @@ final class ConnectionState {
             evbuffer_remove_cb_entry(bufferevent_get_output(bev), cb)
             outputCallback = nil
         }
-        if let t = writeTimer {
-            event_free(t)
-            writeTimer = nil
-        }
-        writeTimerArmed = false
     }
 
     private func outputChanged(_ info: evbuffer_cb_info) {
         if info.n_deleted > 0 || (info.n_added > 0 && info.orig_size == 0) {
             lastWriteProgress = monotonicNanos()  // the peer took bytes, or bytes start waiting now
         }
-        if info.n_added > 0 && !writeTimerArmed {
-            armWriteTimer(afterNanos: owner.writeTimeoutNanos)
-        }
-    }
-
-    private func armWriteTimer(afterNanos nanos: UInt64) {
-        guard let writeTimer else { return }
-        var tv = timeval(tv_sec: Int(nanos / 1_000_000_000), tv_usec: Int(nanos % 1_000_000_000 / 1000))
-        event_add(writeTimer, &tv)
-        writeTimerArmed = true
-    }
-
-    private func writeTimerFired() {
-        writeTimerArmed = false
-        guard !isClosed, let evcon, let output = bufferevent_get_output(bev), evbuffer_get_length(output) > 0 else {
-            return  // nothing waits: the next write arms the timer again
-        }
-        let waited = monotonicNanos() &- lastWriteProgress
-        if waited < owner.writeTimeoutNanos {
-            return armWriteTimer(afterNanos: owner.writeTimeoutNanos - waited)
-        }
-        owner.metrics.streamWriteTimeouts.increment()
-        freeingOurselves = true
-        evhttp_connection_free(evcon)  // calls connectionClosed() through the close callback
     }
 
     private func stopCloseWatch() {
@@ -333,10 +312,7 @@ final class ConnectionState {
         isClosed = true
         stopCloseWatch()
         stopWriteWatch()
-        if let t = readTimer {
-            event_free(t)
-            readTimer = nil
-        }
+        readArmed = false
         if let cb = inputCallback {
             evbuffer_remove_cb_entry(bufferevent_get_input(bev), cb)
             inputCallback = nil

@@ -101,12 +101,25 @@ public final class HTTPResponder: @unchecked Sendable {
         guard let req = request, stream == nil, let owner else { return nil }
         addHeaders(evhttp_request_get_output_headers(req), headers)
         HTTPStatus.withReason(status) { evhttp_send_reply_start(req, Int32(status), $0) }
+        // The head is in the output buffer now. The request would keep its header copies (a
+        // strdup'ed name, value and list entry each) as long as the stream lasts: drop them, except
+        // `Connection`, which evhttp reads again when the response ends.
+        HTTPResponder.dropHeaders(evhttp_request_get_output_headers(req))
+        HTTPResponder.dropHeaders(evhttp_request_get_input_headers(req))
         let s = HTTPStream(responder: self)
         stream = s
         connection?.startCloseWatch()
         owner.metrics.openStreams.increment()
         owner.record(route: route, routeIndex: routeIndex, method: method, status: status, startNanos: startNanos)
         return s
+    }
+
+    /// Clears `headers` but for their `Connection` field.
+    private static func dropHeaders(_ headers: UnsafeMutablePointer<evkeyvalq>?) {
+        guard let headers else { return }
+        let connection = evhttp_find_header(headers, "Connection").map { String(cString: $0) }
+        evhttp_clear_headers(headers)
+        if let connection { _ = evhttp_add_header(headers, "Connection", connection) }
     }
 
     private func addHeaders(_ out: UnsafeMutablePointer<evkeyvalq>?, _ headers: [(String, String)]) {

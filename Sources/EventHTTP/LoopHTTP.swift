@@ -16,8 +16,17 @@ final class LoopHTTP: @unchecked Sendable {
     private var connections: [ConnectionState?] = []
     /// Reused buffer for streaming chunks (evhttp moves its contents out).
     let scratch: OpaquePointer
-    let readTimeout: timeval
     let readTimeoutEnabled: Bool
+    /// Read deadlines and stream write watches are checked by one periodic sweep per loop
+    /// (`sweep`), every `sweepInterval` seconds: a connection's read deadline fires after
+    /// `readTimeoutTicks` ticks, i.e. between `requestReadTimeout` and one interval later.
+    let sweepInterval: Double
+    let readTimeoutTicks: UInt64
+    /// Sweeps run so far (the coarse clock of the read deadlines).
+    private(set) var sweepTick: UInt64 = 0
+    /// Connections with an armed read deadline or a stream write watch (`ConnectionState.inSweepList`).
+    private var sweepList: [ConnectionState] = []
+    private var sweepEvent: OpaquePointer?
     /// `config.idleTimeout` and `config.writeTimeout` as timevals (nil: disabled), for the bufferevents.
     let idleTimeval: timeval?
     let writeTimeval: timeval?
@@ -39,8 +48,12 @@ final class LoopHTTP: @unchecked Sendable {
         self.server = server
         self.loop = loop
         scratch = evbuffer_new()
-        readTimeout = loop.timeout(server.configuration.requestReadTimeout)
         readTimeoutEnabled = server.configuration.requestReadTimeout > 0
+        let watchedTimeouts = [server.configuration.requestReadTimeout, server.configuration.writeTimeout].filter {
+            $0 > 0
+        }
+        sweepInterval = min(1, max(0.01, (watchedTimeouts.min() ?? 1) / 8))
+        readTimeoutTicks = UInt64((max(0, server.configuration.requestReadTimeout) / sweepInterval).rounded(.up)) + 1
         idleTimeval = LoopHTTP.timeval(seconds: server.configuration.idleTimeout)
         writeTimeval = LoopHTTP.timeval(seconds: server.configuration.writeTimeout)
         writeTimeoutNanos = UInt64(max(0, server.configuration.writeTimeout) * 1e9)
@@ -71,6 +84,37 @@ final class LoopHTTP: @unchecked Sendable {
                 Unmanaged<LoopHTTP>.fromOpaque(arg!).takeUnretainedValue().handle(req!)
             }, arg)
         boundSocket = evhttp_accept_socket_with_handle(http, listenFD)
+        if !watchedTimeouts.isEmpty {
+            sweepEvent = event_new(
+                loop.base, -1, Int16(EV_PERSIST),
+                { _, _, arg in
+                    Unmanaged<LoopHTTP>.fromOpaque(arg!).takeUnretainedValue().sweep()
+                }, arg)
+            var tv = loop.timeout(sweepInterval)
+            event_add(sweepEvent, &tv)
+        }
+    }
+
+    /// Adds a connection to the sweep's list (it stays there until the sweep finds nothing to check).
+    func watch(_ state: ConnectionState) {
+        state.inSweepList = true
+        sweepList.append(state)
+    }
+
+    /// The periodic check of read deadlines and stream write watches (see `sweepInterval`).
+    private func sweep() {
+        sweepTick &+= 1
+        guard !sweepList.isEmpty else { return }
+        let now = monotonicNanos()
+        var list: [ConnectionState] = []
+        swap(&list, &sweepList)  // connections armed while sweeping go to the new list
+        for state in list {
+            if state.sweep(tick: sweepTick, now: now) {
+                sweepList.append(state)
+            } else {
+                state.inSweepList = false
+            }
+        }
     }
 
     /// A plain timeval of `seconds` (nil when not positive).
@@ -134,7 +178,12 @@ final class LoopHTTP: @unchecked Sendable {
     func freeAll() {
         stopAccepting()
         freeingAll = true
+        if let e = sweepEvent {
+            event_free(e)
+            sweepEvent = nil
+        }
         if let http { evhttp_free(http) }
+        sweepList = []
         http = nil
         evbuffer_free(scratch)
     }
