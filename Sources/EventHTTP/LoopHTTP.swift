@@ -234,9 +234,15 @@ final class LoopHTTP: @unchecked Sendable {
                 HTTPResponse.problem(status: 400, detail: "the request target must be an absolute path"))
         }
         var headers: [(String, String)] = []
-        headers.reserveCapacity(12)
         var headerBytes = 0
         if let q = evhttp_request_get_input_headers(req) {
+            var count = 0  // the exact capacity: one allocation of the size needed (wrk sends 1 header)
+            var c = clibevent_headers_first(q)
+            while let h = c {
+                count += 1
+                c = clibevent_headers_next(h)
+            }
+            headers.reserveCapacity(count)
             var kv = clibevent_headers_first(q)
             while let h = kv {
                 let name = String(cString: h.pointee.key)
