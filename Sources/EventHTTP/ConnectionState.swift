@@ -17,8 +17,8 @@ final class ConnectionState {
     /// so arming and disarming it per request is two stores, not an `event_add`/`event_del`.
     private var readArmed = false
     private var readArmedTick: UInt64 = 0
-    /// In the loop's list of connections its sweep checks.
-    var inSweepList = false
+    /// Its index in the loop's list of connections the sweep checks (-1: not in it).
+    var sweepIndex = -1
     /// A request is with a handler (or streaming): no read deadline, no keep-alive reads.
     var handling = false
     /// The responder of the request being handled, if any.
@@ -29,9 +29,13 @@ final class ConnectionState {
     var freeingOurselves = false
     private var closeWatch: OpaquePointer?
     private var inputCallback: OpaquePointer?
-    /// Write watch of a streaming response: the output buffer's callback and when the peer last
-    /// accepted bytes (or bytes started waiting), monotonic nanoseconds; checked by the sweep.
-    private var outputCallback: OpaquePointer?
+    /// Write watch of a streaming response, checked by the sweep (no buffer callback, no timer):
+    /// the bytes the stream added to the output buffer since the watch started, how many of them the
+    /// peer had taken at the last sweep, and when the peer last took bytes (or bytes started
+    /// waiting), monotonic nanoseconds.
+    private var writeWatching = false
+    private var outputAdded = 0
+    private var outputTaken = 0
     private var lastWriteProgress: UInt64 = 0
     /// The framing of the requests arriving on this connection, followed ahead of evhttp's parser.
     private var framing: RequestFraming
@@ -171,7 +175,7 @@ final class ConnectionState {
     private func armReadDeadline() {
         readArmed = true
         readArmedTick = owner.sweepTick
-        if !inSweepList { owner.watch(self) }
+        if sweepIndex < 0 { owner.watch(self) }
     }
 
     /// The loop's periodic check (`LoopHTTP.sweep`, once per tick): answers 408 to a request not
@@ -184,15 +188,23 @@ final class ConnectionState {
             readTimedOut()
             if isClosed { return false }
         }
-        if outputCallback != nil, !isClosed, let evcon, let output = bufferevent_get_output(bev),
-            evbuffer_get_length(output) > 0, now &- lastWriteProgress >= owner.writeTimeoutNanos
+        if writeWatching, !isClosed, let evcon, let output = bufferevent_get_output(bev),
+            case let waiting = evbuffer_get_length(output), waiting > 0
         {
-            owner.metrics.streamWriteTimeouts.increment()
-            freeingOurselves = true
-            evhttp_connection_free(evcon)  // calls connectionClosed() through the close callback
-            return false
+            let taken = outputAdded &- waiting
+            if taken != outputTaken {
+                // the peer took bytes since the last sweep: progress, dated now (at most one
+                // interval late, so the time-out can only come later than due, never earlier)
+                outputTaken = taken
+                lastWriteProgress = now
+            } else if now &- lastWriteProgress >= owner.writeTimeoutNanos {
+                owner.metrics.streamWriteTimeouts.increment()
+                freeingOurselves = true
+                evhttp_connection_free(evcon)  // calls connectionClosed() through the close callback
+                return false
+            }
         }
-        return readArmed || outputCallback != nil
+        return readArmed || writeWatching
     }
 
     /// A complete request was handed to the server.
@@ -266,31 +278,26 @@ final class ConnectionState {
     /// Closes a streaming response whose peer accepted no bytes for `--write-timeout` while bytes
     /// waited (only what the peer takes counts as progress, not what the server adds).
     private func startWriteWatch() {
-        guard owner.writeTimeoutNanos > 0, outputCallback == nil, let output = bufferevent_get_output(bev) else {
-            return
-        }
-        let arg = Unmanaged.passUnretained(self).toOpaque()
+        guard owner.writeTimeoutNanos > 0, !writeWatching, let output = bufferevent_get_output(bev) else { return }
+        writeWatching = true
+        outputAdded = evbuffer_get_length(output)  // the head, not yet taken
+        outputTaken = 0
         lastWriteProgress = monotonicNanos()
-        outputCallback = evbuffer_add_cb(
-            output,
-            { _, info, arg in
-                guard let info else { return }
-                Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().outputChanged(info.pointee)
-            }, arg)
-        if !inSweepList { owner.watch(self) }
+        if sweepIndex < 0 { owner.watch(self) }
     }
 
     private func stopWriteWatch() {
-        if let cb = outputCallback {
-            evbuffer_remove_cb_entry(bufferevent_get_output(bev), cb)
-            outputCallback = nil
-        }
+        writeWatching = false
     }
 
-    private func outputChanged(_ info: evbuffer_cb_info) {
-        if info.n_deleted > 0 || (info.n_added > 0 && info.orig_size == 0) {
-            lastWriteProgress = monotonicNanos()  // the peer took bytes, or bytes start waiting now
-        }
+    /// The output buffer's length, for `streamBytesAdded(since:)`.
+    var outputLength: Int { isClosed ? 0 : evbuffer_get_length(bufferevent_get_output(bev)) }
+
+    /// A stream chunk went into the output buffer, which held `before` bytes until then.
+    func streamBytesAdded(since before: Int) {
+        guard writeWatching, !isClosed else { return }
+        outputAdded &+= outputLength &- before
+        if before == 0 { lastWriteProgress = monotonicNanos() }  // bytes start waiting now
     }
 
     private func stopCloseWatch() {
@@ -313,6 +320,7 @@ final class ConnectionState {
         stopCloseWatch()
         stopWriteWatch()
         readArmed = false
+        owner.unwatch(self)  // not kept until the next sweep: freed with the connection
         if let cb = inputCallback {
             evbuffer_remove_cb_entry(bufferevent_get_input(bev), cb)
             inputCallback = nil

@@ -149,8 +149,10 @@ public final class HTTPResponder: @unchecked Sendable {
             return
         }
         guard let req = request, let owner else { return }
+        let before = connection?.outputLength ?? 0
         evbuffer_add(owner.scratch, bytes.baseAddress, bytes.count)
         evhttp_send_reply_chunk(req, owner.scratch)
+        connection?.streamBytesAdded(since: before)
         connection?.flushOutput()
     }
 

@@ -24,7 +24,7 @@ final class LoopHTTP: @unchecked Sendable {
     let readTimeoutTicks: UInt64
     /// Sweeps run so far (the coarse clock of the read deadlines).
     private(set) var sweepTick: UInt64 = 0
-    /// Connections with an armed read deadline or a stream write watch (`ConnectionState.inSweepList`).
+    /// Connections with an armed read deadline or a stream write watch (`ConnectionState.sweepIndex`).
     private var sweepList: [ConnectionState] = []
     private var sweepEvent: OpaquePointer?
     /// `config.idleTimeout` and `config.writeTimeout` as timevals (nil: disabled), for the bufferevents.
@@ -95,25 +95,39 @@ final class LoopHTTP: @unchecked Sendable {
         }
     }
 
-    /// Adds a connection to the sweep's list (it stays there until the sweep finds nothing to check).
+    /// Adds a connection to the sweep's list (it stays there until the sweep finds nothing to check
+    /// or the connection closes).
     func watch(_ state: ConnectionState) {
-        state.inSweepList = true
+        state.sweepIndex = sweepList.count
         sweepList.append(state)
     }
 
+    /// Removes a connection from the sweep's list (swap with the last: O(1)).
+    func unwatch(_ state: ConnectionState) {
+        let i = state.sweepIndex
+        guard i >= 0, i < sweepList.count, sweepList[i] === state else { return }
+        let last = sweepList.removeLast()
+        if last !== state {
+            sweepList[i] = last
+            last.sweepIndex = i
+        }
+        state.sweepIndex = -1
+    }
+
     /// The periodic check of read deadlines and stream write watches (see `sweepInterval`).
+    /// Backwards, so that the swap-removals (here, or of connections closed meanwhile) only move
+    /// entries already checked.
     private func sweep() {
         sweepTick &+= 1
         guard !sweepList.isEmpty else { return }
         let now = monotonicNanos()
-        var list: [ConnectionState] = []
-        swap(&list, &sweepList)  // connections armed while sweeping go to the new list
-        for state in list {
-            if state.sweep(tick: sweepTick, now: now) {
-                sweepList.append(state)
-            } else {
-                state.inSweepList = false
+        var i = sweepList.count - 1
+        while i >= 0 {
+            if i < sweepList.count {
+                let state = sweepList[i]
+                if !state.sweep(tick: sweepTick, now: now) { unwatch(state) }
             }
+            i -= 1
         }
     }
 
