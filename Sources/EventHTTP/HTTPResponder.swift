@@ -127,6 +127,7 @@ public final class HTTPResponder: @unchecked Sendable {
         for (n, v) in owner.config.commonHeaders { addHeader(out, n, v) }
         for (n, v) in headers { addHeader(out, n, v) }
         if owner.server.state == .draining { evhttp_add_header(out, "Connection", "close") }
+        owner.date.withCurrent { _ = evhttp_add_header(out, "Date", $0) }  // evhttp then formats none
     }
 
     /// `evhttp_add_header` with both strings as C strings: a native Swift string is already

@@ -34,6 +34,8 @@ final class LoopHTTP: @unchecked Sendable {
     let writeTimeoutNanos: UInt64
     /// Set while evhttp_free tears every connection down at shutdown.
     var freeingAll = false
+    /// The `Date` header value, formatted once per second.
+    var date = DateHeaderCache()
     /// This loop's request counts and latencies (merged across loops when /metrics is read).
     private(set) var requestMetrics = RequestMetrics()
     // Read on every request: kept here so the hot path copies no configuration struct and
