@@ -38,7 +38,8 @@ final class ConnectionState {
     private var outputTaken = 0
     private var lastWriteProgress: UInt64 = 0
     /// The framing of the requests arriving on this connection, followed ahead of evhttp's parser.
-    private var framing: RequestFraming
+    /// (Loop-confined, never accessed re-entrantly: no dynamic exclusivity check per request.)
+    @exclusivity(unchecked) private var framing: RequestFraming
     /// A request refused by `framing`: answered (problem JSON) and the connection closed once the
     /// requests before it are answered.
     private var rejection: RequestFraming.Rejection?

@@ -13,7 +13,8 @@ final class LoopHTTP: @unchecked Sendable {
     private(set) var http: OpaquePointer?
     private var boundSocket: OpaquePointer?
     /// Open connections by socket fd (small, dense integers): found per request without hashing.
-    private var connections: [ConnectionState?] = []
+    /// Loop-confined and never accessed re-entrantly: no dynamic exclusivity check per request.
+    @exclusivity(unchecked) private var connections: [ConnectionState?] = []
     /// Reused buffer for streaming chunks (evhttp moves its contents out).
     let scratch: OpaquePointer
     let readTimeoutEnabled: Bool
