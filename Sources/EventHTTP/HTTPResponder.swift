@@ -75,9 +75,17 @@ public final class HTTPResponder: @unchecked Sendable {
             if response.header("Content-Length") == nil && response.status != 304 && response.status != 204 {
                 evhttp_add_header(out, "Content-Length", String(response.body.count))
             }
-        } else if !response.body.isEmpty {
-            response.body.withUnsafeBytes {
-                _ = evbuffer_add(evhttp_request_get_output_buffer(req), $0.baseAddress, $0.count)
+        } else {
+            if !response.body.isEmpty {
+                response.body.withUnsafeBytes {
+                    _ = evbuffer_add(evhttp_request_get_output_buffer(req), $0.baseAddress, $0.count)
+                }
+            }
+            // What evhttp would add (for a response with a body) with `snprintf("%ld")`, formatted
+            // here on the stack; no status that must not have one (1xx, 204, 304).
+            let status = response.status
+            if status >= 200 && status != 204 && status != 304 && response.header("Content-Length") == nil {
+                HTTPResponder.withDecimal(response.body.count) { _ = evhttp_add_header(out, "Content-Length", $0) }
             }
         }
         HTTPStatus.withReason(response.status) { evhttp_send_reply(req, Int32(response.status), $0, nil) }
@@ -112,6 +120,21 @@ public final class HTTPResponder: @unchecked Sendable {
         owner.metrics.openStreams.increment()
         owner.record(route: route, routeIndex: routeIndex, method: method, status: status, startNanos: startNanos)
         return s
+    }
+
+    /// `n` (not negative) in decimal as a C string on the stack.
+    private static func withDecimal<R>(_ n: Int, _ body: (UnsafePointer<CChar>) -> R) -> R {
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 24) { buffer in
+            var i = 23
+            buffer[i] = 0
+            var v = n
+            repeat {
+                i -= 1
+                buffer[i] = CChar(48 + v % 10)
+                v /= 10
+            } while v > 0
+            return body(buffer.baseAddress! + i)
+        }
     }
 
     /// Clears `headers` but for their `Connection` field.
