@@ -12,9 +12,13 @@ final class ConnectionState {
     var evcon: OpaquePointer?
     /// The socket, as it was when the connection was attached (the key in `LoopHTTP.connections`).
     private(set) var fd: Int32 = -1
-    /// Request-read deadline; armed when bytes arrive while no request is being handled.
-    private var readTimer: OpaquePointer?
-    private var readTimerArmed = false
+    /// Request-read deadline: armed (at the loop's sweep tick `readArmedTick`) when bytes arrive
+    /// while no request is being handled; checked by the loop's periodic sweep (`LoopHTTP.sweep`),
+    /// so arming and disarming it per request is two stores, not an `event_add`/`event_del`.
+    private var readArmed = false
+    private var readArmedTick: UInt64 = 0
+    /// Its index in the loop's list of connections the sweep checks (-1: not in it).
+    var sweepIndex = -1
     /// A request is with a handler (or streaming): no read deadline, no keep-alive reads.
     var handling = false
     /// The responder of the request being handled, if any.
@@ -25,14 +29,17 @@ final class ConnectionState {
     var freeingOurselves = false
     private var closeWatch: OpaquePointer?
     private var inputCallback: OpaquePointer?
-    /// Write watch of a streaming response: the output buffer's callback, its timer, and when the
-    /// peer last accepted bytes (or bytes started waiting), monotonic nanoseconds.
-    private var outputCallback: OpaquePointer?
-    private var writeTimer: OpaquePointer?
-    private var writeTimerArmed = false
+    /// Write watch of a streaming response, checked by the sweep (no buffer callback, no timer):
+    /// the bytes the stream added to the output buffer since the watch started, how many of them the
+    /// peer had taken at the last sweep, and when the peer last took bytes (or bytes started
+    /// waiting), monotonic nanoseconds.
+    private var writeWatching = false
+    private var outputAdded = 0
+    private var outputTaken = 0
     private var lastWriteProgress: UInt64 = 0
     /// The framing of the requests arriving on this connection, followed ahead of evhttp's parser.
-    private var framing: RequestFraming
+    /// (Loop-confined, never accessed re-entrantly: no dynamic exclusivity check per request.)
+    @exclusivity(unchecked) private var framing: RequestFraming
     /// A request refused by `framing`: answered (problem JSON) and the connection closed once the
     /// requests before it are answered.
     private var rejection: RequestFraming.Rejection?
@@ -65,11 +72,6 @@ final class ConnectionState {
                 guard let info, info.pointee.n_added > 0 else { return }
                 Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().bytesArrived(info.pointee.n_added)
             }, arg)
-        readTimer = event_new(
-            owner.loop.base, -1, 0,
-            { _, _, arg in
-                Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().readTimedOut()
-            }, arg)
         setBuffereventTimeouts(streaming: false)
     }
 
@@ -99,7 +101,7 @@ final class ConnectionState {
             }
         }
         if rejection != nil { return settleRejection() }
-        if !handling && !readTimerArmed && owner.readTimeoutEnabled { armReadTimer() }
+        if !handling && !readArmed && owner.readTimeoutEnabled { armReadDeadline() }
     }
 
     /// Feeds the last `added` bytes of the input buffer to `framing` (in place, no copy).
@@ -171,11 +173,39 @@ final class ConnectionState {
         evhttp_connection_free(evcon)
     }
 
-    private func armReadTimer() {
-        guard let readTimer else { return }
-        var tv = owner.readTimeout
-        event_add(readTimer, &tv)
-        readTimerArmed = true
+    private func armReadDeadline() {
+        readArmed = true
+        readArmedTick = owner.sweepTick
+        if sweepIndex < 0 { owner.watch(self) }
+    }
+
+    /// The loop's periodic check (`LoopHTTP.sweep`, once per tick): answers 408 to a request not
+    /// received within `--request-read-timeout` and closes a stream whose peer accepted no bytes
+    /// for `--write-timeout` while bytes waited. Returns whether the sweep should keep checking.
+    func sweep(tick: UInt64, now: UInt64) -> Bool {
+        guard !isClosed else { return false }
+        if readArmed && tick &- readArmedTick >= owner.readTimeoutTicks {
+            readArmed = false
+            readTimedOut()
+            if isClosed { return false }
+        }
+        if writeWatching, !isClosed, let evcon, let output = bufferevent_get_output(bev),
+            case let waiting = evbuffer_get_length(output), waiting > 0
+        {
+            let taken = outputAdded &- waiting
+            if taken != outputTaken {
+                // the peer took bytes since the last sweep: progress, dated now (at most one
+                // interval late, so the time-out can only come later than due, never earlier)
+                outputTaken = taken
+                lastWriteProgress = now
+            } else if now &- lastWriteProgress >= owner.writeTimeoutNanos {
+                owner.metrics.streamWriteTimeouts.increment()
+                freeingOurselves = true
+                evhttp_connection_free(evcon)  // calls connectionClosed() through the close callback
+                return false
+            }
+        }
+        return readArmed || writeWatching
     }
 
     /// A complete request was handed to the server.
@@ -183,10 +213,7 @@ final class ConnectionState {
         framing.requestHandedOver()
         handling = true
         owner.metrics.inFlight.add(1, ordering: .relaxed)
-        if readTimerArmed, let readTimer {
-            event_del(readTimer)
-            readTimerArmed = false
-        }
+        readArmed = false
     }
 
     /// The response went out; the connection may read the next request.
@@ -203,7 +230,6 @@ final class ConnectionState {
     }
 
     private func readTimedOut() {
-        readTimerArmed = false
         guard !handling, let evcon else { return }
         owner.metrics.readTimeouts.increment()
         let body = HTTPResponse.problem(
@@ -253,65 +279,26 @@ final class ConnectionState {
     /// Closes a streaming response whose peer accepted no bytes for `--write-timeout` while bytes
     /// waited (only what the peer takes counts as progress, not what the server adds).
     private func startWriteWatch() {
-        guard owner.writeTimeoutNanos > 0, outputCallback == nil, let output = bufferevent_get_output(bev) else {
-            return
-        }
-        let arg = Unmanaged.passUnretained(self).toOpaque()
+        guard owner.writeTimeoutNanos > 0, !writeWatching, let output = bufferevent_get_output(bev) else { return }
+        writeWatching = true
+        outputAdded = evbuffer_get_length(output)  // the head, not yet taken
+        outputTaken = 0
         lastWriteProgress = monotonicNanos()
-        writeTimer = event_new(
-            owner.loop.base, -1, 0,
-            { _, _, arg in
-                Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().writeTimerFired()
-            }, arg)
-        outputCallback = evbuffer_add_cb(
-            output,
-            { _, info, arg in
-                guard let info else { return }
-                Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().outputChanged(info.pointee)
-            }, arg)
-        if evbuffer_get_length(output) > 0 { armWriteTimer(afterNanos: owner.writeTimeoutNanos) }
+        if sweepIndex < 0 { owner.watch(self) }
     }
 
     private func stopWriteWatch() {
-        if let cb = outputCallback {
-            evbuffer_remove_cb_entry(bufferevent_get_output(bev), cb)
-            outputCallback = nil
-        }
-        if let t = writeTimer {
-            event_free(t)
-            writeTimer = nil
-        }
-        writeTimerArmed = false
+        writeWatching = false
     }
 
-    private func outputChanged(_ info: evbuffer_cb_info) {
-        if info.n_deleted > 0 || (info.n_added > 0 && info.orig_size == 0) {
-            lastWriteProgress = monotonicNanos()  // the peer took bytes, or bytes start waiting now
-        }
-        if info.n_added > 0 && !writeTimerArmed {
-            armWriteTimer(afterNanos: owner.writeTimeoutNanos)
-        }
-    }
+    /// The output buffer's length, for `streamBytesAdded(since:)`.
+    var outputLength: Int { isClosed ? 0 : evbuffer_get_length(bufferevent_get_output(bev)) }
 
-    private func armWriteTimer(afterNanos nanos: UInt64) {
-        guard let writeTimer else { return }
-        var tv = timeval(tv_sec: Int(nanos / 1_000_000_000), tv_usec: Int(nanos % 1_000_000_000 / 1000))
-        event_add(writeTimer, &tv)
-        writeTimerArmed = true
-    }
-
-    private func writeTimerFired() {
-        writeTimerArmed = false
-        guard !isClosed, let evcon, let output = bufferevent_get_output(bev), evbuffer_get_length(output) > 0 else {
-            return  // nothing waits: the next write arms the timer again
-        }
-        let waited = monotonicNanos() &- lastWriteProgress
-        if waited < owner.writeTimeoutNanos {
-            return armWriteTimer(afterNanos: owner.writeTimeoutNanos - waited)
-        }
-        owner.metrics.streamWriteTimeouts.increment()
-        freeingOurselves = true
-        evhttp_connection_free(evcon)  // calls connectionClosed() through the close callback
+    /// A stream chunk went into the output buffer, which held `before` bytes until then.
+    func streamBytesAdded(since before: Int) {
+        guard writeWatching, !isClosed else { return }
+        outputAdded &+= outputLength &- before
+        if before == 0 { lastWriteProgress = monotonicNanos() }  // bytes start waiting now
     }
 
     private func stopCloseWatch() {
@@ -333,10 +320,8 @@ final class ConnectionState {
         isClosed = true
         stopCloseWatch()
         stopWriteWatch()
-        if let t = readTimer {
-            event_free(t)
-            readTimer = nil
-        }
+        readArmed = false
+        owner.unwatch(self)  // not kept until the next sweep: freed with the connection
         if let cb = inputCallback {
             evbuffer_remove_cb_entry(bufferevent_get_input(bev), cb)
             inputCallback = nil

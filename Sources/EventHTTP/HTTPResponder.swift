@@ -75,9 +75,17 @@ public final class HTTPResponder: @unchecked Sendable {
             if response.header("Content-Length") == nil && response.status != 304 && response.status != 204 {
                 evhttp_add_header(out, "Content-Length", String(response.body.count))
             }
-        } else if !response.body.isEmpty {
-            response.body.withUnsafeBytes {
-                _ = evbuffer_add(evhttp_request_get_output_buffer(req), $0.baseAddress, $0.count)
+        } else {
+            if !response.body.isEmpty {
+                response.body.withUnsafeBytes {
+                    _ = evbuffer_add(evhttp_request_get_output_buffer(req), $0.baseAddress, $0.count)
+                }
+            }
+            // What evhttp would add (for a response with a body) with `snprintf("%ld")`, formatted
+            // here on the stack; no status that must not have one (1xx, 204, 304).
+            let status = response.status
+            if status >= 200 && status != 204 && status != 304 && response.header("Content-Length") == nil {
+                HTTPResponder.withDecimal(response.body.count) { _ = evhttp_add_header(out, "Content-Length", $0) }
             }
         }
         HTTPStatus.withReason(response.status) { evhttp_send_reply(req, Int32(response.status), $0, nil) }
@@ -101,6 +109,11 @@ public final class HTTPResponder: @unchecked Sendable {
         guard let req = request, stream == nil, let owner else { return nil }
         addHeaders(evhttp_request_get_output_headers(req), headers)
         HTTPStatus.withReason(status) { evhttp_send_reply_start(req, Int32(status), $0) }
+        // The head is in the output buffer now. The request would keep its header copies (a
+        // strdup'ed name, value and list entry each) as long as the stream lasts: drop them, except
+        // `Connection`, which evhttp reads again when the response ends.
+        HTTPResponder.dropHeaders(evhttp_request_get_output_headers(req))
+        HTTPResponder.dropHeaders(evhttp_request_get_input_headers(req))
         let s = HTTPStream(responder: self)
         stream = s
         connection?.startCloseWatch()
@@ -109,11 +122,35 @@ public final class HTTPResponder: @unchecked Sendable {
         return s
     }
 
+    /// `n` (not negative) in decimal as a C string on the stack.
+    private static func withDecimal<R>(_ n: Int, _ body: (UnsafePointer<CChar>) -> R) -> R {
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 24) { buffer in
+            var i = 23
+            buffer[i] = 0
+            var v = n
+            repeat {
+                i -= 1
+                buffer[i] = CChar(48 + v % 10)
+                v /= 10
+            } while v > 0
+            return body(buffer.baseAddress! + i)
+        }
+    }
+
+    /// Clears `headers` but for their `Connection` field.
+    private static func dropHeaders(_ headers: UnsafeMutablePointer<evkeyvalq>?) {
+        guard let headers else { return }
+        let connection = evhttp_find_header(headers, "Connection").map { String(cString: $0) }
+        evhttp_clear_headers(headers)
+        if let connection { _ = evhttp_add_header(headers, "Connection", connection) }
+    }
+
     private func addHeaders(_ out: UnsafeMutablePointer<evkeyvalq>?, _ headers: [(String, String)]) {
         let owner = owner.unsafelyUnwrapped
         for (n, v) in owner.config.commonHeaders { addHeader(out, n, v) }
         for (n, v) in headers { addHeader(out, n, v) }
         if owner.server.state == .draining { evhttp_add_header(out, "Connection", "close") }
+        owner.date.withCurrent { _ = evhttp_add_header(out, "Date", $0) }  // evhttp then formats none
     }
 
     /// `evhttp_add_header` with both strings as C strings: a native Swift string is already
@@ -136,8 +173,10 @@ public final class HTTPResponder: @unchecked Sendable {
             return
         }
         guard let req = request, let owner else { return }
+        let before = connection?.outputLength ?? 0
         evbuffer_add(owner.scratch, bytes.baseAddress, bytes.count)
         evhttp_send_reply_chunk(req, owner.scratch)
+        connection?.streamBytesAdded(since: before)
         connection?.flushOutput()
     }
 

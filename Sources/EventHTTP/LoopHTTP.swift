@@ -13,11 +13,21 @@ final class LoopHTTP: @unchecked Sendable {
     private(set) var http: OpaquePointer?
     private var boundSocket: OpaquePointer?
     /// Open connections by socket fd (small, dense integers): found per request without hashing.
-    private var connections: [ConnectionState?] = []
+    /// Loop-confined and never accessed re-entrantly: no dynamic exclusivity check per request.
+    @exclusivity(unchecked) private var connections: [ConnectionState?] = []
     /// Reused buffer for streaming chunks (evhttp moves its contents out).
     let scratch: OpaquePointer
-    let readTimeout: timeval
     let readTimeoutEnabled: Bool
+    /// Read deadlines and stream write watches are checked by one periodic sweep per loop
+    /// (`sweep`), every `sweepInterval` seconds: a connection's read deadline fires after
+    /// `readTimeoutTicks` ticks, i.e. between `requestReadTimeout` and one interval later.
+    let sweepInterval: Double
+    let readTimeoutTicks: UInt64
+    /// Sweeps run so far (the coarse clock of the read deadlines).
+    private(set) var sweepTick: UInt64 = 0
+    /// Connections with an armed read deadline or a stream write watch (`ConnectionState.sweepIndex`).
+    private var sweepList: [ConnectionState] = []
+    private var sweepEvent: OpaquePointer?
     /// `config.idleTimeout` and `config.writeTimeout` as timevals (nil: disabled), for the bufferevents.
     let idleTimeval: timeval?
     let writeTimeval: timeval?
@@ -25,6 +35,8 @@ final class LoopHTTP: @unchecked Sendable {
     let writeTimeoutNanos: UInt64
     /// Set while evhttp_free tears every connection down at shutdown.
     var freeingAll = false
+    /// The `Date` header value, formatted once per second.
+    var date = DateHeaderCache()
     /// This loop's request counts and latencies (merged across loops when /metrics is read).
     private(set) var requestMetrics = RequestMetrics()
     // Read on every request: kept here so the hot path copies no configuration struct and
@@ -39,8 +51,12 @@ final class LoopHTTP: @unchecked Sendable {
         self.server = server
         self.loop = loop
         scratch = evbuffer_new()
-        readTimeout = loop.timeout(server.configuration.requestReadTimeout)
         readTimeoutEnabled = server.configuration.requestReadTimeout > 0
+        let watchedTimeouts = [server.configuration.requestReadTimeout, server.configuration.writeTimeout].filter {
+            $0 > 0
+        }
+        sweepInterval = min(1, max(0.01, (watchedTimeouts.min() ?? 1) / 8))
+        readTimeoutTicks = UInt64((max(0, server.configuration.requestReadTimeout) / sweepInterval).rounded(.up)) + 1
         idleTimeval = LoopHTTP.timeval(seconds: server.configuration.idleTimeout)
         writeTimeval = LoopHTTP.timeval(seconds: server.configuration.writeTimeout)
         writeTimeoutNanos = UInt64(max(0, server.configuration.writeTimeout) * 1e9)
@@ -71,6 +87,51 @@ final class LoopHTTP: @unchecked Sendable {
                 Unmanaged<LoopHTTP>.fromOpaque(arg!).takeUnretainedValue().handle(req!)
             }, arg)
         boundSocket = evhttp_accept_socket_with_handle(http, listenFD)
+        if !watchedTimeouts.isEmpty {
+            sweepEvent = event_new(
+                loop.base, -1, Int16(EV_PERSIST),
+                { _, _, arg in
+                    Unmanaged<LoopHTTP>.fromOpaque(arg!).takeUnretainedValue().sweep()
+                }, arg)
+            var tv = loop.timeout(sweepInterval)
+            event_add(sweepEvent, &tv)
+        }
+    }
+
+    /// Adds a connection to the sweep's list (it stays there until the sweep finds nothing to check
+    /// or the connection closes).
+    func watch(_ state: ConnectionState) {
+        state.sweepIndex = sweepList.count
+        sweepList.append(state)
+    }
+
+    /// Removes a connection from the sweep's list (swap with the last: O(1)).
+    func unwatch(_ state: ConnectionState) {
+        let i = state.sweepIndex
+        guard i >= 0, i < sweepList.count, sweepList[i] === state else { return }
+        let last = sweepList.removeLast()
+        if last !== state {
+            sweepList[i] = last
+            last.sweepIndex = i
+        }
+        state.sweepIndex = -1
+    }
+
+    /// The periodic check of read deadlines and stream write watches (see `sweepInterval`).
+    /// Backwards, so that the swap-removals (here, or of connections closed meanwhile) only move
+    /// entries already checked.
+    private func sweep() {
+        sweepTick &+= 1
+        guard !sweepList.isEmpty else { return }
+        let now = monotonicNanos()
+        var i = sweepList.count - 1
+        while i >= 0 {
+            if i < sweepList.count {
+                let state = sweepList[i]
+                if !state.sweep(tick: sweepTick, now: now) { unwatch(state) }
+            }
+            i -= 1
+        }
     }
 
     /// A plain timeval of `seconds` (nil when not positive).
@@ -134,7 +195,12 @@ final class LoopHTTP: @unchecked Sendable {
     func freeAll() {
         stopAccepting()
         freeingAll = true
+        if let e = sweepEvent {
+            event_free(e)
+            sweepEvent = nil
+        }
         if let http { evhttp_free(http) }
+        sweepList = []
         http = nil
         evbuffer_free(scratch)
     }
@@ -185,9 +251,15 @@ final class LoopHTTP: @unchecked Sendable {
                 HTTPResponse.problem(status: 400, detail: "the request target must be an absolute path"))
         }
         var headers: [(String, String)] = []
-        headers.reserveCapacity(12)
         var headerBytes = 0
         if let q = evhttp_request_get_input_headers(req) {
+            var count = 0  // the exact capacity: one allocation of the size needed (wrk sends 1 header)
+            var c = clibevent_headers_first(q)
+            while let h = c {
+                count += 1
+                c = clibevent_headers_next(h)
+            }
+            headers.reserveCapacity(count)
             var kv = clibevent_headers_first(q)
             while let h = kv {
                 let name = String(cString: h.pointee.key)
