@@ -81,7 +81,10 @@ public final class Application: @unchecked Sendable {
     /// Starts listening and the session timers.
     public func start() throws(SystemError) {
         try server.start()
-        cluster?.start()
+        if let cluster {
+            cluster.start()
+            subscribeForwardReplies(cluster)
+        }
         for sl in sessionLoops { sl.loop.execute { sl.startTimers() } }
     }
 

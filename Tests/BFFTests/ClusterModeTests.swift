@@ -78,19 +78,33 @@ final class ClusterModeTests: XCTestCase {
             try WireConnection.get(port: b.port, path: "/api/sessions/AAAAAAAAAAAAAAAAAAAAAA0/state").status, 404)
     }
 
-    func testAnInputAtANodeThatDoesNotHoldTheLiveLeaseIsRefusedHonestlyAndNotApplied() throws {
+    func testAnInputAtANonOwnerIsForwardedToTheOwnerAndAcknowledgedOnlyOnceCommitted() throws {
         let a = try node("a")
         let b = try node("b")
+        let c = try node("c")
         let id = try a.createSession()
-        XCTAssertEqual(try name(a, id, "ann").status, 202)
-        XCTAssertEqual(try greet(a, id).status, 202)
+        let (conn, events) = try c.stream(id)
+        defer { conn.close() }
+        _ = try events.next()  // snapshot
         let r = try name(b, id, "bob")
-        XCTAssertEqual(r.status, 503)
-        XCTAssertNotNil(r.header("Retry-After"))
-        XCTAssertEqual(r.header("Content-Type"), "application/problem+json")
-        XCTAssertEqual(try label(b, id), "Hello, ANN!")
-        XCTAssertEqual(inputSeq(try name(a, id, "cat")), 3, "the refused input used no number")
-        XCTAssertTrue(try metrics(b).contains("bff_cluster_inputs_owned_elsewhere_total 1"))
+        XCTAssertEqual(r.status, 202, "\(r)")
+        XCTAssertEqual(inputSeq(r), 1)
+        XCTAssertEqual(inputSeq(try greet(c, id)), 2)
+        // Acknowledged means committed: every node reads it at once, the owner (A) kept running it.
+        XCTAssertEqual(try label(a, id), "Hello, BOB!")
+        XCTAssertEqual(try b.state(id), try c.state(id))
+        XCTAssertEqual(try events.next(until: "greeting").last?.id, String((1 << 32) + 1))
+        let e = try XCTUnwrap(events.next(until: "greeting").last)
+        XCTAssertEqual(e.id, String((1 << 32) + 2), "no takeover: still token 1")
+        XCTAssertEqual(try JSONValue.parse(e.data)["outputs"]?["label"], "Hello, BOB!")
+        // The owner's answers travel back unchanged: a refusal, and an idempotent retry through B.
+        XCTAssertEqual(try b.post(id, "greeting", "nope").status, 404)
+        XCTAssertEqual(inputSeq(try name(b, id, "cy", key: "k")), 3)
+        XCTAssertEqual(inputSeq(try name(c, id, "cy", key: "k")), 3)
+        XCTAssertEqual(inputSeq(try name(a, id, "cy", key: "k")), 3)
+        XCTAssertEqual(inputSeq(try greet(a, id)), 4)
+        XCTAssertTrue(try metrics(b).contains("bff_cluster_inputs_owned_elsewhere_total 3"))
+        XCTAssertTrue(try metrics(a).contains("bff_cluster_takeovers_total 0"))
     }
 
     func testAStreamOnAnotherNodeSeesTheOwnersEventsWithTheStoredIdsAndReplaysFromLastEventID() throws {

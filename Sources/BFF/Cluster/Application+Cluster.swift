@@ -67,10 +67,13 @@ extension Application {
             owned.flushScheduled = true
             home.loop.execute { self.flush(owned, cluster: cluster) }
         }
+        let subscriber = cluster.subscribers[home.loop.index]
+        let inputChannel = cluster.inputChannel(session.id)
         session.onEnd = { [unowned owned] in
             owned.failWaiters()
             guard state.value.owned[session.id] === owned else { return }
             state.value.owned[session.id] = nil
+            subscriber.unsubscribe(channel: inputChannel)
             if let keeper = owned.keeper {
                 keeper.handOver { r in if case .success(true) = r { cluster.metrics.handOvers.increment() } }
             }
@@ -89,6 +92,10 @@ extension Application {
             })
         owned.keeper = keeper
         state.value.owned[session.id] = owned
+        // Inputs that reach other nodes come here through Redis while this loop runs the session.
+        subscriber.subscribe(channel: inputChannel) { [unowned self] message in
+            self.receiveForwarded(message.payload, cluster: cluster, home: home)
+        }
         home.add(session)
         keeper.start()
         return owned
@@ -132,8 +139,8 @@ extension Application {
     /// Runs `body` with the session this loop holds the lease of, acquiring it (a takeover when another
     /// holder had it) if the lease is free; otherwise answers on `res`.
     func withOwned(
-        _ id: String, cluster: ClusterNode, home: SessionLoop, res: HTTPResponder,
-        _ body: @escaping (OwnedSession) -> Void
+        _ id: String, cluster: ClusterNode, home: SessionLoop, reply: @escaping (HTTPResponse) -> Void,
+        onHeld: ((_ remainingMilliseconds: Int) -> Void)? = nil, _ body: @escaping (OwnedSession) -> Void
     ) {
         let state = cluster.perLoop[home.loop.index]
         if let owned = state.value.owned[id] { return body(owned) }
@@ -143,7 +150,7 @@ extension Application {
             switch result {
             case .success(.acquired(let lease, let snapshot)):
                 guard self.reserveSession() else {
-                    return res.sendFromAnyLoop(
+                    return reply(
                         .problem(status: 503, detail: "too many sessions", headers: [("Retry-After", "30")]))
                 }
                 let loop = home.loop
@@ -157,7 +164,7 @@ extension Application {
                     session.end(reason: "moved")
                     self.sessionEnded(reason: "moved")
                     cluster.stores[home.loop.index].release(lease) { _ in }
-                    return res.sendFromAnyLoop(
+                    return reply(
                         .problem(status: 500, detail: "the session's stored state is unreadable"))
                 }
                 session.adoptCommitted(seq: Int(snapshot.seq), inputSeq: Int(snapshot.inputSeq))
@@ -166,9 +173,10 @@ extension Application {
                     self.adopt(
                         session, lease: lease, committedInputSeq: Int(snapshot.inputSeq), cluster: cluster, home: home))
             case .success(.heldBy(_, let ms)):
+                if let onHeld { return onHeld(ms) }
                 cluster.metrics.crossNodeInputs.increment()
                 let seconds = max(1, (ms + 999) / 1000)
-                res.sendFromAnyLoop(
+                reply(
                     .problem(
                         status: 503,
                         detail: "session '\(id)' is run by another node; this node takes it over when that node's "
@@ -176,7 +184,7 @@ extension Application {
                         headers: [("Retry-After", String(seconds))]))
             case .failure(let error):
                 cluster.failed(error)
-                res.sendFromAnyLoop(Application.response(to: error, cluster: cluster, sessionID: id))
+                reply(Application.response(to: error, cluster: cluster, sessionID: id))
             }
         }
     }
@@ -188,57 +196,72 @@ extension Application {
         _ req: HTTPRequest, _ res: HTTPResponder
     ) {
         guard let home = home(of: id) else { return res.send(Application.noSession(id)) }
+        let reply: @Sendable (HTTPResponse) -> Void = { res.sendFromAnyLoop($0) }
         home.loop.runOrExecute { [unowned self] in
-            self.withOwned(id, cluster: cluster, home: home, res: res) { owned in
-                let s = owned.session
-                let apply = {
-                    let outcome = s.offer(
-                        viewModel: vmName, input: input, value: value, idempotencyKey: key, now: self.now())
-                    switch outcome {
-                    case .accepted(let n):
-                        self.commit(owned, cluster: cluster, isInput: true, idempotencyKey: key) { result in
-                            switch result {
-                            case .success(let r):
-                                let seq = r.inputSeq.map { Int($0) } ?? n
-                                if seq != n {
-                                    self.logger.error(
-                                        "inputSeq differs from the store's",
-                                        metadata: ["local": "\(n)", "store": "\(seq)"])
-                                }
-                                owned.acknowledged(seq)
-                                res.sendFromAnyLoop(.json(202, ["inputSeq": .int(seq)]))
-                            case .failure(let error):
-                                res.sendFromAnyLoop(Application.response(to: error, cluster: cluster, sessionID: id))
-                            }
-                        }
-                    case .duplicate(let n) where n > owned.committedInputSeq:
-                        // The first attempt's commit is still in flight: answer when it lands.
-                        owned.waiters.append(
-                            (
-                                n,
-                                { ok in
-                                    res.sendFromAnyLoop(
-                                        ok
-                                            ? .json(202, ["inputSeq": .int(n)])
-                                            : Application.response(
-                                                to: .unavailable("moved"), cluster: cluster, sessionID: id))
-                                }
-                            ))
-                    default:
-                        res.sendFromAnyLoop(Application.response(to: outcome, sessionID: id))
-                    }
+            self.withOwned(
+                id, cluster: cluster, home: home, reply: reply,
+                onHeld: { ms in
+                    let input = ForwardedInput(
+                        sessionID: id, viewModel: vmName, input: input, value: value, idempotencyKey: key)
+                    self.forward(input, cluster: cluster, home: home, remainingMilliseconds: ms, reply: reply)
                 }
-                guard let key else { return apply() }
-                // A key a previous owner committed is in the store, not in this node's memory.
-                cluster.stores[home.loop.index].inputSeq(sessionID: id, idempotencyKey: key) { result in
+            ) { owned in
+                self.applyInput(
+                    owned, cluster: cluster, viewModel: vmName, input: input, value: value, key: key, reply: reply)
+            }
+        }
+    }
+
+    /// Applies one input to a session run here and answers once it is committed (owner loop).
+    func applyInput(
+        _ owned: OwnedSession, cluster: ClusterNode, viewModel vmName: String, input: String, value: JSONValue,
+        key: String?, reply: @escaping (HTTPResponse) -> Void
+    ) {
+        let s = owned.session
+        let id = s.id
+        let apply = {
+            let outcome = s.offer(viewModel: vmName, input: input, value: value, idempotencyKey: key, now: self.now())
+            switch outcome {
+            case .accepted(let n):
+                self.commit(owned, cluster: cluster, isInput: true, idempotencyKey: key) { result in
                     switch result {
-                    case .success(let seen?): res.sendFromAnyLoop(.json(202, ["inputSeq": .int(Int(seen))]))
-                    case .success(nil): apply()
+                    case .success(let r):
+                        let seq = r.inputSeq.map { Int($0) } ?? n
+                        if seq != n {
+                            self.logger.error(
+                                "inputSeq differs from the store's", metadata: ["local": "\(n)", "store": "\(seq)"])
+                        }
+                        owned.acknowledged(seq)
+                        reply(.json(202, ["inputSeq": .int(seq)]))
                     case .failure(let error):
-                        cluster.failed(error)
-                        res.sendFromAnyLoop(Application.response(to: error, cluster: cluster, sessionID: id))
+                        reply(Application.response(to: error, cluster: cluster, sessionID: id))
                     }
                 }
+            case .duplicate(let n) where n > owned.committedInputSeq:
+                // The first attempt's commit is still in flight: answer when it lands.
+                owned.waiters.append(
+                    (
+                        n,
+                        { ok in
+                            reply(
+                                ok
+                                    ? .json(202, ["inputSeq": .int(n)])
+                                    : Application.response(to: .unavailable("moved"), cluster: cluster, sessionID: id))
+                        }
+                    ))
+            default:
+                reply(Application.response(to: outcome, sessionID: id))
+            }
+        }
+        guard let key else { return apply() }
+        // A key a previous owner committed is in the store, not in this node's memory.
+        cluster.stores[s.home.loop.index].inputSeq(sessionID: id, idempotencyKey: key) { result in
+            switch result {
+            case .success(let seen?): reply(.json(202, ["inputSeq": .int(Int(seen))]))
+            case .success(nil): apply()
+            case .failure(let error):
+                cluster.failed(error)
+                reply(Application.response(to: error, cluster: cluster, sessionID: id))
             }
         }
     }
@@ -246,7 +269,7 @@ extension Application {
     func clusterDelete(_ cluster: ClusterNode, id: String, _ req: HTTPRequest, _ res: HTTPResponder) {
         guard let home = home(of: id) else { return res.send(Application.noSession(id)) }
         home.loop.runOrExecute { [unowned self] in
-            self.withOwned(id, cluster: cluster, home: home, res: res) { owned in
+            self.withOwned(id, cluster: cluster, home: home, reply: { res.sendFromAnyLoop($0) }) { owned in
                 owned.keeper?.stop()
                 cluster.stores[home.loop.index].delete(owned.lease) { result in
                     if home.sessions[id] === owned.session { home.remove(id, reason: "deleted") }

@@ -24,6 +24,10 @@ final class ClusterNode: @unchecked Sendable {
     let holders: [String]
     let metrics: ClusterMetrics
     let logger: Logger
+    /// Per loop: the channel owners answer forwarded inputs on (`<prefix>:reply:<holder>`).
+    let replyChannels: [String]
+    /// Seconds a forwarded input waits for the owner's answer.
+    let forwardTimeout: Double
 
     init(
         settings: ClusterSettings, configuration: AppConfiguration, loops: [EventLoop], logger: Logger,
@@ -44,6 +48,8 @@ final class ClusterNode: @unchecked Sendable {
         var rng = SystemRandomNumberGenerator()
         let nonce = String(rng.next() as UInt64, radix: 36)
         holders = loops.indices.map { "\(settings.nodeID)#\(nonce)#\($0)" }
+        replyChannels = holders.map { "\(settings.keyPrefix):reply:\($0)" }
+        forwardTimeout = min(2, settings.leaseTTL)
         metrics = ClusterMetrics(factory: factory)
         for c in group.connections {
             let m = metrics
@@ -56,6 +62,9 @@ final class ClusterNode: @unchecked Sendable {
         group.start()
         for s in subscribers { s.connection.loop.execute { s.start() } }
     }
+
+    /// The channel the owner of session `id` takes forwarded inputs from.
+    func inputChannel(_ id: String) -> String { "\(settings.keyPrefix):s:{\(id)}:in" }
 
     /// True when every command connection answers (`/readyz`).
     var isReady: Bool { group.isReady }
@@ -98,6 +107,9 @@ struct ClusterLoopState {
     var owned: [String: OwnedSession] = [:]
     /// Streams on this loop fed from Redis, by session.
     var fed: [String: FedSession] = [:]
+    /// Inputs forwarded from this loop to other nodes, waiting for their answers.
+    var forwards: [Int: PendingForward] = [:]
+    var nextForward = 0
 }
 
 /// A session run here under a lease (owner loop only).
