@@ -1,5 +1,6 @@
 import BFF
 import Foundation
+import GitHubSearch
 import JSON
 import RedisTestSupport
 import WireClient
@@ -21,9 +22,11 @@ final class ClusterModeTests: XCTestCase {
         redis = nil
     }
 
-    func node(_ name: String, leaseTTL: Double = 10) throws -> LiveApp {
+    func node(_ name: String, leaseTTL: Double = 10, search: any RepositorySearching = UnexpectedSearch()) throws
+        -> LiveApp
+    {
         let url = redis.url
-        let app = try LiveApp { c in
+        let app = try LiveApp(search: search) { c in
             c.cluster = ClusterSettings(redisURL: url, nodeID: name, leaseTTL: leaseTTL)
         }
         try waitUntil("\(name) ready", within: 10) {
@@ -180,6 +183,21 @@ final class ClusterModeTests: XCTestCase {
         XCTAssertEqual(try label(b, id), "Hello, BOB!")
     }
 
+    func testASearchLoadingWhenItsOwnerDiedIsIssuedAgainByTheNodeThatTakesOver() throws {
+        let ttl = 1.0
+        let a = try node("a", leaseTTL: ttl, search: HangingSearch())
+        let b = try node("b", leaseTTL: ttl, search: AnsweringSearch(total: 7))
+        let id = try a.createSession()
+        XCTAssertEqual(try a.post(id, "search", "query", #"{"value":"swift"}"#).status, 202)
+        XCTAssertEqual(try a.post(id, "search", "submit").status, 202)
+        XCTAssertEqual(try b.state(id)["viewModels"]?["search"]?["totalCount"], JSONValue.null)
+        a.app.server.shutdown(gracePeriod: 0)  // dies with its search under way
+        try waitUntil("takeover by B's next input", within: ttl + 2) { try name(b, id, "bob").status == 202 }
+        try waitUntil("the restored search answered on B", within: 5) {
+            try b.state(id)["viewModels"]?["search"]?["totalCount"] == 7
+        }
+    }
+
     func testAZombieOwnerCannotCommitAfterBeingTakenOver() throws {
         let a = try node("a", leaseTTL: 30)  // renews every 10 s: it will not notice in time
         let b = try node("b", leaseTTL: 30)
@@ -228,5 +246,23 @@ final class ClusterModeTests: XCTestCase {
         try p.run()
         p.waitUntilExit()
         XCTAssertEqual(p.terminationStatus, 0)
+    }
+}
+
+/// A search that never answers (until cancelled): the owner dies while it is under way.
+struct HangingSearch: RepositorySearching {
+    func search(_ request: SearchRequest, policy: CachePolicy) async throws(SearchError) -> SearchResponse {
+        try? await Task.sleep(nanoseconds: 60_000_000_000)
+        throw .upstream(message: "cancelled")
+    }
+}
+
+/// A search that answers at once with an empty page of `total` results.
+struct AnsweringSearch: RepositorySearching {
+    let total: Int
+    func search(_ request: SearchRequest, policy: CachePolicy) async throws(SearchError) -> SearchResponse {
+        SearchResponse(
+            page: SearchPage(totalCount: total, incompleteResults: false, repositories: [], page: 1, hasMore: false),
+            cache: .miss)
     }
 }
