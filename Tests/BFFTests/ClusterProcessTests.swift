@@ -1,0 +1,94 @@
+import Foundation
+import Glibc
+import JSON
+import RedisTestSupport
+import WireClient
+import XCTest
+
+/// Cluster mode with real `bff` processes on one real `redis-server`: `kill -9` of the owner under a
+/// sequence of inputs spread over two nodes (every acknowledged input applied exactly once: each
+/// keyed input gets the next `inputSeq`, retries with the same key get the same one), then `SIGTERM`
+/// of the survivor hands its sessions to a third node at once. Waiting for a takeover polls with a
+/// deadline (the guarantee is "within the lease TTL + 2 s").
+final class ClusterProcessTests: XCTestCase {
+    private var bff: String { ChildProcess.buildFolder + "/bff" }
+
+    private func startNode(redis: RedisServerProcess, name: String, threads: Int) throws -> (ChildProcess, Int) {
+        let p = try ChildProcess(
+            bff,
+            [
+                "--port", "0", "--threads", "\(threads)", "--cache-file", "none", "--redis-url", redis.url,
+                "--node-id", name, "--lease-ttl", "1",
+            ],
+            environment: ["GITHUB_API_URL": "http://127.0.0.1:9", "LOG_LEVEL": "warning"])
+        let port = try XCTUnwrap(p.waitForPort(marker: "bff listening"), "bff printed no port: \(p.stderrText)")
+        let deadline = Date().addingTimeInterval(10)
+        while (try? WireConnection.get(port: port, path: "/readyz").status) != 200 {
+            if Date() > deadline { XCTFail("\(name) not ready") }
+            usleep(20_000)
+        }
+        return (p, port)
+    }
+
+    /// Sends input `i` (key `k<i>`) to `port`, then to `fallback` until it is acknowledged.
+    private func input(_ id: String, _ i: Int, port: Int, fallback: Int, within seconds: Double) throws -> Int? {
+        let deadline = Date().addingTimeInterval(seconds)
+        var target = port
+        while Date() < deadline {
+            if let c = try? WireConnection(port: target),
+                let r = try? c.request(
+                    "POST", "/api/sessions/\(id)/greeting/name",
+                    headers: [("Content-Type", "application/json"), ("Idempotency-Key", "k\(i)")],
+                    body: Array(#"{"value":"n\#(i)"}"#.utf8))
+            {
+                c.close()
+                if r.status == 202 { return try JSONValue.parse(r.body)["inputSeq"]?.intValue }
+                XCTAssertEqual(r.status, 503, "only 503 while ownership moves: \(r)")
+            }
+            target = fallback
+            usleep(50_000)
+        }
+        return nil
+    }
+
+    func testKill9OfTheOwnerLosesNoAcknowledgedInputAndSIGTERMHandsOverAtOnce() throws {
+        let redis = try RedisServerProcess()
+        defer { redis.kill() }
+        let (a, portA) = try startNode(redis: redis, name: "a", threads: 2)
+        let (b, portB) = try startNode(redis: redis, name: "b", threads: 1)
+        let created = try WireConnection.post(port: portA, path: "/api/sessions", body: [])
+        XCTAssertEqual(created.status, 201)
+        let id = try XCTUnwrap(JSONValue.parse(created.body)["id"]?.stringValue)
+
+        var killedAt: Date?
+        for i in 1...40 {
+            if i == 21 {
+                a.send(SIGKILL)
+                _ = a.waitForExit(timeout: 5)
+                killedAt = Date()
+            }
+            let port = i <= 20 && i % 2 == 0 ? portA : portB
+            let seq = try input(id, i, port: port, fallback: portB, within: 1 + 2 + 2)
+            XCTAssertEqual(seq, i, "input \(i): acknowledged once, with the next number")
+            if i == 21, let killedAt {
+                print(
+                    "cluster: input acknowledged \(Date().timeIntervalSince(killedAt)) s after kill -9 (lease TTL 1 s)")
+                XCTAssertLessThan(Date().timeIntervalSince(killedAt), 1 + 2, "takeover within TTL + 2 s")
+            }
+            // A retry of an acknowledged input is answered with its number, not applied again.
+            if i % 10 == 0 { XCTAssertEqual(try input(id, i, port: portB, fallback: portB, within: 3), i) }
+        }
+        let state = try JSONValue.parse(try WireConnection.get(port: portB, path: "/api/sessions/\(id)/state").body)
+        XCTAssertEqual(state["viewModels"]?["greeting"]?["buttonEnabled"], true)
+
+        // SIGTERM: B hands its lease over before exiting; C takes the next input at once.
+        let (c, portC) = try startNode(redis: redis, name: "c", threads: 1)
+        defer { c.send(SIGTERM) }
+        b.send(SIGTERM)
+        XCTAssertEqual(b.waitForExit(timeout: 5), 0)
+        let started = Date()
+        XCTAssertEqual(try input(id, 41, port: portC, fallback: portC, within: 2), 41)
+        print("cluster: input acknowledged by C \(Date().timeIntervalSince(started)) s after B exited on SIGTERM")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 0.9, "no waiting for the 1 s lease TTL")
+    }
+}
