@@ -84,6 +84,7 @@ public final class Application: @unchecked Sendable {
         if let cluster {
             cluster.start()
             subscribeForwardReplies(cluster)
+            startOrphanChecks(cluster)
         }
         for sl in sessionLoops { sl.loop.execute { sl.startTimers() } }
     }

@@ -198,6 +198,29 @@ final class ClusterModeTests: XCTestCase {
         }
     }
 
+    func testAnOrphanedSessionWithAStreamElsewhereIsTakenOverWithoutARequest() throws {
+        let ttl = 1.0
+        let a = try node("a", leaseTTL: ttl, search: HangingSearch())
+        let b = try node("b", leaseTTL: ttl, search: AnsweringSearch(total: 9))
+        let id = try a.createSession()
+        let (conn, events) = try b.stream(id)
+        defer { conn.close() }
+        _ = try events.next()  // snapshot
+        XCTAssertEqual(try a.post(id, "search", "query", #"{"value":"swift"}"#).status, 202)
+        XCTAssertEqual(try a.post(id, "search", "submit").status, 202)
+        a.app.server.shutdown(gracePeriod: 0)  // dies with its search under way; nobody sends a request
+        let deadline = Date().addingTimeInterval(ttl + 2 + ttl)  // expiry + bound + one check interval
+        var total: JSONValue?
+        while total != 9, Date() < deadline {
+            guard let e = try events.next(timeout: max(0.1, deadline.timeIntervalSinceNow)), e.event == "search" else {
+                continue
+            }
+            if let t = try JSONValue.parse(e.data)["outputs"]?["totalCount"] { total = t }
+        }
+        XCTAssertEqual(total, 9, "B took the session over and its restored search answered")
+        XCTAssertEqual(try b.state(id)["viewModels"]?["search"]?["totalCount"], 9)
+    }
+
     func testAZombieOwnerCannotCommitAfterBeingTakenOver() throws {
         let a = try node("a", leaseTTL: 30)  // renews every 10 s: it will not notice in time
         let b = try node("b", leaseTTL: 30)

@@ -132,6 +132,30 @@ extension Application {
         pending.reply(response)
     }
 
+    /// Every `orphanCheckInterval`, each loop tries to acquire the sessions it streams but nobody here
+    /// runs: one whose owner died (`kill -9`) is taken over when its lease has run out even if no
+    /// request comes (a search it was loading completes, the streams see it). A live lease elsewhere
+    /// costs one `acquire` round trip per streamed session per interval and changes nothing.
+    func startOrphanChecks(_ cluster: ClusterNode) {
+        for (index, state) in cluster.perLoop.enumerated() {
+            let loop = state.loop
+            loop.execute { [unowned self] in
+                state.value.orphanTimer = loop.scheduleRepeating(every: cluster.orphanCheckInterval) {
+                    [unowned self] in
+                    for id in state.value.fed.keys { self.adoptIfOrphaned(id, cluster: cluster, from: index) }
+                }
+            }
+        }
+    }
+
+    private func adoptIfOrphaned(_ id: String, cluster: ClusterNode, from index: Int) {
+        guard let home = home(of: id) else { return }
+        home.loop.runOrExecute { [unowned self] in
+            guard cluster.perLoop[home.loop.index].value.owned[id] == nil else { return }
+            self.withOwned(id, cluster: cluster, home: home, reply: { _ in }, onHeld: { _ in }) { _ in }
+        }
+    }
+
     /// Subscribes every loop to its reply channel (at start).
     func subscribeForwardReplies(_ cluster: ClusterNode) {
         for (index, subscriber) in cluster.subscribers.enumerated() {

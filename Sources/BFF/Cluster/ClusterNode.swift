@@ -51,9 +51,16 @@ final class ClusterNode: @unchecked Sendable {
         replyChannels = holders.map { "\(settings.keyPrefix):reply:\($0)" }
         forwardTimeout = min(2, settings.leaseTTL)
         metrics = ClusterMetrics(factory: factory)
-        for c in group.connections {
+        for (c, subscriber) in zip(group.connections, subscribers) {
             let m = metrics
             c.onRoundTrip = { m.roundTrip.recordSeconds($0) }
+            // hiredis 0.14 cannot PING a subscriber: when the loop's command connection (which times
+            // out) drops, the subscriber's may be stuck too, so it is made again.
+            var wasReady = false
+            c.onStateChange = { state in
+                if wasReady, state != .ready { subscriber.connection.reconnect() }
+                wasReady = state == .ready
+            }
         }
     }
 
@@ -62,6 +69,9 @@ final class ClusterNode: @unchecked Sendable {
         group.start()
         for s in subscribers { s.connection.loop.execute { s.start() } }
     }
+
+    /// Seconds between two checks, per loop, of the leases of sessions streamed there (orphans).
+    var orphanCheckInterval: Double { settings.leaseTTL }
 
     /// The channel the owner of session `id` takes forwarded inputs from.
     func inputChannel(_ id: String) -> String { "\(settings.keyPrefix):s:{\(id)}:in" }
@@ -110,6 +120,8 @@ struct ClusterLoopState {
     /// Inputs forwarded from this loop to other nodes, waiting for their answers.
     var forwards: [Int: PendingForward] = [:]
     var nextForward = 0
+    /// The timer that looks for orphaned sessions among those streamed here.
+    var orphanTimer: LoopTimer?
 }
 
 /// A session run here under a lease (owner loop only).
