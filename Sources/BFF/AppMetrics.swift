@@ -33,7 +33,7 @@ final class AppMetrics: Sendable {
         coalesced = CoreMetrics.Counter(label: "bff_coalesced_state_frames_total", factory: f)
         eventLoopThreads = Meter(label: "bff_event_loop_threads", factory: f)
         var ended: [String: CoreMetrics.Counter] = [:]
-        for reason in ["deleted", "expired", "shutdown", "moved"] {
+        for reason in ["deleted", "expired", "shutdown"] {
             ended[reason] = CoreMetrics.Counter(
                 label: "bff_sessions_ended_total", dimensions: [("reason", reason)], factory: f)
         }

@@ -126,6 +126,7 @@ public final class Application: @unchecked Sendable {
         sessionCount.subtract(1, ordering: .relaxed)
         metrics.sessions.decrement()
         metrics.sessionEnded(reason: reason)
+        if reason == "moved" { cluster?.metrics.moved.increment() }
     }
 
     /// The loop that owns session `id`, or nil when `id` cannot be one of ours.

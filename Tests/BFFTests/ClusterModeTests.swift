@@ -236,6 +236,7 @@ final class ClusterModeTests: XCTestCase {
         XCTAssertEqual(try label(b, id), "Hello, BOB!")
         XCTAssertEqual(try b.state(id)["seq"]?.intValue, (2 << 32) + 1, "nothing of A's after the takeover")
         XCTAssertTrue(try metrics(a).contains("bff_cluster_fenced_total 1"))
+        XCTAssertTrue(try metrics(a).contains(#"bff_sessions_ended_total{reason="moved"} 1"#))
     }
 
     func testReadinessFollowsRedis() throws {

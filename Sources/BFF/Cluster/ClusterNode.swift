@@ -173,6 +173,9 @@ final class ClusterMetrics: Sendable {
     let crossNodeInputs: CoreMetrics.Counter
     let redisErrors: CoreMetrics.Counter
     let fenced: CoreMetrics.Counter
+    /// Sessions that left this node for another (lease lost, fenced, commit failed): registered only in
+    /// cluster mode, so single-process `/metrics` is unchanged.
+    let moved: CoreMetrics.Counter
 
     init(factory f: MetricsFactory) {
         roundTrip = CoreMetrics.Timer(label: "bff_redis_round_trip", dimensions: [], factory: f)
@@ -181,6 +184,7 @@ final class ClusterMetrics: Sendable {
         crossNodeInputs = CoreMetrics.Counter(label: "bff_cluster_inputs_owned_elsewhere_total", factory: f)
         redisErrors = CoreMetrics.Counter(label: "bff_redis_errors_total", factory: f)
         fenced = CoreMetrics.Counter(label: "bff_cluster_fenced_total", factory: f)
+        moved = CoreMetrics.Counter(label: "bff_sessions_ended_total", dimensions: [("reason", "moved")], factory: f)
     }
 }
 
