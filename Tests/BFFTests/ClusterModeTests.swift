@@ -221,6 +221,29 @@ final class ClusterModeTests: XCTestCase {
         XCTAssertEqual(try b.state(id)["viewModels"]?["search"]?["totalCount"], 9)
     }
 
+    func testDeleteAtANonOwnerIsForwardedAndEndsTheStreamsOnEveryNode() throws {
+        let a = try node("a")
+        let b = try node("b")
+        let id = try a.createSession()
+        let (connA, onA) = try a.stream(id)
+        let (connB, onB) = try b.stream(id)
+        defer {
+            connA.close()
+            connB.close()
+        }
+        _ = try onA.next()
+        _ = try onB.next()
+        let r = try WireConnection(port: b.port).request("DELETE", "/api/sessions/\(id)")
+        XCTAssertEqual(r.status, 204, "\(r)")
+        for events in [onA, onB] {
+            let end = try XCTUnwrap(events.next(until: "end").last)
+            XCTAssertEqual(try JSONValue.parse(end.data), ["reason": "deleted"])
+        }
+        XCTAssertEqual(try WireConnection.get(port: a.port, path: "/api/sessions/\(id)/state").status, 404)
+        XCTAssertEqual(try name(b, id, "x").status, 404)
+        XCTAssertEqual(try WireConnection(port: a.port).request("DELETE", "/api/sessions/\(id)").status, 404)
+    }
+
     func testAZombieOwnerCannotCommitAfterBeingTakenOver() throws {
         let a = try node("a", leaseTTL: 30)  // renews every 10 s: it will not notice in time
         let b = try node("b", leaseTTL: 30)

@@ -268,17 +268,39 @@ extension Application {
 
     func clusterDelete(_ cluster: ClusterNode, id: String, _ req: HTTPRequest, _ res: HTTPResponder) {
         guard let home = home(of: id) else { return res.send(Application.noSession(id)) }
+        let reply: @Sendable (HTTPResponse) -> Void = { res.sendFromAnyLoop($0) }
         home.loop.runOrExecute { [unowned self] in
-            self.withOwned(id, cluster: cluster, home: home, reply: { res.sendFromAnyLoop($0) }) { owned in
-                owned.keeper?.stop()
-                cluster.stores[home.loop.index].delete(owned.lease) { result in
-                    if home.sessions[id] === owned.session { home.remove(id, reason: "deleted") }
-                    switch result {
-                    case .success: res.sendFromAnyLoop(HTTPResponse(status: 204))
-                    case .failure(let error):
-                        cluster.failed(error)
-                        res.sendFromAnyLoop(Application.response(to: error, cluster: cluster, sessionID: id))
-                    }
+            self.withOwned(
+                id, cluster: cluster, home: home, reply: reply,
+                onHeld: { ms in
+                    let delete = ForwardedInput(
+                        isDelete: true, sessionID: id, viewModel: "", input: "", value: .null, idempotencyKey: nil)
+                    self.forward(delete, cluster: cluster, home: home, remainingMilliseconds: ms, reply: reply)
+                }
+            ) { owned in self.deleteOwned(owned, cluster: cluster, reply: reply) }
+        }
+    }
+
+    /// Deletes a session run here: first an `end` event (`deleted`) is committed, so streams on every
+    /// node end as in single-process mode, then the fenced delete (owner loop).
+    func deleteOwned(_ owned: OwnedSession, cluster: ClusterNode, reply: @escaping (HTTPResponse) -> Void) {
+        let s = owned.session
+        let id = s.id
+        let home = s.home
+        owned.pending.append(
+            ClusterEvent.encode(name: "end", data: Array(#"{"reason":"deleted"}"#.utf8), isSignal: true))
+        commit(owned, cluster: cluster, isInput: false, idempotencyKey: nil) { result in
+            if case .failure(let error) = result {
+                return reply(Application.response(to: error, cluster: cluster, sessionID: id))
+            }
+            owned.keeper?.stop()
+            cluster.stores[home.loop.index].delete(owned.lease) { result in
+                if home.sessions[id] === s { home.remove(id, reason: "deleted") }
+                switch result {
+                case .success: reply(HTTPResponse(status: 204))
+                case .failure(let error):
+                    cluster.failed(error)
+                    reply(Application.response(to: error, cluster: cluster, sessionID: id))
                 }
             }
         }
@@ -360,11 +382,14 @@ enum ClusterEvent {
         return out
     }
 
-    /// The SSE frame of a stored event, and whether it is a signal; nil if malformed.
-    static func frame(_ e: StoredEvent) -> (frame: [UInt8], isSignal: Bool)? {
+    /// The SSE frame of a stored event, and whether it is a signal or the session's end; nil if malformed.
+    /// `end` (the session was deleted) is framed without an id, as in single-process mode.
+    static func frame(_ e: StoredEvent) -> (frame: [UInt8], isSignal: Bool, isEnd: Bool)? {
         let p = e.payload
         guard p.count > 1, let nl = p.firstIndex(of: UInt8(ascii: "\n")) else { return nil }
         let name = String(decoding: p[1..<nl], as: UTF8.self)
-        return (SSEFrame.event(id: Int(e.id), name: name, data: Array(p[(nl + 1)...])), p[0] == UInt8(ascii: "s"))
+        let isEnd = name == "end"
+        let frame = SSEFrame.event(id: isEnd ? nil : Int(e.id), name: name, data: Array(p[(nl + 1)...]))
+        return (frame, p[0] == UInt8(ascii: "s"), isEnd)
     }
 }

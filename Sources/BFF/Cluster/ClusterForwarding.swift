@@ -6,6 +6,8 @@ import RedisClient
 /// owner: `PUBLISH <prefix>:s:{id}:in` (the owner subscribes while it runs the session), and the
 /// owner's answer comes back on the sender loop's own reply channel once the input is committed.
 struct ForwardedInput {
+    /// True for a forwarded `DELETE` (the other fields are then empty).
+    var isDelete = false
     var sessionID: String
     var viewModel: String
     var input: String
@@ -16,6 +18,7 @@ struct ForwardedInput {
         JSONValue.object([
             "s": .string(sessionID), "m": .string(viewModel), "i": .string(input), "v": value,
             "k": idempotencyKey.map { .string($0) } ?? .null, "r": .string(replyTo), "c": .int(correlation),
+            "d": .bool(isDelete),
         ]).bytes
     }
 
@@ -24,7 +27,8 @@ struct ForwardedInput {
             let i = v["i"]?.stringValue, let r = v["r"]?.stringValue, let c = v["c"]?.intValue
         else { return nil }
         let input = ForwardedInput(
-            sessionID: s, viewModel: m, input: i, value: v["v"] ?? .null, idempotencyKey: v["k"]?.stringValue)
+            isDelete: v["d"] == .bool(true), sessionID: s, viewModel: m, input: i, value: v["v"] ?? .null,
+            idempotencyKey: v["k"]?.stringValue)
         return (input, r, c)
     }
 }
@@ -118,6 +122,7 @@ extension Application {
             return reply(
                 Application.response(to: .unavailable("moved"), cluster: cluster, sessionID: input.sessionID))
         }
+        if input.isDelete { return deleteOwned(owned, cluster: cluster, reply: reply) }
         applyInput(
             owned, cluster: cluster, viewModel: input.viewModel, input: input.input, value: input.value,
             key: input.idempotencyKey, reply: reply)

@@ -80,7 +80,8 @@ final class ClusterStream: @unchecked Sendable {  // host loop only
                 needsSnapshot = false
                 let frame = SSEFrame.event(id: Int(snapshot.seq), name: "snapshot", data: body)
                 let after = catchUp.snapshotWritten(seq: snapshot.seq)
-                emit([frame] + after.compactMap { ClusterEvent.frame($0)?.frame }, signals: [])
+                emit([frame], signals: [])
+                write(after)
             case .failure(let error): fail(error)
             }
         }
@@ -91,10 +92,27 @@ final class ClusterStream: @unchecked Sendable {  // host loop only
         var signals: Set<Int> = []
         for e in events {
             guard let f = ClusterEvent.frame(e) else { continue }
+            if f.isEnd {
+                emit(frames, signals: signals)
+                return end(with: f.frame)
+            }
             if f.isSignal { signals.insert(frames.count) }
             frames.append(f.frame)
         }
         emit(frames, signals: signals)
+    }
+
+    /// The session ended (deleted): `event: end`, then the stream closes.
+    private func end(with frame: [UInt8]) {
+        guard !ended else { return }
+        ended = true
+        if !started, let responder {
+            started = true
+            self.responder = nil
+            stream.start(
+                responder: responder, initial: SSEFrame.retry(milliseconds: app.configuration.retryMilliseconds))
+        }
+        stream.finish(with: frame)
     }
 
     private func emit(_ frames: [[UInt8]], signals: Set<Int>) {
@@ -120,10 +138,7 @@ final class ClusterStream: @unchecked Sendable {  // host loop only
             stream.onClosed = nil
             return
         }
-        if case .gone = error {
-            ended = true
-            stream.finish(with: SSEFrame.event(id: nil, name: "end", json: ["reason": "deleted"]))
-        }
+        if case .gone = error { end(with: SSEFrame.event(id: nil, name: "end", json: ["reason": "deleted"])) }
     }
 }
 
