@@ -13,13 +13,15 @@ import XCTest
 final class ClusterProcessTests: XCTestCase {
     private var bff: String { ChildProcess.buildFolder + "/bff" }
 
-    private func startNode(redis: RedisServerProcess, name: String, threads: Int) throws -> (ChildProcess, Int) {
+    private func startNode(redis: RedisServerProcess, name: String, threads: Int, extra: [String] = []) throws -> (
+        ChildProcess, Int
+    ) {
         let p = try ChildProcess(
             bff,
             [
                 "--port", "0", "--threads", "\(threads)", "--cache-file", "none", "--redis-url", redis.url,
                 "--node-id", name, "--lease-ttl", "1",
-            ],
+            ] + extra,
             environment: ["GITHUB_API_URL": "http://127.0.0.1:9", "LOG_LEVEL": "warning"])
         let port = try XCTUnwrap(p.waitForPort(marker: "bff listening"), "bff printed no port: \(p.stderrText)")
         let deadline = Date().addingTimeInterval(10)
@@ -90,5 +92,58 @@ final class ClusterProcessTests: XCTestCase {
         XCTAssertEqual(try input(id, 41, port: portC, fallback: portC, within: 2), 41)
         print("cluster: input acknowledged by C \(Date().timeIntervalSince(started)) s after B exited on SIGTERM")
         XCTAssertLessThan(Date().timeIntervalSince(started), 0.9, "no waiting for the 1 s lease TTL")
+    }
+
+    /// Not a benchmark (debug build, shared cores): the order of magnitude of an input's `202` at the
+    /// owner and forwarded through Redis, and of input → event on a stream at another node. Printed.
+    func testInputLatencyAtTheOwnerAndForwarded() throws {
+        let redis = try RedisServerProcess()
+        defer { redis.kill() }
+        let fast = ["--input-rate", "100000", "--input-burst", "100000"]
+        let (a, portA) = try startNode(redis: redis, name: "a", threads: 1, extra: fast)
+        let (b, portB) = try startNode(redis: redis, name: "b", threads: 1, extra: fast)
+        defer {
+            a.send(SIGTERM)
+            b.send(SIGTERM)
+        }
+        let created = try WireConnection.post(port: portA, path: "/api/sessions", body: [])
+        let id = try XCTUnwrap(JSONValue.parse(created.body)["id"]?.stringValue)
+        let stream = try WireConnection(port: portB, timeout: 10)
+        let (head, events) = try stream.openEventStream("/api/sessions/\(id)/events")
+        XCTAssertEqual(head.status, 200)
+        _ = try events.next()
+        // Warm-up: the first name enables the button (one more event); afterwards each greet changes the label.
+        XCTAssertEqual(
+            try WireConnection.post(
+                port: portA, path: "/api/sessions/\(id)/greeting/name", body: Array(#"{"value":"w"}"#.utf8)
+            ).status, 202)
+        _ = try events.next(until: "greeting")
+        for (label, port) in [("owner", portA), ("forwarded", portB)] {
+            let c = try WireConnection(port: port)
+            var acks: [Double] = []
+            var toEvent: [Double] = []
+            for i in 0..<200 {
+                let t0 = Date()
+                let r = try c.request(
+                    "POST", "/api/sessions/\(id)/greeting/name", headers: [("Content-Type", "application/json")],
+                    body: Array(#"{"value":"\#(label)\#(i)"}"#.utf8))
+                acks.append(Date().timeIntervalSince(t0))
+                XCTAssertEqual(r.status, 202)
+                let g = try c.request("POST", "/api/sessions/\(id)/greeting/greet", headers: [], body: nil)
+                XCTAssertEqual(g.status, 202)
+                _ = try events.next(until: "greeting")
+                toEvent.append(Date().timeIntervalSince(t0))
+            }
+            c.close()
+            func ms(_ xs: [Double], _ q: Double) -> String {
+                let sorted = xs.sorted()
+                return String(format: "%.2f", sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))] * 1000)
+            }
+            print(
+                "cluster latency (\(label)): 202 p50 \(ms(acks, 0.5)) ms p99 \(ms(acks, 0.99)) ms; "
+                    + "name + greet -> the greet's event on B's stream p50 \(ms(toEvent, 0.5)) ms "
+                    + "p99 \(ms(toEvent, 0.99)) ms")
+        }
+        stream.close()
     }
 }
