@@ -34,6 +34,10 @@ final class ClusterProcessTests: XCTestCase {
 
     /// Sends input `i` (key `k<i>`) to `port`, then to `fallback` until it is acknowledged.
     private func input(_ id: String, _ i: Int, port: Int, fallback: Int, within seconds: Double) throws -> Int? {
+        try Self.input(id, i, port: port, fallback: fallback, within: seconds)
+    }
+
+    private static func input(_ id: String, _ i: Int, port: Int, fallback: Int, within seconds: Double) throws -> Int? {
         let deadline = Date().addingTimeInterval(seconds)
         var target = port
         while Date() < deadline {
@@ -145,5 +149,56 @@ final class ClusterProcessTests: XCTestCase {
                     + "p99 \(ms(toEvent, 0.99)) ms")
         }
         stream.close()
+    }
+
+    /// Four clients send 15 keyed inputs each, concurrently, to two nodes; the owner is killed (`kill -9`)
+    /// while they run; each client retries an input (same key) on the survivor until it is acknowledged.
+    /// Every input ends acknowledged with its own number: the numbers are exactly 1…60, and the next
+    /// input gets 61 (nothing applied twice, nothing acknowledged lost).
+    func testKill9UnderConcurrentInputsAppliesEveryAcknowledgedInputExactlyOnce() throws {
+        let redis = try RedisServerProcess()
+        defer { redis.kill() }
+        let (a, portA) = try startNode(redis: redis, name: "a", threads: 2)
+        let (b, portB) = try startNode(redis: redis, name: "b", threads: 2)
+        defer { b.send(SIGTERM) }
+        let created = try WireConnection.post(port: portA, path: "/api/sessions", body: [])
+        let id = try XCTUnwrap(JSONValue.parse(created.body)["id"]?.stringValue)
+        let results = ResultBox()
+        let pidA = a.pid
+        let killer = Thread {
+            usleep(150_000)
+            Glibc.kill(pidA, SIGKILL)
+        }
+        killer.start()
+        DispatchQueue.concurrentPerform(iterations: 4) { client in
+            for n in 0..<15 {
+                let i = client * 15 + n + 1
+                let first = (i % 2 == 0) ? portA : portB
+                let seq = try? Self.input(id, i, port: first, fallback: portB, within: 1 + 2 + 3)
+                results.add(i, seq)
+                usleep(20_000)
+            }
+        }
+        _ = a.waitForExit(timeout: 5)
+        let all = results.values
+        XCTAssertEqual(all.count, 60)
+        XCTAssertEqual(all.compactMap { $0.value }.sorted(), Array(1...60), "each input once, no gap: \(all)")
+        XCTAssertEqual(try input(id, 61, port: portB, fallback: portB, within: 3), 61)
+    }
+}
+
+/// Collects (input, acknowledged number) pairs from several threads.
+final class ResultBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var pairs: [Int: Int?] = [:]
+    func add(_ i: Int, _ seq: Int?) {
+        lock.lock()
+        pairs[i] = seq
+        lock.unlock()
+    }
+    var values: [Int: Int?] {
+        lock.lock()
+        defer { lock.unlock() }
+        return pairs
     }
 }
