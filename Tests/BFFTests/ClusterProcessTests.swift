@@ -151,6 +151,42 @@ final class ClusterProcessTests: XCTestCase {
         stream.close()
     }
 
+    /// A zombie: the owner is stopped (`SIGSTOP`) past its lease, B takes the session over, the owner is
+    /// continued (`SIGCONT`) and gets an input at once. Whatever it answers, it never writes over B: the
+    /// input is either refused (`503`, its commit fenced) or forwarded to B and applied there once.
+    func testAnOwnerContinuedAfterSIGSTOPNeverWritesOverTheNewOwner() throws {
+        let redis = try RedisServerProcess()
+        defer { redis.kill() }
+        let (a, portA) = try startNode(redis: redis, name: "a", threads: 1)
+        let (b, portB) = try startNode(redis: redis, name: "b", threads: 1)
+        defer {
+            a.send(SIGKILL)
+            b.send(SIGTERM)
+        }
+        let created = try WireConnection.post(port: portA, path: "/api/sessions", body: [])
+        let id = try XCTUnwrap(JSONValue.parse(created.body)["id"]?.stringValue)
+        XCTAssertEqual(try input(id, 1, port: portA, fallback: portA, within: 2), 1)
+        a.send(SIGSTOP)
+        XCTAssertEqual(try input(id, 2, port: portB, fallback: portB, within: 1 + 2 + 2), 2, "B took over")
+        a.send(SIGCONT)
+        let c = try WireConnection(port: portA)
+        let r = try c.request(
+            "POST", "/api/sessions/\(id)/greeting/name",
+            headers: [("Content-Type", "application/json"), ("Idempotency-Key", "zombie")],
+            body: Array(#"{"value":"zed"}"#.utf8))
+        c.close()
+        XCTAssertTrue([202, 503].contains(r.status), "\(r)")
+        let zombieApplied = r.status == 202
+        // B's numbering continues from what was acknowledged, wherever it was applied.
+        XCTAssertEqual(try input(id, 3, port: portB, fallback: portB, within: 3), zombieApplied ? 4 : 3)
+        XCTAssertEqual(
+            try WireConnection.post(port: portB, path: "/api/sessions/\(id)/greeting/greet", body: []).status, 202)
+        let state = try JSONValue.parse(try WireConnection.get(port: portB, path: "/api/sessions/\(id)/state").body)
+        XCTAssertEqual(state["viewModels"]?["greeting"]?["label"], "Hello, N3!")
+        XCTAssertGreaterThanOrEqual(state["seq"]?.intValue ?? 0, 2 << 32, "the greet's id is in B's range")
+        print("cluster: the continued zombie answered \(r.status)")
+    }
+
     /// Four clients send 15 keyed inputs each, concurrently, to two nodes; the owner is killed (`kill -9`)
     /// while they run; each client retries an input (same key) on the survivor until it is acknowledged.
     /// Every input ends acknowledged with its own number: the numbers are exactly 1…60, and the next
