@@ -169,5 +169,6 @@ final class Session {
         }
         onEnd?()
         onEnd = nil
+        eventSink = nil
     }
 }

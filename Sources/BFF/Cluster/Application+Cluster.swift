@@ -61,7 +61,8 @@ extension Application {
         let owned = OwnedSession(session: session, lease: lease, committedInputSeq: committedInputSeq)
         let state = cluster.perLoop[home.loop.index]
         let store = cluster.stores[home.loop.index]
-        session.eventSink = { [unowned self, unowned owned] name, data, isSignal in
+        // The session keeps `owned` (and `owned` the session) until it ends: `Session.end` drops the sink.
+        session.eventSink = { [unowned self] name, data, isSignal in
             owned.pending.append(ClusterEvent.encode(name: name, data: data, isSignal: isSignal))
             guard !owned.flushScheduled else { return }
             owned.flushScheduled = true
@@ -74,9 +75,9 @@ extension Application {
             guard state.value.owned[session.id] === owned else { return }
             state.value.owned[session.id] = nil
             subscriber.unsubscribe(channel: inputChannel)
-            if let keeper = owned.keeper {
-                keeper.handOver { r in if case .success(true) = r { cluster.metrics.handOvers.increment() } }
-            }
+            let keeper = owned.keeper
+            owned.keeper = nil  // the keeper's onLost refers back to `owned`
+            keeper?.handOver { r in if case .success(true) = r { cluster.metrics.handOvers.increment() } }
         }
         let loop = home.loop
         let keeper = LeaseKeeper(
@@ -85,7 +86,7 @@ extension Application {
                 let t = loop.schedule(after: seconds, work)
                 return { t.cancel() }
             },
-            onLost: { [unowned self] loss in
+            onLost: { [unowned self, unowned owned] loss in
                 self.logger.warning("lease lost", metadata: ["session": "\(session.id)", "loss": "\(loss)"])
                 owned.keeper = nil
                 if home.sessions[session.id] === session { home.remove(session.id, reason: "moved") }

@@ -99,6 +99,7 @@ final class ClusterNode: @unchecked Sendable {
                 if left == 0 { return done.finish() }
                 for o in owned.values {
                     o.keeper?.stop()
+                    o.keeper = nil
                     self.stores[i].release(o.lease) { r in
                         if case .success(true) = r { m.handOvers.increment() }
                         left -= 1
