@@ -22,12 +22,14 @@ final class ClusterModeTests: XCTestCase {
         redis = nil
     }
 
-    func node(_ name: String, leaseTTL: Double = 10, search: any RepositorySearching = UnexpectedSearch()) throws
-        -> LiveApp
-    {
+    func node(
+        _ name: String, leaseTTL: Double = 10, search: any RepositorySearching = UnexpectedSearch(),
+        idleTimeout: Double? = nil
+    ) throws -> LiveApp {
         let url = redis.url
         let app = try LiveApp(search: search) { c in
             c.cluster = ClusterSettings(redisURL: url, nodeID: name, leaseTTL: leaseTTL)
+            if let idleTimeout { c.sessionIdleTimeout = idleTimeout }
         }
         try waitUntil("\(name) ready", within: 10) {
             (try? WireConnection.get(port: app.port, path: "/readyz").status) == 200
@@ -242,6 +244,28 @@ final class ClusterModeTests: XCTestCase {
         XCTAssertEqual(try WireConnection.get(port: a.port, path: "/api/sessions/\(id)/state").status, 404)
         XCTAssertEqual(try name(b, id, "x").status, 404)
         XCTAssertEqual(try WireConnection(port: a.port).request("DELETE", "/api/sessions/\(id)").status, 404)
+    }
+
+    /// Time has to pass for this one: the session is watched on B, idle for twice its idle time-out.
+    func testASessionStreamedOnAnotherNodeDoesNotExpireWhileItIsWatched() throws {
+        let a = try node("a", idleTimeout: 1)
+        let b = try node("b", idleTimeout: 1)
+        let id = try a.createSession()
+        XCTAssertEqual(try name(a, id, "ann").status, 202)
+        XCTAssertEqual(try greet(a, id).status, 202)
+        let (conn, events) = try b.stream(id)
+        defer { conn.close() }
+        _ = try events.next()  // snapshot
+        usleep(2_500_000)
+        XCTAssertEqual(try WireConnection.get(port: a.port, path: "/api/sessions/\(id)/state").status, 200)
+        XCTAssertEqual(try label(b, id), "Hello, ANN!")
+        XCTAssertEqual(try name(b, id, "bob").status, 202)
+        XCTAssertEqual(try greet(a, id).status, 202)
+        XCTAssertEqual(try events.next(until: "greeting").last?.event, "greeting", "the stream is still live")
+        conn.close()
+        try waitUntil("expired once nobody watches", within: 4) {
+            try WireConnection.get(port: a.port, path: "/api/sessions/\(id)/state").status == 404
+        }
     }
 
     func testAZombieOwnerCannotCommitAfterBeingTakenOver() throws {

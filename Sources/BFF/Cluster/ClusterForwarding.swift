@@ -137,26 +137,35 @@ extension Application {
         pending.reply(response)
     }
 
-    /// Every `orphanCheckInterval`, each loop tries to acquire the sessions it streams but nobody here
-    /// runs: one whose owner died (`kill -9`) is taken over when its lease has run out even if no
-    /// request comes (a search it was loading completes, the streams see it). A live lease elsewhere
-    /// costs one `acquire` round trip per streamed session per interval and changes nothing.
+    /// Every `streamedCheckInterval`, each loop tries to acquire the sessions it streams but nobody here
+    /// runs: one whose owner died (`kill -9`) is taken over when its lease has run out even if no request
+    /// comes (a search it was loading completes, the streams see it). While another node holds the lease,
+    /// the session's keys get their idle expiry again, so a session watched on any node does not expire
+    /// (as in single-process mode). Cost per streamed session and loop: one round trip per interval
+    /// (three: the two expiries are renewed every time).
     func startOrphanChecks(_ cluster: ClusterNode) {
         for (index, state) in cluster.perLoop.enumerated() {
             let loop = state.loop
             loop.execute { [unowned self] in
-                state.value.orphanTimer = loop.scheduleRepeating(every: cluster.orphanCheckInterval) {
+                state.value.orphanTimer = loop.scheduleRepeating(every: cluster.streamedCheckInterval) {
                     [unowned self] in
-                    for id in state.value.fed.keys { self.adoptIfOrphaned(id, cluster: cluster, from: index) }
+                    for id in state.value.fed.keys { self.checkStreamed(id, cluster: cluster, from: index) }
                 }
             }
         }
     }
 
-    private func adoptIfOrphaned(_ id: String, cluster: ClusterNode, from index: Int) {
+    private func checkStreamed(_ id: String, cluster: ClusterNode, from index: Int) {
         guard let home = home(of: id) else { return }
         home.loop.runOrExecute { [unowned self] in
-            guard cluster.perLoop[home.loop.index].value.owned[id] == nil else { return }
+            let store = cluster.stores[home.loop.index]
+            let idle = RedisArg(store.limits.idleTimeout)
+            store.connection.send(["EXPIRE", RedisArg(store.keys.session(id)), idle]) { _ in }
+            store.connection.send(["EXPIRE", RedisArg(store.keys.events(id)), idle]) { _ in }
+            if let owned = cluster.perLoop[home.loop.index].value.owned[id] {
+                owned.session.lastActivity = self.now()  // watched here: not idle
+                return
+            }
             self.withOwned(id, cluster: cluster, home: home, reply: { _ in }, onHeld: { _ in }) { _ in }
         }
     }

@@ -50,6 +50,7 @@ final class ClusterNode: @unchecked Sendable {
         holders = loops.indices.map { "\(settings.nodeID)#\(nonce)#\($0)" }
         replyChannels = holders.map { "\(settings.keyPrefix):reply:\($0)" }
         forwardTimeout = min(2, settings.leaseTTL)
+        streamedCheckInterval = max(0.05, min(settings.leaseTTL, configuration.sessionIdleTimeout / 4))
         metrics = ClusterMetrics(factory: factory)
         for (c, subscriber) in zip(group.connections, subscribers) {
             let m = metrics
@@ -70,8 +71,9 @@ final class ClusterNode: @unchecked Sendable {
         for s in subscribers { s.connection.loop.execute { s.start() } }
     }
 
-    /// Seconds between two checks, per loop, of the leases of sessions streamed there (orphans).
-    var orphanCheckInterval: Double { settings.leaseTTL }
+    /// Seconds between two checks, per loop, of the sessions streamed there: orphans are acquired, and
+    /// the expiry of a session run elsewhere is renewed (an open stream keeps a session alive).
+    let streamedCheckInterval: Double
 
     /// The channel the owner of session `id` takes forwarded inputs from.
     func inputChannel(_ id: String) -> String { "\(settings.keyPrefix):s:{\(id)}:in" }
