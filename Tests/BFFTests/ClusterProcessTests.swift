@@ -149,6 +149,44 @@ final class ClusterProcessTests: XCTestCase {
                     + "p99 \(ms(toEvent, 0.99)) ms")
         }
         stream.close()
+        try singleProcessBaseline(fast)
+    }
+
+    /// The same loop against one single-process `bff` (no Redis), stream on the same node.
+    private func singleProcessBaseline(_ extra: [String]) throws {
+        let p = try ChildProcess(
+            bff, ["--port", "0", "--threads", "1", "--cache-file", "none"] + extra,
+            environment: ["GITHUB_API_URL": "http://127.0.0.1:9", "LOG_LEVEL": "warning"])
+        defer { p.send(SIGTERM) }
+        let port = try XCTUnwrap(p.waitForPort(marker: "bff listening"))
+        let created = try WireConnection.post(port: port, path: "/api/sessions", body: [])
+        let id = try XCTUnwrap(JSONValue.parse(created.body)["id"]?.stringValue)
+        let stream = try WireConnection(port: port, timeout: 10)
+        defer { stream.close() }
+        let (_, events) = try stream.openEventStream("/api/sessions/\(id)/events")
+        _ = try events.next()
+        let c = try WireConnection(port: port)
+        defer { c.close() }
+        _ = try c.post("/api/sessions/\(id)/greeting/name", json: #"{"value":"w"}"#)
+        _ = try events.next(until: "greeting")
+        var acks: [Double] = []
+        var toEvent: [Double] = []
+        for i in 0..<200 {
+            let t0 = Date()
+            XCTAssertEqual(try c.post("/api/sessions/\(id)/greeting/name", json: #"{"value":"s\#(i)"}"#).status, 202)
+            acks.append(Date().timeIntervalSince(t0))
+            XCTAssertEqual(
+                try c.request("POST", "/api/sessions/\(id)/greeting/greet", headers: [], body: nil).status, 202)
+            _ = try events.next(until: "greeting")
+            toEvent.append(Date().timeIntervalSince(t0))
+        }
+        func ms(_ xs: [Double], _ q: Double) -> String {
+            let sorted = xs.sorted()
+            return String(format: "%.2f", sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))] * 1000)
+        }
+        print(
+            "single-process latency: 202 p50 \(ms(acks, 0.5)) ms p99 \(ms(acks, 0.99)) ms; "
+                + "name + greet -> the greet's event p50 \(ms(toEvent, 0.5)) ms p99 \(ms(toEvent, 0.99)) ms")
     }
 
     /// A zombie: the owner is stopped (`SIGSTOP`) past its lease, B takes the session over, the owner is
