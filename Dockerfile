@@ -9,9 +9,9 @@ ARG SWIFT_VERSION=6.3
 ARG DEBIAN_RELEASE=bookworm
 
 FROM swift:${SWIFT_VERSION}-${DEBIAN_RELEASE} AS build
-# The C libraries the system-library targets wrap (CLibevent, CSQLite).
+# The C libraries the system-library targets wrap (CLibevent, CSQLite, CHiredis).
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libevent-dev libsqlite3-dev \
+    && apt-get install -y --no-install-recommends libevent-dev libsqlite3-dev libhiredis-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /build
 # Dependencies first, so editing sources does not re-fetch packages.
@@ -30,11 +30,11 @@ RUN swift build -c release --static-swift-stdlib --product bff \
         -exec cp -R {} /staging/bin/ \;
 
 FROM debian:${DEBIAN_RELEASE}-slim
-# libevent and SQLite for the server; libcurl (FoundationNetworking) and CA certificates for HTTPS
+# libevent, hiredis and SQLite for the server; libcurl (FoundationNetworking) and CA certificates for HTTPS
 # to GitHub; curl for the health check.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
-        ca-certificates curl libcurl4 libevent-2.1-7 libsqlite3-0 tzdata \
+        ca-certificates curl libcurl4 libevent-2.1-7 libhiredis0.14 libsqlite3-0 tzdata \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --user-group --home-dir /app --shell /usr/sbin/nologin bff
 WORKDIR /app

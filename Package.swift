@@ -71,8 +71,8 @@ let package = Package(
         .target(
             name: "BFF",
             dependencies: [
-                "EventHTTP", "JSON", "ViewModels", "GitHubSearch", "GitHubLive",
-                .product(name: "Logging", package: "swift-log"),
+                "EventHTTP", "JSON", "ViewModels", "GitHubSearch", "GitHubLive", "ClusterStore", "ClusterRedis",
+                "RedisClient", .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
@@ -131,6 +131,7 @@ let package = Package(
             name: "BFFTests",
             dependencies: [
                 "BFF", "EventHTTP", "WireClient", "JSON", "GitHubSimulator", "GitHubSearch", "GitHubLive",
+                "RedisTestSupport", "ClusterStore", "ClusterRedis", "RedisClient",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -33,6 +33,8 @@ public struct AppConfiguration: Sendable {
     public var testHooks = false
     /// Enables `GET /bench/json` (the benchmark's small JSON route).
     public var benchRoutes = false
+    /// Cluster mode (sessions in a shared Redis); nil: one process, sessions in memory.
+    public var cluster: ClusterSettings?
     /// Results per search page.
     public var searchPageSize = 30
 

@@ -22,7 +22,11 @@ extension Application {
         router.get("/healthz") { _ in .json(200, ["status": "ok"], headers: [("Cache-Control", "no-store")]) }
         router.get("/readyz") { [unowned self] _ in
             switch self.server.state {
-            case .running: return .json(200, ["status": "ready"], headers: [("Cache-Control", "no-store")])
+            case .running:
+                if let cluster = self.cluster, !cluster.isReady {
+                    return .problem(status: 503, detail: "Redis is not reachable", headers: [("Retry-After", "1")])
+                }
+                return .json(200, ["status": "ready"], headers: [("Cache-Control", "no-store")])
             case .starting:
                 return .problem(status: 503, detail: "the server is starting", headers: [("Retry-After", "1")])
             case .draining, .stopped:

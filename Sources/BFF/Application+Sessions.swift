@@ -5,9 +5,13 @@ import ViewModels
 extension Application {
     func registerSessionRoutes() {
         let router = server.router
-        router.add(.POST, "/api/sessions") { [unowned self] req, res in res.send(self.createSession(req)) }
+        router.add(.POST, "/api/sessions") { [unowned self] req, res in
+            if let cluster { return self.clusterCreate(cluster, req, res) }
+            res.send(self.createSession(req))
+        }
         router.add(.DELETE, "/api/sessions/:id") { [unowned self] req, res in
             let id = req.parameters["id"] ?? ""
+            if let cluster { return self.clusterDelete(cluster, id: id, req, res) }
             self.onOwner(of: id, req, res) { home in
                 guard home.sessions[id] != nil else { return Application.noSession(id) }
                 home.remove(id, reason: "deleted")
@@ -16,6 +20,7 @@ extension Application {
         }
         router.add(.GET, "/api/sessions/:id/state") { [unowned self] req, res in
             let id = req.parameters["id"] ?? ""
+            if let cluster { return self.clusterState(cluster, id: id, req, res) }
             // No hop: the snapshot the owner published, read from this loop.
             if let snapshot = self.snapshots.currentSnapshot(of: id, reader: req.loop.index, now: self.now()) {
                 return res.send(HTTPResponse(status: 200, headers: Application.stateHeaders, body: snapshot.json))
@@ -58,6 +63,7 @@ extension Application {
 
     private func openStream(_ req: HTTPRequest, _ res: HTTPResponder) {
         let id = req.parameters["id"] ?? ""
+        if let cluster { return clusterOpenStream(cluster, id: id, req, res) }
         guard let home = home(of: id) else { return res.send(Application.noSession(id)) }
         let host = sessionLoops[req.loop.index]
         let lastEventID = req.header("Last-Event-ID").flatMap { Int($0.trimmingHTTPWhitespace()) }
@@ -106,6 +112,9 @@ extension Application {
         let key = req.header("Idempotency-Key")
         if let key, key.isEmpty || key.utf8.count > 255 {
             return res.send(HTTPError(400, "Idempotency-Key must be 1 to 255 characters"))
+        }
+        if let cluster {
+            return clusterInput(cluster, id: id, viewModel: vmName, input: input, value: value, key: key, req, res)
         }
         let clock = now
         onOwner(of: id, req, res) { home in

@@ -33,6 +33,8 @@ public final class Application: @unchecked Sendable {
     let makeViewModels: (@escaping OwnerExecutor) -> [ViewModel]
     /// The session layer's time (idle expiry, token buckets, idempotency windows).
     let clock: SessionClock
+    /// Cluster mode's Redis side (nil: single process, sessions in memory).
+    let cluster: ClusterNode?
 
     /// Builds the application (nothing listens until `start()`). `makeViewModels` defaults to the
     /// product's `search` and `greeting`; adding a view model touches only that list. `clock` is the
@@ -54,6 +56,10 @@ public final class Application: @unchecked Sendable {
             makeViewModels ?? { executor in
                 [Application.searchViewModel(search, perPage: pageSize, executor: executor), GreetingViewModel()]
             }
+        let (loops, factory) = (server.loops, metrics.factory)
+        cluster = configuration.cluster.map {
+            ClusterNode(settings: $0, configuration: configuration, loops: loops, logger: logger, factory: factory)
+        }
         hazards = HazardDomain(loops: server.loops.count)
         sessionLoops = server.loops.map { SessionLoop(app: self, loop: $0, status: status.snapshot) }
         snapshots = LocalSnapshots(loops: sessionLoops, hazards: hazards)
@@ -75,6 +81,11 @@ public final class Application: @unchecked Sendable {
     /// Starts listening and the session timers.
     public func start() throws(SystemError) {
         try server.start()
+        if let cluster {
+            cluster.start()
+            subscribeForwardReplies(cluster)
+            startOrphanChecks(cluster)
+        }
         for sl in sessionLoops { sl.loop.execute { sl.startTimers() } }
     }
 
@@ -83,6 +94,9 @@ public final class Application: @unchecked Sendable {
 
     /// Graceful shutdown: readiness fails, streams get `event: end` (`shutdown`), then the server stops.
     public func shutdown() {
+        if server.state == .running {
+            cluster?.handOverAll(timeout: 2)  // other nodes take this node's sessions over at once
+        }
         server.shutdown(gracePeriod: configuration.shutdownGracePeriod)
     }
 
@@ -121,11 +135,15 @@ public final class Application: @unchecked Sendable {
         sessionCount.subtract(1, ordering: .relaxed)
         metrics.sessions.decrement()
         metrics.sessionEnded(reason: reason)
+        if reason == "moved" { cluster?.metrics.moved.increment() }
     }
 
     /// The loop that owns session `id`, or nil when `id` cannot be one of ours.
     func home(of id: String) -> SessionLoop? {
-        SessionID.loopIndex(of: id, loops: sessionLoops.count).map { sessionLoops[$0] }
+        if cluster != nil {  // another node may have more loops: any index maps onto ours
+            return SessionID.loopIndex(of: id, loops: 1000).map { sessionLoops[$0 % sessionLoops.count] }
+        }
+        return SessionID.loopIndex(of: id, loops: sessionLoops.count).map { sessionLoops[$0] }
     }
 
     /// Runs `work` on the owner of session `id` and sends its response from the request's loop.

@@ -27,6 +27,11 @@ final class Session {
     var bucket: TokenBucket
     private var idempotency: [String: (inputSeq: Int, at: Double)] = [:]
     var isEnded = false
+    /// Cluster mode: takes each event instead of numbering and delivering it here (the store's
+    /// commit numbers it and its feed delivers it to streams on every node).
+    var eventSink: ((_ viewModel: String, _ data: [UInt8], _ isSignal: Bool) -> Void)?
+    /// Told once when the session ends (cluster mode releases its lease).
+    var onEnd: (() -> Void)?
 
     init(id: String, home: SessionLoop, viewModels: [ViewModel], now: Double) {
         self.id = id
@@ -84,12 +89,22 @@ final class Session {
     /// loop, not once per session).
     func emit(viewModel: String, data: [UInt8], isSignal: Bool) {
         guard !isEnded else { return }
+        if let eventSink { return eventSink(viewModel, data, isSignal) }
         seq += 1
         snapshotChanged()
         let frame = SSEFrame.event(id: seq, name: viewModel, data: data)
         history.append(.init(seq: seq, frame: frame, isSignal: isSignal))
         home.app.metrics.events.increment()
         for stream in streams { stream.deliverFromSession(frame, isSignal: isSignal) }
+    }
+
+    /// Cluster mode: the counters as the store last committed them (after a restore or a commit).
+    func adoptCommitted(seq: Int, inputSeq: Int? = nil) {
+        if seq != self.seq {
+            self.seq = seq
+            snapshotChanged()
+        }
+        if let inputSeq { self.inputSeq = inputSeq }
     }
 
     /// The `data:` JSON of an event: `{"inputSeq", "outputs"?, "signals"?}`.
@@ -152,5 +167,8 @@ final class Session {
             vm.onEvent = nil
             vm.close()  // cancels its effects: an ended session's searches must not spend GitHub's budget
         }
+        onEnd?()
+        onEnd = nil
+        eventSink = nil
     }
 }

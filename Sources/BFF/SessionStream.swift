@@ -34,6 +34,12 @@ final class SessionStream: @unchecked Sendable {
     /// below the interval (plus the timer's lateness).
     static let keepAliveTicksPerInterval = 8
 
+    /// Cluster mode: where a stream that fell behind gets its fresh snapshot frame (the session's state
+    /// is in the store, not on a loop here); nil asks the local session. Host loop only.
+    var snapshotSource: ((@escaping ([UInt8]) -> Void) -> Void)?
+    /// Cluster mode: told once when the stream is over (host loop).
+    var onClosed: (() -> Void)?
+
     init(sessionID: String, sessionHome: SessionLoop, host: SessionLoop) {
         self.sessionID = sessionID
         self.sessionHome = sessionHome
@@ -98,6 +104,10 @@ final class SessionStream: @unchecked Sendable {
         guard mode == .behind else { return mode == .live }
         guard http.queuedBytes <= host.app.configuration.streamHighWaterBytes / 4 else { return false }
         mode = .catchingUp
+        if let snapshotSource {
+            snapshotSource { [weak self] frame in self?.catchUp(snapshotFrame: frame) }
+            return true
+        }
         let (home, id, me) = (sessionHome, sessionID, self)
         home.loop.execute {
             guard let frame = home.sessions[id].map({ $0.snapshotFrame }) else { return }
@@ -144,6 +154,8 @@ final class SessionStream: @unchecked Sendable {
         http.end()
         self.http = nil
         host.unregister(self)
+        onClosed?()
+        onClosed = nil
     }
 
     /// Ends the response (too far behind on signals); the client reconnects with Last-Event-ID.
@@ -157,6 +169,8 @@ final class SessionStream: @unchecked Sendable {
     private func closed() {
         http = nil
         host.unregister(self)
+        onClosed?()
+        onClosed = nil
         let (home, id, me) = (sessionHome, sessionID, self)
         home.loop.execute { home.streamClosed(me, sessionID: id) }
     }

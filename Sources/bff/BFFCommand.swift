@@ -61,6 +61,17 @@ struct BFFCommand: ParsableCommand {
     @Flag(help: "Enable POST /api/_test/status (drives the shared status view model; for load and browser tests).")
     var testHooks = false
     @Flag(help: "Enable GET /bench/json (the HTTP benchmark's route).") var benchRoutes = false
+    @Option(
+        help: """
+            Cluster mode: the shared Redis, redis://[:password@]host:port/db (env REDIS_URL). Unset: one process, \
+            sessions in memory.
+            """)
+    var redisUrl: String?
+    @Option(help: "Cluster mode: this node's name in logs, metrics and leases (env NODE_ID; default HOST:PORT).")
+    var nodeId: String?
+    @Option(
+        help: "Cluster mode: seconds a session's ownership lease lasts without renewal (failover bound after kill -9).")
+    var leaseTtl = 10.0
 
     func validate() throws {
         if let p = port ?? env("PORT").flatMap(Int.init), !(0...65535).contains(p) {
@@ -71,6 +82,11 @@ struct BFFCommand: ParsableCommand {
         if let l = logLevel ?? env("LOG_LEVEL"), Logger.Level(rawValue: l) == nil {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }
+        if let url = redisUrl ?? env("REDIS_URL"), !url.isEmpty, ClusterSettings(redisURL: url, nodeID: "x") == nil {
+            // never echo the URL: it may hold a password
+            throw ValidationError("--redis-url must look like redis://[:password@]host:port/db")
+        }
+        if !(0.5...300).contains(leaseTtl) { throw ValidationError("--lease-ttl must be 0.5...300 seconds") }
         if let p = env("PORT"), port == nil, Int(p) == nil {
             throw ValidationError("PORT must be a number, got '\(p)'")
         }
@@ -109,6 +125,11 @@ struct BFFCommand: ParsableCommand {
         config.testHooks = testHooks
         config.benchRoutes = benchRoutes
         config.searchPageSize = pageSize
+        if let url = redisUrl ?? env("REDIS_URL"), !url.isEmpty {
+            let node = nodeId ?? env("NODE_ID") ?? "\(config.http.host):\(config.http.port)"
+            config.cluster = ClusterSettings(redisURL: url, nodeID: node, leaseTTL: leaseTtl)
+            logger.info("cluster mode", metadata: ["node": "\(node)", "lease-ttl": "\(leaseTtl)"])
+        }
 
         var github = GitHubSettings()
         github.baseURL = githubApiUrl ?? env("GITHUB_API_URL") ?? github.baseURL

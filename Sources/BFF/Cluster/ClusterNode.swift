@@ -1,0 +1,229 @@
+import ClusterRedis
+import ClusterStore
+import CoreMetrics
+import EventHTTP
+import Glibc
+import JSON
+import Logging
+import RedisClient
+
+/// Cluster mode's half of the composition: per loop, a Redis connection with its `RedisSessionStore`,
+/// a subscriber with its `RedisSessionEventFeed`, and the loop's cluster state (the sessions whose
+/// lease this loop holds, the streams fed from Redis). Built by `Application.init` when
+/// `AppConfiguration.cluster` is set; nothing else in the session layer knows Redis.
+///
+/// Threading: `perLoop[i]`, `stores[i]`, `feeds[i]` belong to loop i (the `LoopBound` traps elsewhere).
+final class ClusterNode: @unchecked Sendable {
+    let settings: ClusterSettings
+    let group: RedisConnectionGroup
+    let stores: [RedisSessionStore]
+    let subscribers: [RedisSubscriber]
+    let feeds: [RedisSessionEventFeed]
+    let perLoop: [LoopBound<ClusterLoopState>]
+    /// Lease holder names: node id + boot nonce + loop, unique per process incarnation.
+    let holders: [String]
+    let metrics: ClusterMetrics
+    let logger: Logger
+    /// Per loop: the channel owners answer forwarded inputs on (`<prefix>:reply:<holder>`).
+    let replyChannels: [String]
+    /// Seconds a forwarded input waits for the owner's answer.
+    let forwardTimeout: Double
+
+    init(
+        settings: ClusterSettings, configuration: AppConfiguration, loops: [EventLoop], logger: Logger,
+        factory: MetricsFactory
+    ) {
+        self.settings = settings
+        self.logger = logger
+        group = RedisConnectionGroup(loops: loops, configuration: settings.redis, logger: logger)
+        let keys = ClusterKeys(prefix: settings.keyPrefix)
+        let limits = SessionStoreLimits(
+            historyEvents: configuration.historyEvents,
+            idleTimeout: max(1, Int(configuration.sessionIdleTimeout.rounded(.up))),
+            leaseMilliseconds: max(1, Int(settings.leaseTTL * 1000)))
+        stores = group.connections.map { RedisSessionStore(connection: $0, limits: limits, keys: keys) }
+        subscribers = loops.map { RedisSubscriber(loop: $0, configuration: settings.redis, logger: logger) }
+        feeds = subscribers.map { RedisSessionEventFeed(subscriber: $0, keys: keys) }
+        perLoop = loops.map { LoopBound(ClusterLoopState(), loop: $0) }
+        var rng = SystemRandomNumberGenerator()
+        let nonce = String(rng.next() as UInt64, radix: 36)
+        holders = loops.indices.map { "\(settings.nodeID)#\(nonce)#\($0)" }
+        replyChannels = holders.map { "\(settings.keyPrefix):reply:\($0)" }
+        forwardTimeout = min(2, settings.leaseTTL)
+        streamedCheckInterval = max(0.05, min(settings.leaseTTL, configuration.sessionIdleTimeout / 4))
+        metrics = ClusterMetrics(factory: factory)
+        for (c, subscriber) in zip(group.connections, subscribers) {
+            let m = metrics
+            c.onRoundTrip = { m.roundTrip.recordSeconds($0) }
+            // hiredis 0.14 cannot PING a subscriber: when the loop's command connection (which times
+            // out) drops, the subscriber's may be stuck too, so it is made again.
+            var wasReady = false
+            c.onStateChange = { state in
+                if wasReady, state != .ready { subscriber.connection.reconnect() }
+                wasReady = state == .ready
+            }
+        }
+    }
+
+    /// Connects every loop's connection and subscriber.
+    func start() {
+        group.start()
+        for s in subscribers { s.connection.loop.execute { s.start() } }
+    }
+
+    /// Seconds between two checks, per loop, of the sessions streamed there: orphans are acquired, and
+    /// the expiry of a session run elsewhere is renewed (an open stream keeps a session alive).
+    let streamedCheckInterval: Double
+
+    /// The channel the owner of session `id` takes forwarded inputs from.
+    func inputChannel(_ id: String) -> String { "\(settings.keyPrefix):s:{\(id)}:in" }
+
+    /// True when every command connection answers (`/readyz`).
+    var isReady: Bool { group.isReady }
+
+    /// Counts a failed store operation (for `/metrics`).
+    func failed(_ error: StoreError) {
+        if case .unavailable = error { metrics.redisErrors.increment() }
+    }
+
+    /// Releases every lease this node holds at once (graceful shutdown), waiting at most `timeout`
+    /// seconds for Redis to confirm. Any thread but a loop's.
+    func handOverAll(timeout: Double) {
+        let done = Countdown()
+        for (i, state) in perLoop.enumerated() {
+            let loop = state.loop
+            done.add()
+            let m = metrics
+            loop.execute {
+                let owned = state.value.owned
+                state.value.owned = [:]
+                var left = owned.count
+                if left == 0 { return done.finish() }
+                for o in owned.values {
+                    o.keeper?.stop()
+                    o.keeper = nil
+                    self.stores[i].release(o.lease) { r in
+                        if case .success(true) = r { m.handOvers.increment() }
+                        left -= 1
+                        if left == 0 { done.finish() }
+                    }
+                }
+            }
+        }
+        done.wait(seconds: timeout)
+    }
+}
+
+/// One loop's cluster state (that loop only).
+struct ClusterLoopState {
+    /// Sessions whose lease this loop holds.
+    var owned: [String: OwnedSession] = [:]
+    /// Streams on this loop fed from Redis, by session.
+    var fed: [String: FedSession] = [:]
+    /// Inputs forwarded from this loop to other nodes, waiting for their answers.
+    var forwards: [Int: PendingForward] = [:]
+    var nextForward = 0
+    /// The timer that looks for orphaned sessions among those streamed here.
+    var orphanTimer: LoopTimer?
+}
+
+/// A session run here under a lease (owner loop only).
+final class OwnedSession: @unchecked Sendable {  // loop-bound by convention (owner loop)
+    let session: Session
+    let lease: Lease
+    var keeper: LeaseKeeper?
+    /// Events emitted since the last commit, encoded for the store.
+    var pending: [[UInt8]] = []
+    var flushScheduled = false
+    /// The highest `inputSeq` the store has acknowledged.
+    var committedInputSeq: Int
+    /// Duplicates (`Idempotency-Key`) of inputs whose commit is still in flight: answered once it lands.
+    var waiters: [(inputSeq: Int, answer: (Bool) -> Void)] = []
+
+    init(session: Session, lease: Lease, committedInputSeq: Int) {
+        self.session = session
+        self.lease = lease
+        self.committedInputSeq = committedInputSeq
+    }
+
+    /// The store acknowledged inputs up to `inputSeq`.
+    func acknowledged(_ inputSeq: Int) {
+        committedInputSeq = max(committedInputSeq, inputSeq)
+        let ready = waiters.filter { $0.inputSeq <= committedInputSeq }
+        waiters.removeAll { $0.inputSeq <= committedInputSeq }
+        for w in ready { w.answer(true) }
+    }
+
+    /// The session left this node: every waiter is told its input's fate is unknown here.
+    func failWaiters() {
+        let all = waiters
+        waiters = []
+        for w in all { w.answer(false) }
+    }
+}
+
+/// The streams of one session on one loop, fed by one subscription.
+final class FedSession: @unchecked Sendable {  // host loop only
+    var streams: [ClusterStream] = []
+    var subscribed = false
+}
+
+/// Cluster mode's meters (in the application's registry, so `/metrics` shows them).
+final class ClusterMetrics: Sendable {
+    let roundTrip: CoreMetrics.Timer
+    let takeovers: CoreMetrics.Counter
+    let handOvers: CoreMetrics.Counter
+    let crossNodeInputs: CoreMetrics.Counter
+    let redisErrors: CoreMetrics.Counter
+    let fenced: CoreMetrics.Counter
+    /// Sessions that left this node for another (lease lost, fenced, commit failed): registered only in
+    /// cluster mode, so single-process `/metrics` is unchanged.
+    let moved: CoreMetrics.Counter
+
+    init(factory f: MetricsFactory) {
+        roundTrip = CoreMetrics.Timer(label: "bff_redis_round_trip", dimensions: [], factory: f)
+        takeovers = CoreMetrics.Counter(label: "bff_cluster_takeovers_total", factory: f)
+        handOvers = CoreMetrics.Counter(label: "bff_cluster_hand_overs_total", factory: f)
+        crossNodeInputs = CoreMetrics.Counter(label: "bff_cluster_inputs_owned_elsewhere_total", factory: f)
+        redisErrors = CoreMetrics.Counter(label: "bff_redis_errors_total", factory: f)
+        fenced = CoreMetrics.Counter(label: "bff_cluster_fenced_total", factory: f)
+        moved = CoreMetrics.Counter(label: "bff_sessions_ended_total", dimensions: [("reason", "moved")], factory: f)
+    }
+}
+
+/// Waits for a number of completions on other threads (shutdown only).
+final class Countdown: @unchecked Sendable {
+    private var mutex = pthread_mutex_t()
+    private var cond = pthread_cond_t()
+    private var count = 0
+
+    init() {
+        pthread_mutex_init(&mutex, nil)
+        pthread_cond_init(&cond, nil)
+    }
+
+    func add() {
+        pthread_mutex_lock(&mutex)
+        count += 1
+        pthread_mutex_unlock(&mutex)
+    }
+
+    func finish() {
+        pthread_mutex_lock(&mutex)
+        count -= 1
+        pthread_cond_broadcast(&cond)
+        pthread_mutex_unlock(&mutex)
+    }
+
+    func wait(seconds: Double) {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let total = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9 + seconds
+        var deadline = timespec(tv_sec: Int(total), tv_nsec: Int((total - total.rounded(.down)) * 1e9))
+        pthread_mutex_lock(&mutex)
+        while count > 0 {
+            if pthread_cond_timedwait(&cond, &mutex, &deadline) == ETIMEDOUT { break }
+        }
+        pthread_mutex_unlock(&mutex)
+    }
+}

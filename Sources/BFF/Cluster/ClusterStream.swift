@@ -1,0 +1,199 @@
+import ClusterStore
+import EventHTTP
+
+/// One event stream in cluster mode, on its connection's loop, fed by the session's Redis channel:
+/// subscribe, then replay from `Last-Event-ID` (or load a snapshot), then the live events, each id
+/// once and in order (`StreamCatchUp`). The same on the owner node and on any other.
+///
+/// Threading: host loop only.
+final class ClusterStream: @unchecked Sendable {  // host loop only
+    let sessionID: String
+    let stream: SessionStream
+    private var catchUp: StreamCatchUp
+    /// True until the first snapshot was written, for a client without `Last-Event-ID`.
+    private var needsSnapshot: Bool
+    private var started = false
+    private var responder: HTTPResponder?
+    private let app: Application
+    private let cluster: ClusterNode
+    private var ended = false
+
+    init(
+        sessionID: String, lastEventID: Int?, stream: SessionStream, responder: HTTPResponder, app: Application,
+        cluster: ClusterNode
+    ) {
+        self.sessionID = sessionID
+        self.stream = stream
+        self.responder = responder
+        self.app = app
+        self.cluster = cluster
+        catchUp = StreamCatchUp(lastEventID: UInt64(max(0, lastEventID ?? 0)))
+        needsSnapshot = lastEventID == nil
+    }
+
+    private var index: Int { stream.host.loop.index }
+
+    /// The subscription is active (first time or after a reconnect): read what was missed.
+    func resync() {
+        guard !ended else { return }
+        catchUp.restart()
+        if needsSnapshot { return writeSnapshot() }
+        cluster.stores[index].replay(
+            sessionID: sessionID, after: catchUp.lastWritten, limit: app.configuration.historyEvents
+        ) { [self] result in
+            switch result {
+            case .success(let replay):
+                switch catchUp.replayed(replay) {
+                case .write(let events): write(events)
+                case .snapshot: writeSnapshot()
+                }
+            case .failure(let error): fail(error)
+            }
+        }
+    }
+
+    /// A live event from the feed.
+    func live(_ event: StoredEvent) {
+        guard !ended else { return }
+        write(catchUp.live(event))
+    }
+
+    /// The stored snapshot as a frame, for a stream that fell behind.
+    func snapshotFrame(_ done: @escaping ([UInt8]) -> Void) {
+        let index = self.index
+        cluster.stores[index].load(sessionID: sessionID) { [app] result in
+            guard case .success(let snapshot) = result, let body = app.renderSnapshot(snapshot, loop: index) else {
+                return
+            }
+            done(SSEFrame.event(id: Int(snapshot.seq), name: "snapshot", data: body))
+        }
+    }
+
+    private func writeSnapshot() {
+        let index = self.index
+        cluster.stores[index].load(sessionID: sessionID) { [self] result in
+            switch result {
+            case .success(let snapshot):
+                guard let body = app.renderSnapshot(snapshot, loop: index) else {
+                    return fail(.unavailable("unreadable state"))
+                }
+                needsSnapshot = false
+                let frame = SSEFrame.event(id: Int(snapshot.seq), name: "snapshot", data: body)
+                let after = catchUp.snapshotWritten(seq: snapshot.seq)
+                emit([frame], signals: [])
+                write(after)
+            case .failure(let error): fail(error)
+            }
+        }
+    }
+
+    private func write(_ events: [StoredEvent]) {
+        var frames: [[UInt8]] = []
+        var signals: Set<Int> = []
+        for e in events {
+            guard let f = ClusterEvent.frame(e) else { continue }
+            if f.isEnd {
+                emit(frames, signals: signals)
+                return end(with: f.frame)
+            }
+            if f.isSignal { signals.insert(frames.count) }
+            frames.append(f.frame)
+        }
+        emit(frames, signals: signals)
+    }
+
+    /// The session ended (deleted): `event: end`, then the stream closes.
+    private func end(with frame: [UInt8]) {
+        guard !ended else { return }
+        ended = true
+        if !started, let responder {
+            started = true
+            self.responder = nil
+            stream.start(
+                responder: responder, initial: SSEFrame.retry(milliseconds: app.configuration.retryMilliseconds))
+        }
+        stream.finish(with: frame)
+    }
+
+    private func emit(_ frames: [[UInt8]], signals: Set<Int>) {
+        if !started {
+            guard let responder else { return }
+            started = true
+            self.responder = nil
+            var initial = SSEFrame.retry(milliseconds: app.configuration.retryMilliseconds)
+            for f in frames { initial += f }
+            stream.start(responder: responder, initial: initial)
+            return
+        }
+        for (i, f) in frames.enumerated() { stream.deliverFromSession(f, isSignal: signals.contains(i)) }
+    }
+
+    private func fail(_ error: StoreError) {
+        cluster.failed(error)
+        if !started, let responder {
+            ended = true
+            self.responder = nil
+            responder.send(Application.response(to: error, cluster: cluster, sessionID: sessionID))
+            stream.onClosed?()
+            stream.onClosed = nil
+            return
+        }
+        if case .gone = error { end(with: SSEFrame.event(id: nil, name: "end", json: ["reason": "deleted"])) }
+    }
+}
+
+extension Application {
+    /// `GET /api/sessions/{id}/events` in cluster mode, on the request's loop.
+    func clusterOpenStream(_ cluster: ClusterNode, id: String, _ req: HTTPRequest, _ res: HTTPResponder) {
+        guard let home = home(of: id) else { return res.send(Application.noSession(id)) }
+        let index = req.loop.index
+        if req.method == .HEAD {
+            return cluster.stores[index].load(sessionID: id) { result in
+                switch result {
+                case .success: res.send(HTTPResponse(status: 200, headers: [("Content-Type", "text/event-stream")]))
+                case .failure(let error): res.send(Application.response(to: error, cluster: cluster, sessionID: id))
+                }
+            }
+        }
+        let state = cluster.perLoop[index]
+        let fed = state.value.fed[id] ?? FedSession()
+        guard fed.streams.count < configuration.maxStreamsPerSession else {
+            return res.send(
+                .problem(
+                    status: 429,
+                    detail:
+                        "session '\(id)' already has \(configuration.maxStreamsPerSession) open event streams (the limit)",
+                    headers: [("Retry-After", "5")]))
+        }
+        let lastEventID = req.header("Last-Event-ID").flatMap { Int($0.trimmingHTTPWhitespace()) }
+        let stream = SessionStream(sessionID: id, sessionHome: home, host: sessionLoops[index])
+        let cs = ClusterStream(
+            sessionID: id, lastEventID: lastEventID, stream: stream, responder: res, app: self, cluster: cluster)
+        stream.snapshotSource = { [unowned cs] done in cs.snapshotFrame(done) }
+        let feed = cluster.feeds[index]
+        stream.onClosed = { [unowned fed, unowned cs] in
+            fed.streams.removeAll { $0 === cs }
+            if fed.streams.isEmpty, state.value.fed[id] === fed {
+                state.value.fed[id] = nil
+                feed.unsubscribe(sessionID: id)
+            }
+        }
+        fed.streams.append(cs)
+        if state.value.fed[id] == nil {
+            state.value.fed[id] = fed
+            feed.subscribe(
+                sessionID: id,
+                onSubscribed: { [weak fed] in
+                    guard let fed else { return }
+                    fed.subscribed = true
+                    for s in fed.streams { s.resync() }
+                },
+                { [weak fed] event in
+                    guard let fed else { return }
+                    for s in fed.streams { s.live(event) }
+                })
+        } else if fed.subscribed {
+            cs.resync()
+        }
+    }
+}

@@ -1,0 +1,339 @@
+import BFF
+import Foundation
+import GitHubSearch
+import JSON
+import RedisTestSupport
+import WireClient
+import XCTest
+
+/// Cluster mode end to end in one process: several `Application`s on 127.0.0.1:0 sharing one real
+/// `redis-server` (started on a free port per test). Waiting for Redis readiness and for a lease to
+/// expire polls a condition with a deadline (the guarantees are "within N seconds"); everything else
+/// awaits a response or an event.
+final class ClusterModeTests: XCTestCase {
+    var redis: RedisServerProcess!
+
+    override func setUpWithError() throws {
+        redis = try RedisServerProcess()
+    }
+
+    override func tearDown() {
+        redis?.kill()
+        redis = nil
+    }
+
+    func node(
+        _ name: String, leaseTTL: Double = 10, search: any RepositorySearching = UnexpectedSearch(),
+        idleTimeout: Double? = nil
+    ) throws -> LiveApp {
+        let url = redis.url
+        let app = try LiveApp(search: search) { c in
+            c.cluster = ClusterSettings(redisURL: url, nodeID: name, leaseTTL: leaseTTL)
+            if let idleTimeout { c.sessionIdleTimeout = idleTimeout }
+        }
+        try waitUntil("\(name) ready", within: 10) {
+            (try? WireConnection.get(port: app.port, path: "/readyz").status) == 200
+        }
+        return app
+    }
+
+    func waitUntil(_ what: String, within seconds: Double, _ condition: () throws -> Bool) throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while try !condition() {
+            if Date() > deadline { return XCTFail("not within \(seconds) s: \(what)") }
+            usleep(20_000)
+        }
+    }
+
+    func name(_ app: LiveApp, _ id: String, _ value: String, key: String? = nil) throws -> WireResponse {
+        try app.post(
+            id, "greeting", "name", #"{"value":"\#(value)"}"#, headers: key.map { [("Idempotency-Key", $0)] } ?? [])
+    }
+
+    func greet(_ app: LiveApp, _ id: String) throws -> WireResponse { try app.post(id, "greeting", "greet") }
+
+    func label(_ app: LiveApp, _ id: String) throws -> JSONValue? {
+        try app.state(id)["viewModels"]?["greeting"]?["label"]
+    }
+
+    func inputSeq(_ r: WireResponse) -> Int? { (try? JSONValue.parse(r.body))?["inputSeq"]?.intValue }
+
+    func testSessionCreatedOnAIsReadOnEveryNodeAndInputsAtTheOwnerAreAcknowledgedOnceStored() throws {
+        let a = try node("a")
+        let b = try node("b")
+        let c = try node("c")
+        let id = try a.createSession()
+        let r = try name(a, id, "ann")
+        XCTAssertEqual(r.status, 202)
+        XCTAssertEqual(inputSeq(r), 1)
+        XCTAssertEqual(inputSeq(try greet(a, id)), 2)
+        // The 202 came after the commit: every node reads the input's effect at once.
+        let stateA = try a.state(id)
+        XCTAssertEqual(stateA["viewModels"]?["greeting"]?["label"], "Hello, ANN!")
+        XCTAssertEqual(try b.state(id), stateA)
+        XCTAssertEqual(try c.state(id), stateA)
+        XCTAssertEqual(stateA["seq"]?.intValue, (1 << 32) + 2, "the creator's token 1 starts ids at 2^32 + 1")
+        // An Idempotency-Key is stored with the commit: the retry gets the same number, applied once.
+        XCTAssertEqual(inputSeq(try name(a, id, "bob", key: "k1")), 3)
+        XCTAssertEqual(inputSeq(try name(a, id, "bob", key: "k1")), 3)
+        XCTAssertEqual(inputSeq(try greet(a, id)), 4)
+        XCTAssertEqual(try label(b, id), "Hello, BOB!")
+        // Unknown sessions are 404 on any node.
+        XCTAssertEqual(
+            try WireConnection.get(port: b.port, path: "/api/sessions/AAAAAAAAAAAAAAAAAAAAAA0/state").status, 404)
+    }
+
+    func testAnInputAtANonOwnerIsForwardedToTheOwnerAndAcknowledgedOnlyOnceCommitted() throws {
+        let a = try node("a")
+        let b = try node("b")
+        let c = try node("c")
+        let id = try a.createSession()
+        let (conn, events) = try c.stream(id)
+        defer { conn.close() }
+        _ = try events.next()  // snapshot
+        let r = try name(b, id, "bob")
+        XCTAssertEqual(r.status, 202, "\(r)")
+        XCTAssertEqual(inputSeq(r), 1)
+        XCTAssertEqual(inputSeq(try greet(c, id)), 2)
+        // Acknowledged means committed: every node reads it at once, the owner (A) kept running it.
+        XCTAssertEqual(try label(a, id), "Hello, BOB!")
+        XCTAssertEqual(try b.state(id), try c.state(id))
+        XCTAssertEqual(try events.next(until: "greeting").last?.id, String((1 << 32) + 1))
+        let e = try XCTUnwrap(events.next(until: "greeting").last)
+        XCTAssertEqual(e.id, String((1 << 32) + 2), "no takeover: still token 1")
+        XCTAssertEqual(try JSONValue.parse(e.data)["outputs"]?["label"], "Hello, BOB!")
+        // The owner's answers travel back unchanged: a refusal, and an idempotent retry through B.
+        XCTAssertEqual(try b.post(id, "greeting", "nope").status, 404)
+        XCTAssertEqual(inputSeq(try name(b, id, "cy", key: "k")), 3)
+        XCTAssertEqual(inputSeq(try name(c, id, "cy", key: "k")), 3)
+        XCTAssertEqual(inputSeq(try name(a, id, "cy", key: "k")), 3)
+        XCTAssertEqual(inputSeq(try greet(a, id)), 4)
+        XCTAssertTrue(try metrics(b).contains("bff_cluster_inputs_owned_elsewhere_total 3"))
+        XCTAssertTrue(try metrics(a).contains("bff_cluster_takeovers_total 0"))
+    }
+
+    func testAStreamOnAnotherNodeSeesTheOwnersEventsWithTheStoredIdsAndReplaysFromLastEventID() throws {
+        let a = try node("a")
+        let b = try node("b")
+        let id = try a.createSession()
+        let (conn, events) = try b.stream(id)
+        defer { conn.close() }
+        let snapshot = try XCTUnwrap(events.next())
+        XCTAssertEqual(snapshot.event, "snapshot")
+        XCTAssertEqual(snapshot.id, "0")
+        XCTAssertEqual(try name(a, id, "ann").status, 202)
+        let e1 = try XCTUnwrap(events.next(until: "greeting").last)
+        XCTAssertEqual(e1.id, String((1 << 32) + 1))
+        XCTAssertEqual(try JSONValue.parse(e1.data)["outputs"]?["buttonEnabled"], true)
+        XCTAssertEqual(try greet(a, id).status, 202)
+        let e2 = try XCTUnwrap(events.next(until: "greeting").last)
+        XCTAssertEqual(e2.id, String((1 << 32) + 2))
+        XCTAssertEqual(try JSONValue.parse(e2.data)["outputs"]?["label"], "Hello, ANN!")
+        // A client reconnecting to a third place with the first id gets exactly the missed event.
+        let (conn2, replay) = try a.stream(id, lastEventID: e1.id)
+        defer { conn2.close() }
+        let missed = try XCTUnwrap(replay.next())
+        XCTAssertEqual(missed.id, e2.id)
+        XCTAssertEqual(missed.data, e2.data)
+    }
+
+    func testShutdownHandsTheSessionOverAtOnceAndTheNextNodeContinuesWithTheStateAndLaterIds() throws {
+        let a = try node("a")
+        let b = try node("b")
+        let id = try a.createSession()
+        XCTAssertEqual(try name(a, id, "ann").status, 202)
+        XCTAssertEqual(try greet(a, id).status, 202)
+        let (conn, events) = try b.stream(id)
+        defer { conn.close() }
+        _ = try events.next()  // snapshot
+        let started = Date()
+        a.app.shutdown()  // SIGTERM's path: leases released before the server stops
+        let r = try name(b, id, "bob")
+        XCTAssertEqual(r.status, 202, "hand-over: no waiting for the lease TTL")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 2 + a.app.configuration.shutdownGracePeriod)
+        XCTAssertEqual(inputSeq(r), 3, "inputSeq continues")
+        XCTAssertEqual(inputSeq(try greet(b, id)), 4)
+        let e = try XCTUnwrap(events.next(until: "greeting").last)
+        XCTAssertEqual(e.id, String((2 << 32) + 1), "the new owner's ids start in its token's range")
+        XCTAssertEqual(try JSONValue.parse(e.data)["outputs"]?["label"], "Hello, BOB!")
+        XCTAssertEqual(try label(b, id), "Hello, BOB!")
+        XCTAssertTrue(try metrics(b).contains("bff_cluster_takeovers_total 1"))
+    }
+
+    func testAKilledOwnersSessionIsTakenOverWithinTheLeaseTTLWithItsState() throws {
+        let ttl = 1.0
+        let a = try node("a", leaseTTL: ttl)
+        let b = try node("b", leaseTTL: ttl)
+        let id = try a.createSession()
+        XCTAssertEqual(try name(a, id, "ann").status, 202)
+        XCTAssertEqual(try greet(a, id).status, 202)
+        // "kill -9" in process: the loops stop; nothing renews or releases the lease.
+        a.app.server.shutdown(gracePeriod: 0)
+        let killed = Date()
+        var answer: WireResponse?
+        try waitUntil("takeover", within: ttl + 2) {
+            let r = try name(b, id, "bob")
+            if r.status == 503 { return false }
+            answer = r
+            return true
+        }
+        XCTAssertEqual(answer?.status, 202)
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(killed), ttl * 0.5)
+        XCTAssertEqual(answer.flatMap(inputSeq), 3)
+        XCTAssertEqual(try label(b, id), "Hello, ANN!", "the state from before the crash is kept")
+        XCTAssertEqual(inputSeq(try greet(b, id)), 4)
+        XCTAssertEqual(try label(b, id), "Hello, BOB!")
+    }
+
+    func testASearchLoadingWhenItsOwnerDiedIsIssuedAgainByTheNodeThatTakesOver() throws {
+        let ttl = 1.0
+        let a = try node("a", leaseTTL: ttl, search: HangingSearch())
+        let b = try node("b", leaseTTL: ttl, search: AnsweringSearch(total: 7))
+        let id = try a.createSession()
+        XCTAssertEqual(try a.post(id, "search", "query", #"{"value":"swift"}"#).status, 202)
+        XCTAssertEqual(try a.post(id, "search", "submit").status, 202)
+        XCTAssertEqual(try b.state(id)["viewModels"]?["search"]?["totalCount"], JSONValue.null)
+        a.app.server.shutdown(gracePeriod: 0)  // dies with its search under way
+        try waitUntil("takeover by B's next input", within: ttl + 2) { try name(b, id, "bob").status == 202 }
+        try waitUntil("the restored search answered on B", within: 5) {
+            try b.state(id)["viewModels"]?["search"]?["totalCount"] == 7
+        }
+    }
+
+    func testAnOrphanedSessionWithAStreamElsewhereIsTakenOverWithoutARequest() throws {
+        let ttl = 1.0
+        let a = try node("a", leaseTTL: ttl, search: HangingSearch())
+        let b = try node("b", leaseTTL: ttl, search: AnsweringSearch(total: 9))
+        let id = try a.createSession()
+        let (conn, events) = try b.stream(id)
+        defer { conn.close() }
+        _ = try events.next()  // snapshot
+        XCTAssertEqual(try a.post(id, "search", "query", #"{"value":"swift"}"#).status, 202)
+        XCTAssertEqual(try a.post(id, "search", "submit").status, 202)
+        a.app.server.shutdown(gracePeriod: 0)  // dies with its search under way; nobody sends a request
+        let deadline = Date().addingTimeInterval(ttl + 2 + ttl)  // expiry + bound + one check interval
+        var total: JSONValue?
+        while total != 9, Date() < deadline {
+            guard let e = try events.next(timeout: max(0.1, deadline.timeIntervalSinceNow)), e.event == "search" else {
+                continue
+            }
+            if let t = try JSONValue.parse(e.data)["outputs"]?["totalCount"] { total = t }
+        }
+        XCTAssertEqual(total, 9, "B took the session over and its restored search answered")
+        XCTAssertEqual(try b.state(id)["viewModels"]?["search"]?["totalCount"], 9)
+    }
+
+    func testDeleteAtANonOwnerIsForwardedAndEndsTheStreamsOnEveryNode() throws {
+        let a = try node("a")
+        let b = try node("b")
+        let id = try a.createSession()
+        let (connA, onA) = try a.stream(id)
+        let (connB, onB) = try b.stream(id)
+        defer {
+            connA.close()
+            connB.close()
+        }
+        _ = try onA.next()
+        _ = try onB.next()
+        let r = try WireConnection(port: b.port).request("DELETE", "/api/sessions/\(id)")
+        XCTAssertEqual(r.status, 204, "\(r)")
+        for events in [onA, onB] {
+            let end = try XCTUnwrap(events.next(until: "end").last)
+            XCTAssertEqual(try JSONValue.parse(end.data), ["reason": "deleted"])
+        }
+        XCTAssertEqual(try WireConnection.get(port: a.port, path: "/api/sessions/\(id)/state").status, 404)
+        XCTAssertEqual(try name(b, id, "x").status, 404)
+        XCTAssertEqual(try WireConnection(port: a.port).request("DELETE", "/api/sessions/\(id)").status, 404)
+    }
+
+    /// Time has to pass for this one: the session is watched on B, idle for twice its idle time-out.
+    func testASessionStreamedOnAnotherNodeDoesNotExpireWhileItIsWatched() throws {
+        let a = try node("a", idleTimeout: 1)
+        let b = try node("b", idleTimeout: 1)
+        let id = try a.createSession()
+        XCTAssertEqual(try name(a, id, "ann").status, 202)
+        XCTAssertEqual(try greet(a, id).status, 202)
+        let (conn, events) = try b.stream(id)
+        defer { conn.close() }
+        _ = try events.next()  // snapshot
+        usleep(2_500_000)
+        XCTAssertEqual(try WireConnection.get(port: a.port, path: "/api/sessions/\(id)/state").status, 200)
+        XCTAssertEqual(try label(b, id), "Hello, ANN!")
+        XCTAssertEqual(try name(b, id, "bob").status, 202)
+        XCTAssertEqual(try greet(a, id).status, 202)
+        XCTAssertEqual(try events.next(until: "greeting").last?.event, "greeting", "the stream is still live")
+        conn.close()
+        try waitUntil("expired once nobody watches", within: 4) {
+            try WireConnection.get(port: a.port, path: "/api/sessions/\(id)/state").status == 404
+        }
+    }
+
+    func testAZombieOwnerCannotCommitAfterBeingTakenOver() throws {
+        let a = try node("a", leaseTTL: 30)  // renews every 10 s: it will not notice in time
+        let b = try node("b", leaseTTL: 30)
+        let id = try a.createSession()
+        XCTAssertEqual(try name(a, id, "ann").status, 202)
+        // A was paused long enough for its lease to expire (simulated: the lease key disappears).
+        try redisCLI("DEL", "bff:s:{\(id)}:lease")
+        XCTAssertEqual(try name(b, id, "bob").status, 202)  // B takes over (token 2)
+        XCTAssertEqual(inputSeq(try greet(b, id)), 3)
+        let zombie = try greet(a, id)
+        XCTAssertEqual(zombie.status, 503, "A's commit carries token 1: fenced")
+        XCTAssertEqual(try label(a, id), "Hello, BOB!")
+        XCTAssertEqual(try label(b, id), "Hello, BOB!")
+        XCTAssertEqual(try b.state(id)["seq"]?.intValue, (2 << 32) + 1, "nothing of A's after the takeover")
+        XCTAssertTrue(try metrics(a).contains("bff_cluster_fenced_total 1"))
+        XCTAssertTrue(try metrics(a).contains(#"bff_sessions_ended_total{reason="moved"} 1"#))
+    }
+
+    func testReadinessFollowsRedis() throws {
+        let a = try node("a")
+        XCTAssertEqual(try WireConnection.get(port: a.port, path: "/readyz").status, 200)
+        redis.kill()
+        try waitUntil("503 while Redis is down", within: 10) {
+            (try? WireConnection.get(port: a.port, path: "/readyz").status) == 503
+        }
+        let r = try WireConnection.post(port: a.port, path: "/api/sessions", body: [])
+        XCTAssertEqual(r.status, 503)
+        XCTAssertNotNil(r.header("Retry-After"))
+        try redis.start()
+        try waitUntil("ready again", within: 10) {
+            (try? WireConnection.get(port: a.port, path: "/readyz").status) == 200
+        }
+        XCTAssertEqual(try WireConnection.post(port: a.port, path: "/api/sessions", body: []).status, 201)
+        XCTAssertTrue(try metrics(a).contains("bff_redis_errors_total"))
+        XCTAssertTrue(try metrics(a).contains("bff_redis_round_trip"))
+    }
+
+    func metrics(_ app: LiveApp) throws -> String {
+        String(decoding: try WireConnection.get(port: app.port, path: "/metrics").body, as: UTF8.self)
+    }
+
+    func redisCLI(_ args: String...) throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
+        p.arguments = ["-p", "\(redis.port)"] + args
+        p.standardOutput = FileHandle.nullDevice
+        try p.run()
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationStatus, 0)
+    }
+}
+
+/// A search that never answers (until cancelled): the owner dies while it is under way.
+struct HangingSearch: RepositorySearching {
+    func search(_ request: SearchRequest, policy: CachePolicy) async throws(SearchError) -> SearchResponse {
+        try? await Task.sleep(nanoseconds: 60_000_000_000)
+        throw .upstream(message: "cancelled")
+    }
+}
+
+/// A search that answers at once with an empty page of `total` results.
+struct AnsweringSearch: RepositorySearching {
+    let total: Int
+    func search(_ request: SearchRequest, policy: CachePolicy) async throws(SearchError) -> SearchResponse {
+        SearchResponse(
+            page: SearchPage(totalCount: total, incompleteResults: false, repositories: [], page: 1, hasMore: false),
+            cache: .miss)
+    }
+}
