@@ -111,16 +111,24 @@ final class SearchEndToEndTests: XCTestCase {
         let id = try t.createSession()
         _ = try t.post(id, "search", "query", #"{"value":"other"}"#)
         _ = try t.post(id, "search", "submit")
-        var error: JSONValue?
+        // The stateless search above made the app's limiter block searching, and every session follows
+        // it: the session shows the block (searchEnabled false, a retryAt to count down to) whether its
+        // submit came before the block reached it (then its search fails with a rateLimited error) or
+        // after (then submit is a no-op).
         let (_, reader) = try t.stream(id)
         var client = ClientState()
-        while error == nil || error == .null {
+        while client.viewModels["search"]?["retryAt"]?.stringValue == nil {
             guard let e = try reader.next(timeout: 10) else { break }
             try client.apply(e)
-            error = client.viewModels["search"]?["error"]
         }
-        XCTAssertEqual(error?["kind"], "rateLimited")
-        XCTAssertNotNil(error?["retryAfterSeconds"]?.intValue)
+        let search = try XCTUnwrap(client.viewModels["search"])
+        XCTAssertNotNil(search["retryAt"]?.stringValue, "\(search)")
+        XCTAssertEqual(search["searchEnabled"], false)
+        XCTAssertEqual(search["isLoading"], false)
+        if let error = search["error"], error != .null {
+            XCTAssertEqual(error["kind"], "rateLimited")
+            XCTAssertNotNil(error["retryAfterSeconds"]?.intValue)
+        }
         XCTAssertEqual(client.viewModels["status"]?["reachable"], true)
         let bad = try WireConnection.get(port: t.port, path: "/api/search/repositories?q=x&sort=weird")
         XCTAssertTrue(bad.problem(400).contains("sort"))
