@@ -205,8 +205,10 @@ final class ClusterProcessTests: XCTestCase {
         let id = try XCTUnwrap(JSONValue.parse(created.body)["id"]?.stringValue)
         XCTAssertEqual(try input(id, 1, port: portA, fallback: portA, within: 2), 1)
         a.send(SIGSTOP)
+        try waitForState(of: a.pid, stopped: true)
         XCTAssertEqual(try input(id, 2, port: portB, fallback: portB, within: 1 + 2 + 2), 2, "B took over")
         a.send(SIGCONT)
+        try waitForState(of: a.pid, stopped: false)
         let c = try WireConnection(port: portA)
         let r = try c.request(
             "POST", "/api/sessions/\(id)/greeting/name",
@@ -223,6 +225,19 @@ final class ClusterProcessTests: XCTestCase {
         XCTAssertEqual(state["viewModels"]?["greeting"]?["label"], "Hello, N3!")
         XCTAssertGreaterThanOrEqual(state["seq"]?.intValue ?? 0, 2 << 32, "the greet's id is in B's range")
         print("cluster: the continued zombie answered \(r.status)")
+    }
+
+    /// Waits until the kernel reports `pid` stopped (state `T` in /proc/<pid>/stat) or not: a signal is
+    /// delivered asynchronously.
+    private func waitForState(of pid: Int32, stopped: Bool) throws {
+        let deadline = Date().addingTimeInterval(5)
+        while true {
+            let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+            let state = stat.split(separator: ")").last?.split(separator: " ").first.map(String.init)
+            if (state == "T") == stopped { return }
+            if Date() > deadline { return XCTFail("process \(pid) state \(state ?? "?"), wanted stopped=\(stopped)") }
+            usleep(1000)
+        }
     }
 
     /// Four clients send 15 keyed inputs each, concurrently, to two nodes; the owner is killed (`kill -9`)
