@@ -82,7 +82,8 @@ public enum PercentDecoding {
         return String(validating: out, as: UTF8.self)
     }
 
-    private static func hexValue(_ c: UInt8) -> UInt8? {
+    /// The value of one ASCII hex digit, or nil (percent-decoding here, chunk sizes in `RequestFraming`).
+    static func hexValue(_ c: UInt8) -> UInt8? {
         switch c {
         case 0x30...0x39: return c - 0x30
         case 0x41...0x46: return c - 0x41 + 10

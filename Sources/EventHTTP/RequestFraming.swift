@@ -237,8 +237,8 @@ struct RequestFraming {
             if allowed.contains(c) {
                 i = authority.index(after: i)
             } else if c == UInt8(ascii: "%"), authority.distance(from: i, to: authority.endIndex) >= 3,
-                hexValue(authority[authority.index(i, offsetBy: 1)]) != nil,
-                hexValue(authority[authority.index(i, offsetBy: 2)]) != nil
+                PercentDecoding.hexValue(authority[authority.index(i, offsetBy: 1)]) != nil,
+                PercentDecoding.hexValue(authority[authority.index(i, offsetBy: 2)]) != nil
             {
                 i = authority.index(i, offsetBy: 3)
             } else {
@@ -344,14 +344,14 @@ struct RequestFraming {
     /// `strtoll` leniencies); empty lines are skipped, as evhttp does (the CRLF after chunk data).
     private mutating func chunkSizeLine(_ line: Line) throws(Rejection) {
         guard !line.isEmpty else { return }
-        let digits = line.prefix { RequestFraming.hexValue($0) != nil }
+        let digits = line.prefix { PercentDecoding.hexValue($0) != nil }
         let rest = line[digits.endIndex...]
         guard !digits.isEmpty, digits.count <= 15, rest.isEmpty || rest.first == 0x20 else {
             let shown = String(decoding: line.prefix(20), as: UTF8.self)
             throw Rejection(status: 400, detail: "malformed chunk size line '\(shown)' (expected hexadecimal digits)")
         }
         var size = 0
-        for d in digits { size = size << 4 | Int(RequestFraming.hexValue(d)!) }
+        for d in digits { size = size << 4 | Int(PercentDecoding.hexValue(d)!) }
         chunkedBodyBytes += size
         if chunkedBodyBytes > maxBodyBytes {
             throw Rejection(
@@ -366,14 +366,5 @@ struct RequestFraming {
         state = .head
         isFirstLine = true
         headBytes = 0
-    }
-
-    private static func hexValue(_ c: UInt8) -> UInt8? {
-        switch c {
-        case 0x30...0x39: return c - 0x30
-        case 0x41...0x46: return c - 0x41 + 10
-        case 0x61...0x66: return c - 0x61 + 10
-        default: return nil
-        }
     }
 }
