@@ -1,3 +1,5 @@
+import ClusterRedis
+import ClusterStore
 import GitHubLive
 import GitHubSearch
 import Logging
@@ -20,6 +22,9 @@ public struct GitHubSettings: Sendable {
     public var cachePath: String? = "var/search-cache.sqlite"
     /// Seconds an upstream request may take without progress.
     public var requestTimeout: Double = 10
+    /// Cluster mode: the budget of GitHub searches shared by every node (GitHub's search limit with a
+    /// token: 30 a minute), a Redis token bucket corrected by GitHub's rate-limit headers.
+    public var sharedBudget = TokenBucketShape(capacity: 30, refillPerSecond: 0.5)
 
     public init() {}
 }
@@ -31,9 +36,10 @@ extension Application {
         -> Application
     {
         let sink = StatusSink()
+        let budget = configuration.cluster == nil ? nil : ClusterRateBudget(logger: logger)
         let gateway = try GitHubGateway(
             configuration: .init(baseURL: github.baseURL, token: github.token, requestTimeout: github.requestTimeout),
-            logger: logger, onStatus: { sink.forward($0) })
+            logger: logger, onStatus: { sink.forward($0) }, sharedBudget: budget)
         let cache = SearchCache(
             upstream: gateway,
             configuration: .init(
@@ -42,6 +48,12 @@ extension Application {
             logger: logger)
         let app = Application(configuration: configuration, search: cache, logger: logger)
         sink.connect(app.statusUpdater)
+        if let budget, let cluster = app.cluster {
+            budget.connect(
+                RedisUpstreamBudget(
+                    connection: cluster.group.connections[0], name: "github-search", shape: github.sharedBudget,
+                    keys: ClusterKeys(prefix: cluster.settings.keyPrefix)))
+        }
         return app
     }
 }
@@ -59,5 +71,35 @@ final class StatusSink: Sendable {
     func connect(_ t: @escaping @Sendable (UpstreamStatus) -> Void) {
         target.withLock { $0 = t }
         if let s = early.withLock({ $0 }) { t(s) }
+    }
+}
+
+/// Cluster mode's `SharedRateBudget`: the gateway's limiter asks the cluster-wide `UpstreamBudget`
+/// (connected once the application, which owns the Redis connections, exists) before each call and
+/// corrects it with GitHub's answers. Fails open: while Redis is unreachable (or before `connect`)
+/// every call is admitted and only this node's limiter applies, so a Redis outage never stops search.
+final class ClusterRateBudget: SharedRateBudget {
+    private let budget = Mutex<(any UpstreamBudget)?>(nil)
+    private let logger: Logger
+
+    init(logger: Logger) { self.logger = logger }
+
+    func connect(_ b: any UpstreamBudget) { budget.withLock { $0 = b } }
+
+    func admit() async -> Double? {
+        guard let b = budget.withLock({ $0 }) else { return nil }
+        switch await b.take(cost: 1) {
+        case .success(let d): return d.allowed ? nil : max(0.001, d.retryAfter)
+        case .failure(let e):
+            logger.warning("shared GitHub budget unavailable; admitting the call", metadata: ["error": "\(e)"])
+            return nil
+        }
+    }
+
+    func report(remaining: Int?, blockedUntil: Double?) async {
+        guard let b = budget.withLock({ $0 }) else { return }
+        if case .failure(let e) = await b.correct(remaining: remaining, blockedUntil: blockedUntil) {
+            logger.warning("shared GitHub budget not corrected", metadata: ["error": "\(e)"])
+        }
     }
 }

@@ -76,10 +76,13 @@ public final class GitHubGateway: ConditionalRepositorySearching {
     ///   - clock: wall time for rate-limit resets.
     ///   - logger: receives one debug line per call (never the token).
     ///   - onStatus: receives every change of GitHub's reachability and rate limit.
+    ///   - sharedBudget: cluster mode's budget shared by every node (see `RateLimiter`); nil: this
+    ///     process's limiter alone.
     /// - Throws: `InvalidBaseURL` when the base URL is not http(s).
     public init(
         configuration: Configuration = Configuration(), clock: any WallClock = SystemWallClock(),
-        logger: Logger = Logger(label: "bff.github"), onStatus: @escaping @Sendable (UpstreamStatus) -> Void = { _ in }
+        logger: Logger = Logger(label: "bff.github"), onStatus: @escaping @Sendable (UpstreamStatus) -> Void = { _ in },
+        sharedBudget: (any SharedRateBudget)? = nil
     ) throws(InvalidBaseURL) {
         var base = configuration.baseURL
         while base.hasSuffix("/") { base.removeLast() }
@@ -90,7 +93,8 @@ public final class GitHubGateway: ConditionalRepositorySearching {
         self.base = base
         self.configuration = configuration
         self.logger = logger
-        self.rateLimiter = RateLimiter(configuration: configuration.rateLimiter, clock: clock, onStatus: onStatus)
+        self.rateLimiter = RateLimiter(
+            configuration: configuration.rateLimiter, clock: clock, onStatus: onStatus, shared: sharedBudget)
         let sessionConfiguration = URLSessionConfiguration.ephemeral
         sessionConfiguration.timeoutIntervalForRequest = configuration.requestTimeout
         sessionConfiguration.timeoutIntervalForResource = configuration.resourceTimeout
@@ -157,6 +161,7 @@ public final class GitHubGateway: ConditionalRepositorySearching {
                 outcome = .failure(.upstream(message: "GitHub answered with something other than HTTP."))
             }
         }
+        await rateLimiter.reportShared()
         await rateLimiter.release()
         return try outcome.get()
     }

@@ -37,6 +37,9 @@ public actor RateLimiter {
     let configuration: Configuration
     let clock: any WallClock
     let onStatus: @Sendable (UpstreamStatus) -> Void
+    let shared: (any SharedRateBudget)?
+    /// What the last observed response said, not yet reported to `shared`.
+    private var unreported: (remaining: Int?, blockedUntil: Double?)?
 
     /// No upstream call before this wall-clock time (seconds since 1970).
     private(set) var blockedUntil: Double?
@@ -53,13 +56,16 @@ public actor RateLimiter {
     /// - Parameters:
     ///   - clock: wall time, for reset and retry times.
     ///   - onStatus: receives every change of `UpstreamStatus`.
+    ///   - shared: a budget shared with other processes (cluster mode), asked before every call and
+    ///     told what GitHub answered; nil (single process): this limiter alone decides.
     public init(
         configuration: Configuration = Configuration(), clock: any WallClock,
-        onStatus: @escaping @Sendable (UpstreamStatus) -> Void = { _ in }
+        onStatus: @escaping @Sendable (UpstreamStatus) -> Void = { _ in }, shared: (any SharedRateBudget)? = nil
     ) {
         self.configuration = configuration
         self.clock = clock
         self.onStatus = onStatus
+        self.shared = shared
     }
 
     /// The last status published (nil before the first response).
@@ -121,6 +127,21 @@ public actor RateLimiter {
             release()
             throw error
         }
+        if let shared, let wait = await shared.admit() {
+            // Another process spent the budget or saw GitHub's limit: this one is blocked as if it had.
+            block(until: clock.now() + wait)
+            publish(limitedStatus())
+            release()
+            throw RateLimiter.limitedError(seconds: wait)
+        }
+    }
+
+    /// Reports what the last observed response said to the shared budget (no-op without one). The
+    /// gateway calls it before `release`, so the next call anywhere sees the correction.
+    public func reportShared() async {
+        guard let shared, let report = unreported else { return }
+        unreported = nil
+        await shared.report(remaining: report.remaining, blockedUntil: report.blockedUntil)
     }
 
     /// A cancelled caller leaves the queue (false: no slot); a no-op when it was already handed a slot.
@@ -180,11 +201,14 @@ public actor RateLimiter {
                 until = now + configuration.secondaryBackoffSeconds
             }
             block(until: until)
+            unreported = (remaining, until)
             let error = RateLimiter.limitedError(seconds: until - now)
             publish(limitedStatus())
             return error
         }
+        unreported = remaining.map { (remaining: $0, blockedUntil: nil as Double?) }
         if remaining == 0, let reset, reset > now {
+            unreported = (0, reset)
             block(until: reset)  // the budget is spent: do not spend a call to learn it again
             publish(limitedStatus())
         } else if status >= 500 {
@@ -259,4 +283,16 @@ public actor RateLimiter {
             message: "GitHub's search rate limit is exhausted; try again in \(s) second\(s == 1 ? "" : "s")."
         )
     }
+}
+
+/// A budget of upstream calls shared with other processes (cluster mode: a Redis token bucket), so N
+/// processes together never call GitHub more than one would and a limit GitHub reports to one blocks
+/// all. `RateLimiter` asks it after its own checks, before every call, and reports every answer.
+public protocol SharedRateBudget: Sendable {
+    /// Takes one call's share: nil when the call may go ahead, else seconds until one could.
+    /// An unreachable shared store should answer nil (the local limiter still applies).
+    func admit() async -> Double?
+    /// What GitHub answered: `X-RateLimit-Remaining`, and the wall time (seconds since 1970) before
+    /// which no call may be made (reset or `Retry-After`), nil when not blocked.
+    func report(remaining: Int?, blockedUntil: Double?) async
 }

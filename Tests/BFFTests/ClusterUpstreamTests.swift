@@ -1,0 +1,70 @@
+import BFF
+import Foundation
+import GitHubSearch
+import JSON
+import Logging
+import RedisTestSupport
+import WireClient
+import XCTest
+
+/// "One upstream, shared" in cluster mode: several in-process `Application.live` nodes on one real
+/// `redis-server`, the GitHub simulator (over real HTTP) as upstream, counting the calls it receives.
+final class ClusterUpstreamTests: XCTestCase {
+    var redis: RedisServerProcess!
+
+    override func setUpWithError() throws {
+        redis = try RedisServerProcess()
+    }
+
+    override func tearDown() {
+        redis?.kill()
+        redis = nil
+    }
+
+    func node(_ name: String, sim: SearchEndToEndTests.Simulator) throws -> LiveApp {
+        var c = AppConfiguration()
+        c.http.port = 0
+        c.http.threads = 2
+        c.cluster = ClusterSettings(redisURL: redis.url, nodeID: name)
+        var g = GitHubSettings()
+        g.baseURL = sim.url
+        g.token = SearchEndToEndTests.token
+        g.cachePath = nil
+        var quiet = Logger(label: name)
+        quiet.logLevel = .error
+        let app = try LiveApp(app: Application.live(configuration: c, github: g, logger: quiet))
+        try waitUntil("\(name) ready", within: 10) {
+            (try? WireConnection.get(port: app.port, path: "/readyz").status) == 200
+        }
+        return app
+    }
+
+    func waitUntil(_ what: String, within seconds: Double, _ condition: () throws -> Bool) throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while try !condition() {
+            if Date() > deadline { return XCTFail("not within \(seconds) s: \(what)") }
+            usleep(20_000)
+        }
+    }
+
+    func testARateLimitSeenThroughOneNodeBlocksTheOthersWithoutCallingGitHub() throws {
+        let sim = try SearchEndToEndTests.Simulator(token: SearchEndToEndTests.token)
+        let a = try node("a", sim: sim)
+        let b = try node("b", sim: sim)
+        let idB = try b.createSession()
+        sim.sim.faults.primaryRateLimit = true
+        let limitedA = try WireConnection.get(port: a.port, path: "/api/search/repositories?q=rust")
+        XCTAssertTrue(limitedA.problem(503).contains("rate limit"))
+        XCTAssertEqual(sim.sim.stats.requests, 1)
+        // B never saw GitHub's 403, and its cache is empty: the shared budget refuses the call.
+        let limitedB = try WireConnection.get(port: b.port, path: "/api/search/repositories?q=swift")
+        XCTAssertTrue(limitedB.problem(503).contains("rate limit"))
+        XCTAssertNotNil(limitedB.header("Retry-After").flatMap(Int.init))
+        XCTAssertEqual(sim.sim.stats.requests, 1, "node B called GitHub during the block")
+        // B's sessions show the block in `status`.
+        try waitUntil("B's session shows the limit", within: 5) {
+            let status = try b.state(idB)["viewModels"]?["status"]
+            return status?["message"]?.stringValue?.contains("rate limit") == true
+        }
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+import GitHubSearch
+import XCTest
+
+@testable import GitHubLive
+
+/// The limiter's use of a `SharedRateBudget` (cluster mode): asked before every call, told every answer.
+final class SharedRateBudgetTests: XCTestCase {
+    final class FakeBudget: SharedRateBudget, @unchecked Sendable {
+        let lock = NSLock()
+        var wait: Double?
+        var admits = 0
+        var reports: [(remaining: Int?, blockedUntil: Double?)] = []
+
+        func admit() async -> Double? {
+            lock.withLock {
+                admits += 1
+                return wait
+            }
+        }
+
+        func report(remaining: Int?, blockedUntil: Double?) async {
+            lock.withLock { reports.append((remaining, blockedUntil)) }
+        }
+    }
+
+    func testARefusalOfTheSharedBudgetBlocksAndPublishesTheLimit() async throws {
+        let clock = ManualClock()
+        let statuses = Recorder<UpstreamStatus>()
+        let shared = FakeBudget()
+        let limiter = RateLimiter(
+            configuration: .init(minimumSpacing: .zero), clock: clock, onStatus: { statuses.append($0) },
+            shared: shared)
+        try await limiter.acquire()
+        await limiter.release()
+        shared.lock.withLock { shared.wait = 20 }
+        do {
+            try await limiter.acquire()
+            XCTFail("the shared budget refused")
+        } catch {
+            XCTAssertEqual(error.retryAfterSeconds, 20)
+        }
+        XCTAssertEqual(shared.lock.withLock { shared.admits }, 2)
+        let blocked = await limiter.blockedError()?.retryAfterSeconds
+        XCTAssertEqual(blocked, 20, "blocked locally too: no further call asks Redis")
+        let last = try XCTUnwrap(statuses.all.last)
+        XCTAssertEqual(last.blockedUntil, Int((clock.now() + 20).rounded(.up)))
+        XCTAssertNotNil(last.message)
+        let queued = await limiter.queued
+        XCTAssertEqual(queued, 0, "the slot was given back")
+    }
+
+    func testWhatGitHubAnsweredIsReported() async throws {
+        let clock = ManualClock()
+        let shared = FakeBudget()
+        let limiter = RateLimiter(configuration: .init(minimumSpacing: .zero), clock: clock, shared: shared)
+        let reset = clock.now() + 50
+        let ok = await limiter.observe(
+            status: 200,
+            headers: ["x-ratelimit-limit": "30", "x-ratelimit-remaining": "7", "x-ratelimit-reset": "\(Int(reset))"])
+        XCTAssertNil(ok)
+        await limiter.reportShared()
+        await limiter.reportShared()  // reported once
+        _ = await limiter.observe(status: 429, headers: ["retry-after": "30"])
+        await limiter.reportShared()
+        let reports = shared.lock.withLock { shared.reports }
+        XCTAssertEqual(reports.count, 2)
+        XCTAssertEqual(reports.first?.remaining, 7)
+        XCTAssertNil(reports.first?.blockedUntil)
+        XCTAssertNil(reports.last?.remaining)
+        XCTAssertEqual(reports.last?.blockedUntil, clock.now() + 30)
+    }
+}
