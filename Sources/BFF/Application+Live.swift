@@ -47,12 +47,16 @@ extension Application {
                 maxBytes: github.cacheMaxBytes, path: github.cachePath),
             logger: logger)
         let app = Application(configuration: configuration, search: cache, logger: logger)
-        sink.connect(app.statusUpdater)
         if let budget, let cluster = app.cluster {
             budget.connect(
                 RedisUpstreamBudget(
                     connection: cluster.group.connections[0], name: "github-search", shape: github.sharedBudget,
                     keys: ClusterKeys(prefix: cluster.settings.keyPrefix)))
+            // Every node's `status` follows the board; this node's reports reach it through the board.
+            let board = ClusterStatus(cluster: cluster, apply: app.statusUpdater, logger: logger)
+            sink.connect { board.report($0) }
+        } else {
+            sink.connect(app.statusUpdater)
         }
         return app
     }

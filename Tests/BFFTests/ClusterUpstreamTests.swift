@@ -67,4 +67,37 @@ final class ClusterUpstreamTests: XCTestCase {
             return status?["message"]?.stringValue?.contains("rate limit") == true
         }
     }
+
+    func testAnOutageOrARateLimitSeenByOneNodeShowsInEveryNodesStatusWithoutItSearching() throws {
+        let sim = try SearchEndToEndTests.Simulator(token: SearchEndToEndTests.token)
+        let a = try node("a", sim: sim)
+        let b = try node("b", sim: sim)
+        let c = try node("c", sim: sim)
+        let idB = try b.createSession()
+        let idC = try c.createSession()
+        func status(_ app: LiveApp, _ id: String) throws -> JSONValue? { try app.state(id)["viewModels"]?["status"] }
+        sim.sim.faults.serverError = true
+        XCTAssertEqual(try WireConnection.get(port: a.port, path: "/api/search/repositories?q=rust").status, 502)
+        for (app, id) in [(b, idB), (c, idC)] {
+            try waitUntil("the outage reaches every node", within: 5) {
+                try status(app, id)?["reachable"] == false
+            }
+        }
+        sim.sim.faults.serverError = false
+        sim.sim.faults.primaryRateLimit = true
+        XCTAssertTrue(
+            try WireConnection.get(port: a.port, path: "/api/search/repositories?q=go").problem(503).contains(
+                "rate limit"))
+        for (app, id) in [(b, idB), (c, idC)] {
+            try waitUntil("the limit reaches every node's status and search", within: 5) {
+                let vms = try app.state(id)["viewModels"]
+                return vms?["status"]?["message"]?.stringValue?.contains("rate limit") == true
+                    && vms?["status"]?["reachable"] == true && vms?["search"]?["searchEnabled"] == false
+                    && vms?["search"]?["retryAt"]?.stringValue != nil
+            }
+        }
+        XCTAssertEqual(sim.sim.stats.requests, 2, "only node A called GitHub")
+        // A session created after the report follows it too (the node's app-wide status).
+        XCTAssertEqual(try status(c, try c.createSession())?["message"]?.stringValue?.contains("rate limit"), true)
+    }
 }
