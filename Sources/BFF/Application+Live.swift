@@ -40,18 +40,31 @@ extension Application {
         let gateway = try GitHubGateway(
             configuration: .init(baseURL: github.baseURL, token: github.token, requestTimeout: github.requestTimeout),
             logger: logger, onStatus: { sink.forward($0) }, sharedBudget: budget)
-        let cache = SearchCache(
-            upstream: gateway,
-            configuration: .init(
-                ttl: github.cacheTTL, maxAge: github.cacheMaxAge, maxEntries: github.cacheMaxEntries,
-                maxBytes: github.cacheMaxBytes, path: github.cachePath),
-            logger: logger)
-        let app = Application(configuration: configuration, search: cache, logger: logger)
+        func cache<U: RepositorySearching>(over upstream: U) -> SearchCache<U> {
+            SearchCache(
+                upstream: upstream,
+                configuration: .init(
+                    ttl: github.cacheTTL, maxAge: github.cacheMaxAge, maxEntries: github.cacheMaxEntries,
+                    maxBytes: github.cacheMaxBytes, path: github.cachePath),
+                logger: logger)
+        }
+        // Cluster mode: the shared Redis cache sits under this node's cache, in front of the gateway.
+        let shared = budget == nil ? nil : ClusterSearchUpstream(gateway: gateway, ttl: github.cacheTTL, logger: logger)
+        let search: any RepositorySearching = shared.map { cache(over: $0) } ?? cache(over: gateway)
+        let app = Application(configuration: configuration, search: search, logger: logger)
         if let budget, let cluster = app.cluster {
             budget.connect(
                 RedisUpstreamBudget(
                     connection: cluster.group.connections[0], name: "github-search", shape: github.sharedBudget,
                     keys: ClusterKeys(prefix: cluster.settings.keyPrefix)))
+            if let shared {
+                let connection = cluster.group.connections[0]
+                let redisCache = RedisSearchCache(
+                    connection: connection, subscriber: cluster.subscribers[0],
+                    limits: .init(maxAge: github.cacheMaxAge), keys: ClusterKeys(prefix: cluster.settings.keyPrefix))
+                connection.loop.execute { redisCache.start() }
+                shared.connect(redisCache, holder: cluster.holders[0])
+            }
             // Every node's `status` follows the board; this node's reports reach it through the board.
             let board = ClusterStatus(cluster: cluster, apply: app.statusUpdater, logger: logger)
             sink.connect { board.report($0) }

@@ -4,6 +4,7 @@ import GitHubSearch
 import JSON
 import Logging
 import RedisTestSupport
+import Synchronization
 import WireClient
 import XCTest
 
@@ -99,5 +100,34 @@ final class ClusterUpstreamTests: XCTestCase {
         XCTAssertEqual(sim.sim.stats.requests, 2, "only node A called GitHub")
         // A session created after the report follows it too (the node's app-wide status).
         XCTAssertEqual(try status(c, try c.createSession())?["message"]?.stringValue?.contains("rate limit"), true)
+    }
+
+    func testIdenticalConcurrentSearchesOnThreeNodesCostOneUpstreamCall() throws {
+        let sim = try SearchEndToEndTests.Simulator(token: SearchEndToEndTests.token)
+        sim.sim.faults.latencyMs = 300  // the first call is still under way when the others ask
+        let nodes = try ["a", "b", "c"].map { try node($0, sim: sim) }
+        let answers = Mutex<[Int: WireResponse]>([:])
+        let group = DispatchGroup()
+        for (i, n) in nodes.enumerated() {  // one thread each: the three requests overlap the 300 ms call
+            group.enter()
+            Thread.detachNewThread {
+                let r = try? WireConnection.get(port: n.port, path: "/api/search/repositories?q=language:swift")
+                answers.withLock { $0[i] = r }
+                group.leave()
+            }
+        }
+        group.wait()
+        let all = answers.withLock { $0 }
+        XCTAssertEqual(all.count, 3)
+        for (_, r) in all {
+            XCTAssertEqual(r.status, 200)
+            XCTAssertEqual(r.json?["totalCount"], all[0]?.json?["totalCount"])
+        }
+        XCTAssertEqual(sim.sim.stats.requests, 1, "one upstream call for three nodes")
+        // Later, another node's identical search is served from the shared cache.
+        let d = try node("d", sim: sim)
+        XCTAssertEqual(
+            try WireConnection.get(port: d.port, path: "/api/search/repositories?q=language:swift").status, 200)
+        XCTAssertEqual(sim.sim.stats.requests, 1)
     }
 }

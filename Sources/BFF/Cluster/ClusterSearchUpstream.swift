@@ -1,0 +1,94 @@
+import ClusterStore
+import Foundation
+import GitHubLive
+import GitHubSearch
+import Logging
+import Synchronization
+
+/// Cluster mode's shared search cache, layered *under* each node's `SearchCache` (which keeps its
+/// memory/SQLite entries, single flight within the node, stale-while-revalidate and stale-if-error):
+/// the node's cache calls this instead of the gateway, and this asks the cluster's
+/// `SharedSearchCache` (`getOrFill`: a fresh entry any node stored is returned without calling
+/// GitHub; otherwise one caller cluster-wide takes the lock and calls the gateway, the others wait
+/// for its wake-up and read its answer). Identical concurrent misses on N nodes cost one call.
+///
+/// - Pages are stored as JSON `{page, etag}`; a shared entry is fresh for the node cache's `ttl`.
+/// - The node's `If-None-Match` is not forwarded (the shared entry may differ from the node's): an
+///   entry expired everywhere is fetched unconditionally.
+/// - A failed call is thrown as is (the node's cache serves its own stale entry); the shared stale
+///   entry is not returned as if fresh.
+/// - Redis unreachable: the gateway is called directly (single flight degrades to per node).
+final class ClusterSearchUpstream: ConditionalRepositorySearching, UpstreamBudgetReporting {
+    struct Stored: Codable {
+        var page: SearchPage
+        var etag: String?
+    }
+
+    let gateway: GitHubGateway
+    let ttl: Double
+    let waitTimeout: Double
+    let logger: Logger
+    /// The shared cache and this node's lock-holder name, set once the application (which owns the
+    /// Redis connections) exists; until then the gateway is called directly.
+    private let target = Mutex<(cache: any SharedSearchCache, holder: String)?>(nil)
+
+    init(gateway: GitHubGateway, ttl: Double, logger: Logger) {
+        self.gateway = gateway
+        self.ttl = ttl
+        self.logger = logger
+        waitTimeout = gateway.configuration.requestTimeout + 2
+    }
+
+    func connect(_ cache: any SharedSearchCache, holder: String) { target.withLock { $0 = (cache, holder) } }
+
+    func limitedNow() async -> SearchError? { await gateway.limitedNow() }
+
+    func search(_ request: SearchRequest, policy: CachePolicy) async throws(SearchError) -> SearchResponse {
+        switch try await fetch(request, ifNoneMatch: nil) {
+        case .modified(let page, _): return SearchResponse(page: page, cache: .miss)
+        case .notModified: throw SearchError.upstream(message: "GitHub answered 304 to an unconditional request.")
+        }
+    }
+
+    func fetch(_ request: SearchRequest, ifNoneMatch etag: String?) async throws(SearchError) -> ConditionalFetch {
+        guard !request.isPastResultCap, let (shared, holder) = target.withLock({ $0 }) else {
+            return try await gateway.fetch(request, ifNoneMatch: etag)
+        }
+        let key = Self.key(request)
+        let failure = Mutex<SearchError?>(nil)
+        let gateway = self.gateway
+        do {
+            let (entry, outcome) = try await shared.getOrFill(
+                key, holder: holder, freshFor: ttl, waitTimeout: waitTimeout
+            ) { () async throws -> [UInt8] in
+                let fetched: ConditionalFetch
+                do throws(SearchError) {
+                    fetched = try await gateway.fetch(request, ifNoneMatch: nil)
+                } catch {
+                    failure.withLock { $0 = error }
+                    throw error
+                }
+                guard case .modified(let page, let etag) = fetched else {
+                    let error = SearchError.upstream(message: "GitHub answered 304 to an unconditional request.")
+                    failure.withLock { $0 = error }
+                    throw error
+                }
+                return Array(try JSONEncoder().encode(Stored(page: page, etag: etag)))
+            }
+            if outcome == .stale, let error = failure.withLock({ $0 }) { throw error }
+            let stored = try JSONDecoder().decode(Stored.self, from: Data(entry.payload))
+            return .modified(stored.page, etag: stored.etag)
+        } catch {
+            if let error = failure.withLock({ $0 }) { throw error }
+            if let error = error as? SearchError { throw error }
+            // The shared cache failed (Redis), not GitHub: fall back to this node's own call.
+            logger.warning("shared search cache unavailable; calling GitHub directly", metadata: ["error": "\(error)"])
+            return try await gateway.fetch(request, ifNoneMatch: etag)
+        }
+    }
+
+    /// The shared key: the request's normalized form (the same on every node).
+    static func key(_ r: SearchRequest) -> String {
+        "\(r.sort.rawValue)|\(r.order.rawValue)|\(r.page)|\(r.perPage)|" + SearchRequest.normalizedQuery(r.query)
+    }
+}
