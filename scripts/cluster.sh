@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # A local bff cluster from Debian's packages: redis-server, three bff nodes (cluster mode) and HAProxy
-# in front (consistent hash of the session id, /readyz checks; the same rules as deploy/haproxy.cfg).
+# in front, running deploy/haproxy.cfg (consistent hash of the session id, /readyz checks).
 #   scripts/cluster.sh            then http://127.0.0.1:8080/ ; Ctrl-C stops everything
-# Env: PORT (HAProxy, 8080), NODE_BASE_PORT (8091: nodes on 8091-8093), REDIS_PORT (6390),
-# BFF_BIN_DIR (default: `swift build`'s debug folder, built first), GITHUB_TOKEN (passed to the nodes).
+# Env: PORT (HAProxy, 8080), STATS_PORT (HAProxy's stats page, 8404), NODE_BASE_PORT (8091: nodes on
+# 8091-8093), REDIS_PORT (6390), BFF_BIN_DIR (default: `swift build`'s debug folder, built first),
+# GITHUB_TOKEN (passed to the nodes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 port=${PORT:-8080}
+stats_port=${STATS_PORT:-8404}
 base=${NODE_BASE_PORT:-8091}
 redis_port=${REDIS_PORT:-6390}
 bin=${BFF_BIN_DIR:-}
@@ -33,41 +35,11 @@ for i in 1 2 3; do
   pids+=($!)
 done
 
-cat >"$dir/haproxy.cfg" <<EOF
-global
-    log stdout format raw local0
-defaults
-    mode http
-    option redispatch
-    retries 2
-    retry-on conn-failure
-    timeout connect 2s
-    timeout http-request 10s
-    timeout client 75s
-    timeout server 75s
-    timeout tunnel 1h
-frontend http
-    bind 127.0.0.1:$port
-    acl session_path path_beg /api/sessions/
-    use_backend bff_sessions if session_path
-    default_backend bff_any
-backend bff_sessions
-    balance hash path,field(4,/)
-    hash-type consistent
-    option httpchk GET /readyz
-    http-check expect status 200
-    default-server check inter 1s fall 2 rise 2
-    server node1 127.0.0.1:$base
-    server node2 127.0.0.1:$((base + 1))
-    server node3 127.0.0.1:$((base + 2))
-backend bff_any
-    balance leastconn
-    server node1 127.0.0.1:$base track bff_sessions/node1
-    server node2 127.0.0.1:$((base + 1)) track bff_sessions/node2
-    server node3 127.0.0.1:$((base + 2)) track bff_sessions/node3
-EOF
-haproxy -q -f "$dir/haproxy.cfg" >"$dir/haproxy.log" 2>&1 &
+# The shipped deploy/haproxy.cfg itself, its addresses from the environment (see its header).
+BFF_NODE1=127.0.0.1:$base BFF_NODE2=127.0.0.1:$((base + 1)) BFF_NODE3=127.0.0.1:$((base + 2)) \
+  HAPROXY_BIND=127.0.0.1:$port HAPROXY_STATS_BIND=127.0.0.1:$stats_port \
+  haproxy -q -f deploy/haproxy.cfg >"$dir/haproxy.log" 2>&1 &
 pids+=($!)
-echo "bff cluster: http://127.0.0.1:$port/ (nodes 127.0.0.1:$base-$((base + 2)), Redis :$redis_port, logs in $dir)"
+echo "bff cluster: http://127.0.0.1:$port/ (stats :$stats_port, nodes 127.0.0.1:$base-$((base + 2)), Redis :$redis_port, logs in $dir)"
 wait -n "${pids[@]}" || true
 echo "a process of the cluster exited; stopping (logs were in $dir)" >&2
