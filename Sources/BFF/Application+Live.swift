@@ -50,8 +50,17 @@ extension Application {
         }
         // Cluster mode: the shared Redis cache sits under this node's cache, in front of the gateway.
         let shared = budget == nil ? nil : ClusterSearchUpstream(gateway: gateway, ttl: github.cacheTTL, logger: logger)
-        let search: any RepositorySearching = shared.map { cache(over: $0) } ?? cache(over: gateway)
+        let search: any RepositorySearching
+        let flush: @Sendable () async -> Void
+        if let shared {
+            let nodeCache = cache(over: shared)
+            (search, flush) = (nodeCache, { await nodeCache.flush() })
+        } else {
+            let nodeCache = cache(over: gateway)
+            (search, flush) = (nodeCache, { await nodeCache.flush() })
+        }
         let app = Application(configuration: configuration, search: search, logger: logger)
+        app.finishAfterShutdown = flush
         if let budget, let cluster = app.cluster {
             budget.connect(
                 RedisUpstreamBudget(

@@ -4,6 +4,7 @@
 /// session layer (one `SessionLoop` per event loop), the shared `status` view model and the
 /// routes, from an `AppConfiguration` and an injected `RepositorySearching`. `bff`'s main only
 /// reads flags, builds the GitHub model, and calls this; tests build the application the same way.
+import Dispatch
 import EventHTTP
 import GitHubSearch
 import Glibc
@@ -98,7 +99,20 @@ public final class Application: @unchecked Sendable {
             cluster?.handOverAll(timeout: 2)  // other nodes take this node's sessions over at once
         }
         server.shutdown(gracePeriod: configuration.shutdownGracePeriod)
+        if let finish = finishAfterShutdown {
+            // Off the loops (they are stopped): e.g. the search cache's queued writes reach its file, so
+            // a restart answers what this run cached without spending GitHub's budget again.
+            let done = DispatchSemaphore(value: 0)
+            Task {
+                await finish()
+                done.signal()
+            }
+            done.wait()
+        }
     }
+
+    /// Work to finish once the server has stopped (set by the composition root before `start()`).
+    public var finishAfterShutdown: (@Sendable () async -> Void)?
 
     /// A function any thread may call to report GitHub's status: to the shared `status` view model, and
     /// to every session's view models (a rate limit disables searching in every session, including
