@@ -37,14 +37,6 @@ final class ClusterModeTests: XCTestCase {
         return app
     }
 
-    func waitUntil(_ what: String, within seconds: Double, _ condition: () throws -> Bool) throws {
-        let deadline = Date().addingTimeInterval(seconds)
-        while try !condition() {
-            if Date() > deadline { return XCTFail("not within \(seconds) s: \(what)") }
-            usleep(20_000)
-        }
-    }
-
     func name(_ app: LiveApp, _ id: String, _ value: String, key: String? = nil) throws -> WireResponse {
         try app.post(
             id, "greeting", "name", #"{"value":"\#(value)"}"#, headers: key.map { [("Idempotency-Key", $0)] } ?? [])

@@ -40,14 +40,6 @@ final class ClusterUpstreamTests: XCTestCase {
         return app
     }
 
-    func waitUntil(_ what: String, within seconds: Double, _ condition: () throws -> Bool) throws {
-        let deadline = Date().addingTimeInterval(seconds)
-        while try !condition() {
-            if Date() > deadline { return XCTFail("not within \(seconds) s: \(what)") }
-            usleep(20_000)
-        }
-    }
-
     func testARateLimitSeenThroughOneNodeBlocksTheOthersWithoutCallingGitHub() throws {
         let sim = try SearchEndToEndTests.Simulator(token: SearchEndToEndTests.token)
         let a = try node("a", sim: sim)

@@ -151,3 +151,15 @@ extension WireResponse {
         return json?["detail"]?.stringValue ?? ""
     }
 }
+
+extension XCTestCase {
+    /// Polls `condition` every 20 ms until it holds, failing the test after `seconds`: for guarantees
+    /// stated as "within N seconds" (readiness, takeover), where no single event marks the moment.
+    func waitUntil(_ what: String, within seconds: Double, _ condition: () throws -> Bool) throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while try !condition() {
+            if Date() > deadline { return XCTFail("not within \(seconds) s: \(what)") }
+            usleep(20_000)
+        }
+    }
+}
