@@ -49,11 +49,11 @@ final class SessionStream: @unchecked Sendable {
     // MARK: called on the session's loop
 
     func deliverFromSession(_ frame: [UInt8], isSignal: Bool) {
-        host.loop.runOrExecute { self.deliver(frame, isSignal: isSignal) }
+        host.loop.runOrExecute(with: (self, frame, isSignal)) { $0.0.deliver($0.1, isSignal: $0.2) }
     }
 
     func endFromSession(_ frame: [UInt8]) {
-        host.loop.runOrExecute { self.finish(with: frame) }
+        host.loop.runOrExecute(with: (self, frame)) { $0.0.finish(with: $0.1) }
     }
 
     // MARK: on the host loop
