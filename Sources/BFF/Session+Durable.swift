@@ -39,6 +39,9 @@ extension Session {
         guard let states = envelope["viewModels"]?.objectValue else {
             throw .malformed(viewModel: "session", detail: "'viewModels' is missing or not an object")
         }
+        // Whatever happens below, the published encoded snapshot may no longer match: withdraw it, so the
+        // next `GET /state` on any loop asks the owner (a restore emits no event that would do it).
+        defer { snapshotChanged() }
         var restored: [(ViewModel, JSONValue)] = []
         for vm in viewModels {
             guard let stored = states[vm.name] else { continue }

@@ -73,7 +73,7 @@ final class Session {
     }
 
     /// Withdraws the published snapshot (it no longer matches `seq`).
-    private func snapshotChanged() {
+    func snapshotChanged() {
         if !handle.snapshot.isEmpty {
             handle.snapshot.replace(with: nil, retired: &home.retired, domain: home.app.hazards)
         }

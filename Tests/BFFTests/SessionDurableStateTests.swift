@@ -43,7 +43,9 @@ final class SessionDurableStateTests: XCTestCase {
         XCTAssertEqual(stored["viewModels"]?.objectValue?.keys, ["search", "greeting"], "status is app-wide")
 
         let b = try t.createSession()
+        let fresh = try t.state(b)  // publishes b's encoded snapshot: the restore must withdraw it
         XCTAssertNil(restore(t, b, bytes))
+        XCTAssertNotEqual(try t.state(b)["viewModels"], fresh["viewModels"])
         XCTAssertEqual(try t.state(b)["viewModels"], try t.state(a)["viewModels"])
         XCTAssertEqual(try JSONValue.parse(onOwner(t, b) { $0.durableState }), stored)
         XCTAssertEqual(try t.state(b)["seq"], 0, "a restore emits no event")
@@ -66,6 +68,8 @@ final class SessionDurableStateTests: XCTestCase {
             restore(t, b, JSONValue.object(good).bytes),
             .malformed(viewModel: "greeting", detail: "state.name: expected String"))
         XCTAssertEqual(try t.state(b), before)
+        // Read on the owner too: GET /state could be answered from the snapshot published before the restore.
+        XCTAssertEqual(onOwner(t, b) { $0.snapshot }, before)
 
         XCTAssertEqual(
             restore(t, b, Array("nope".utf8)),
