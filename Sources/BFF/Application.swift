@@ -114,14 +114,25 @@ public final class Application: @unchecked Sendable {
     /// Work to finish once the server has stopped (set by the composition root before `start()`).
     public var finishAfterShutdown: (@Sendable () async -> Void)?
 
+    /// The `blockedUntil` last sent to the loops (`.none`: nothing yet), shared by every `statusUpdater`.
+    private let lastBlockFannedOut = Mutex<Int??>(.none)
+
     /// A function any thread may call to report GitHub's status: to the shared `status` view model, and
     /// to every session's view models (a rate limit disables searching in every session, including
     /// sessions that have not searched yet).
     public var statusUpdater: @Sendable (UpstreamStatus) -> Void {
+        // (every updater shares `lastBlockFannedOut`: the loops hear of the block only when it changes)
         let update = status.makeUpdater()
         let loops = sessionLoops
-        return { status in
+        return { [weak self] status in
             update(status)
+            // Most reports only move the remaining budget: the loops hear of the block only when it changes.
+            guard let self else { return }
+            let changed = self.lastBlockFannedOut.withLock { last in
+                defer { last = .some(status.blockedUntil) }
+                return last != .some(status.blockedUntil)
+            }
+            guard changed else { return }
             for sl in loops { sl.loop.execute { sl.upstreamChanged(status) } }
         }
     }

@@ -107,10 +107,7 @@ public struct SearchFeature<Searcher: RepositorySearching>: ViewModelFeature {
             guard generation == state.generation, state.isLoading else { return [] }
             receive(result, for: request, in: &state)
             guard case .failure(.rateLimited(let seconds, _)) = result else { return [] }
-            let retryAt = Int((receivedAt + Double(seconds)).rounded(.up))
-            guard retryAt != state.retryAt else { return [] }
-            state.retryAt = retryAt
-            return [rateLimitTimer(until: retryAt)]
+            return block(until: Int((receivedAt + Double(seconds)).rounded(.up)), in: &state)
         case .rateLimitEnded(let retryAt):
             guard retryAt == state.retryAt else { return [] }
             state.retryAt = nil
@@ -122,10 +119,15 @@ public struct SearchFeature<Searcher: RepositorySearching>: ViewModelFeature {
                 state.retryAt = nil
                 return [.cancel(id: Self.rateLimitTimer)]
             }
-            guard until != state.retryAt else { return [] }
-            state.retryAt = until
-            return [rateLimitTimer(until: until)]
+            return block(until: until, in: &state)
         }
+    }
+
+    /// Searching is refused until `retryAt` (a rate limit): the countdown and its timer, unless already set.
+    private func block(until retryAt: Int, in state: inout State) -> [Effect<Action>] {
+        guard retryAt != state.retryAt else { return [] }
+        state.retryAt = retryAt
+        return [rateLimitTimer(until: retryAt)]
     }
 
     /// The app-wide block, as an action stamped with the clock's time.
