@@ -4,7 +4,8 @@ import GitHubSearch
 extension SearchCache {
     /// The cache key of a request (also the SQLite primary key). The query part is
     /// `SearchRequest.normalizedQuery`, so `Swift` and ` swift ` share one entry (and one upstream call).
-    static func key(_ request: SearchRequest) -> String {
+    /// Cluster mode's shared Redis cache uses the same key, so every node and every layer agree.
+    public static func key(_ request: SearchRequest) -> String {
         "\(request.sort.rawValue)|\(request.order.rawValue)|\(request.page)|\(request.perPage)|"
             + SearchRequest.normalizedQuery(request.query)
     }

@@ -59,10 +59,11 @@ final class RedisSearchCacheTests: XCTestCase {
     func testThreeNodesOneUpstreamCall() async throws {
         await startNodes()
         let counter = CallCounter()
+        let started = Date()
         let results = try await withThrowingTaskGroup(of: (CachedPage, CacheOutcome).self) { group in
             for (i, node) in nodes.enumerated() {
                 group.addTask {
-                    try await node.getOrFill("q=swift", holder: "node\(i)", freshFor: 60, waitTimeout: 5) {
+                    try await node.getOrFill("q=swift", holder: "node\(i)", freshFor: 60, waitTimeout: 30) {
                         await counter.increment()
                         try await Task.sleep(nanoseconds: 200_000_000)  // the upstream call's latency
                         return Array("page".utf8)
@@ -77,6 +78,8 @@ final class RedisSearchCacheTests: XCTestCase {
         XCTAssertEqual(results.map(\.1).filter { $0 == .filled }.count, 1)
         // The others waited for the wake-up (or, on a very slow machine, arrived after the fill: a hit).
         XCTAssertEqual(results.map(\.1).filter { $0 == .filledByOther || $0 == .hit }.count, 2)
+        // Woken by the fill's PUBLISH, not by their 30 s wait running out (which would also end in a hit).
+        XCTAssertLessThan(Date().timeIntervalSince(started), 15, "waiters were not woken by the fill")
         let hit = try await nodes[2].getOrFill("q=swift", holder: "node2", freshFor: 60, waitTimeout: 5) {
             XCTFail("a fresh entry is served without an upstream call")
             return []

@@ -87,8 +87,6 @@ final class ClusterSearchUpstream: ConditionalRepositorySearching, UpstreamBudge
         }
     }
 
-    /// The shared key: the request's normalized form (the same on every node).
-    static func key(_ r: SearchRequest) -> String {
-        "\(r.sort.rawValue)|\(r.order.rawValue)|\(r.page)|\(r.perPage)|" + SearchRequest.normalizedQuery(r.query)
-    }
+    /// The shared key: the node cache's own key (the request's normalized form, the same on every node).
+    static func key(_ r: SearchRequest) -> String { SearchCache<GitHubGateway>.key(r) }
 }
