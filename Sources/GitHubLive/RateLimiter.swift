@@ -43,7 +43,7 @@ public actor RateLimiter {
 
     /// No upstream call before this wall-clock time (seconds since 1970).
     private(set) var blockedUntil: Double?
-    private var inFlight = 0
+    private(set) var inFlight = 0
     private var waiters: [(id: Int, continuation: CheckedContinuation<Bool, Never>)] = []
     private var nextWaiter = 0
     private var unblockTask: Task<Void, Never>?

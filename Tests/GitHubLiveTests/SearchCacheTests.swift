@@ -262,6 +262,7 @@ final class SearchCacheTests: XCTestCase {
         await cache.waitForRevalidations()
         let calls = await fake.callCount
         XCTAssertEqual(calls, 1, "no revalidation was attempted while rate-limited")
+        XCTAssertEqual(budget.fetches, 1, "not even one the limiter would refuse")
         // Nothing cached for another query: the error, as before.
         do {
             _ = try await cache.search(SearchRequest(query: "rust"))
@@ -289,8 +290,16 @@ final class BudgetedSearch: ConditionalRepositorySearching, UpstreamBudgetReport
 
     func set(limited: SearchError?) { lock.withLock { self.limited = limited } }
     func limitedNow() async -> SearchError? { lock.withLock { limited } }
+    /// Calls that reached this upstream, refused or not (the cache must not even try while limited).
+    var fetches: Int { lock.withLock { fetchCount } }
+    private var fetchCount = 0
     func fetch(_ request: SearchRequest, ifNoneMatch etag: String?) async throws(SearchError) -> ConditionalFetch {
-        if let error = lock.withLock({ limited }) { throw error }
+        if let error = lock.withLock({ () -> SearchError? in
+            fetchCount += 1
+            return limited
+        }) {
+            throw error
+        }
         return try await fake.fetch(request, ifNoneMatch: etag)
     }
     func search(_ request: SearchRequest, policy: CachePolicy) async throws(SearchError) -> SearchResponse {

@@ -1,6 +1,7 @@
 import JSON
-import LoadKit
 import XCTest
+
+@testable import LoadKit
 
 /// The search scenario's classification of what a user got, from the stream's events alone.
 final class SearchOutcomeTests: XCTestCase {
@@ -108,7 +109,7 @@ final class SearchOutcomeTests: XCTestCase {
         for _ in 0..<200 {
             let query = typed.nextQuery()
             XCTAssertFalse(canonical.contains(query), "always a variant: '\(query)'")
-            let folded = query.lowercased().split(separator: " ").joined(separator: " ")
+            let folded = SearchScenario.canonical(query)
             XCTAssertTrue(canonical.contains(folded), "of a canonical query: '\(query)'")
         }
         var plain = QueryMix(seed: 3, terms: 500)
