@@ -12,9 +12,8 @@ struct DateHeaderCache {
 
     init() {}
 
-    /// Calls `body` with the current value as a C string.
-    mutating func withCurrent<R>(_ body: (UnsafePointer<CChar>) -> R) -> R {
-        let now = time(nil)
+    /// Calls `body` with the value for `now` (default: the current second) as a C string.
+    mutating func withCurrent<R>(now: time_t = time(nil), _ body: (UnsafePointer<CChar>) -> R) -> R {
         if now != second {
             second = now
             text = Array(HTTPDate.format(Int(now)).utf8CString)

@@ -130,8 +130,8 @@ public final class StaticFiles: @unchecked Sendable {
             return .problem(status: 404, detail: "no file at \(request.rawPath)")
         }
         let files = currentTable().files
-        let index = relative.isEmpty ? "index.html" : relative + "/index.html"
-        guard let entry = files[relative] ?? files[index] else {
+        // The index path is only built when the path itself is not a file.
+        guard let entry = files[relative] ?? files[relative.isEmpty ? "index.html" : relative + "/index.html"] else {
             return .problem(status: 404, detail: "no file at \(request.path)")
         }
         if let inm = request.header("If-None-Match") {

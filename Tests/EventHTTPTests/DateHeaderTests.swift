@@ -1,7 +1,8 @@
-import EventHTTP
 import Glibc
 import WireClient
 import XCTest
+
+@testable import EventHTTP
 
 /// The `Date` header the loop formats once per second (instead of evhttp, per response).
 final class DateHeaderTests: XCTestCase {
@@ -19,5 +20,16 @@ final class DateHeaderTests: XCTestCase {
         let seconds = try XCTUnwrap(HTTPDate.parse(value), value)
         XCTAssertTrue((before...after).contains(seconds), "\(value) not within \(before)...\(after)")
         XCTAssertEqual(HTTPDate.format(seconds), value)
+    }
+
+    /// The cache itself: formatted for its second, reused within it, refreshed when the second changes
+    /// (the live test above cannot tell: evhttp adds a Date of its own to a response that has none).
+    func testTheCacheFollowsTheSecond() {
+        var cache = DateHeaderCache()
+        func value(_ now: time_t) -> String { cache.withCurrent(now: now) { String(cString: $0) } }
+        XCTAssertEqual(value(1_800_000_000), HTTPDate.format(1_800_000_000))
+        XCTAssertEqual(value(1_800_000_000), "Fri, 15 Jan 2027 08:00:00 GMT")
+        XCTAssertEqual(value(1_800_000_001), "Fri, 15 Jan 2027 08:00:01 GMT")
+        XCTAssertEqual(value(1_800_003_600), HTTPDate.format(1_800_003_600))
     }
 }
