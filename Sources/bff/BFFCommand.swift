@@ -31,8 +31,12 @@ struct BFFCommand: ParsableCommand {
     var writeTimeout = 60.0
     @Option(help: "Seconds allowed to receive a whole request once it started (408 past it); 0 disables.")
     var requestTimeout = 10.0
-    @Option(help: "Most open connections (503 past it); bff raises its open-file limit to fit.") var maxConnections =
-        25_000
+    @Option(
+        help: """
+            Most open connections (503 past it; default 25000). bff raises its open-file limit to fit; where the \
+            hard limit is lower, the default is lowered to fit it (logged), and a larger explicit value is refused.
+            """)
+    var maxConnections: Int?
     @Option(help: "Seconds without requests or open streams after which a session expires.") var sessionIdleTimeout =
         1800.0
     @Option(help: "Most live sessions (503 + Retry-After past it).") var maxSessions = 20_000
@@ -87,8 +91,39 @@ struct BFFCommand: ParsableCommand {
             throw ValidationError("--redis-url must look like redis://[:password@]host:port/db")
         }
         if !(0.5...300).contains(leaseTtl) { throw ValidationError("--lease-ttl must be 0.5...300 seconds") }
+        try checkRanges()
         if let p = env("PORT"), port == nil, Int(p) == nil {
             throw ValidationError("PORT must be a number, got '\(p)'")
+        }
+    }
+
+    /// Every numeric flag's accepted range: a negative, zero or absurd value (or `nan`) is refused at
+    /// start with the flag's name, instead of a server that misbehaves later (a zero history ring, a
+    /// negative time-out that fires at once, a directory sized for a billion sessions).
+    private func checkRanges() throws {
+        let day = 86_400.0
+        let seconds: [(String, Double, ClosedRange<Double>)] = [
+            ("--idle-timeout", idleTimeout, 0...day), ("--write-timeout", writeTimeout, 0...day),
+            ("--request-timeout", requestTimeout, 0...day),
+            ("--session-idle-timeout", sessionIdleTimeout, 1...(30 * day)),
+            ("--keep-alive", keepAlive, 0.1...3600), ("--shutdown-grace", shutdownGrace, 0...3600),
+            ("--cache-ttl", cacheTtl, 0...(365 * day)), ("--cache-max-age", cacheMaxAge, 0...(365 * day)),
+            ("--input-rate", inputRate, 0.001...1_000_000), ("--input-burst", inputBurst, 1...1_000_000),
+        ]
+        for (flag, value, range) in seconds where !range.contains(value) {
+            throw ValidationError("\(flag) must be \(range.lowerBound)...\(range.upperBound), got \(value)")
+        }
+        let counts: [(String, Int, ClosedRange<Int>)] = [
+            ("--max-body-bytes", maxBodyBytes, 1...(1 << 30)), ("--max-header-bytes", maxHeaderBytes, 1024...(1 << 20)),
+            ("--max-connections", maxConnections ?? 25_000, 1...1_000_000),
+            ("--max-sessions", maxSessions, 1...1_000_000),
+            ("--max-streams-per-session", maxStreamsPerSession, 1...1000),
+            ("--history-events", historyEvents, 1...100_000),
+            ("--stream-high-water", streamHighWater, 1024...(1 << 30)),
+            ("--cache-max-entries", cacheMaxEntries, 1...10_000_000),
+        ]
+        for (flag, value, range) in counts where !range.contains(value) {
+            throw ValidationError("\(flag) must be \(range.lowerBound)...\(range.upperBound), got \(value)")
         }
     }
 
@@ -112,7 +147,7 @@ struct BFFCommand: ParsableCommand {
         config.http.idleTimeout = idleTimeout
         config.http.writeTimeout = writeTimeout
         config.http.requestReadTimeout = requestTimeout
-        config.http.maxConnections = maxConnections
+        config.http.maxConnections = try connectionLimit(logger: logger)
         config.sessionIdleTimeout = sessionIdleTimeout
         config.maxSessions = maxSessions
         config.maxStreamsPerSession = maxStreamsPerSession
@@ -139,7 +174,6 @@ struct BFFCommand: ParsableCommand {
         github.cacheMaxEntries = cacheMaxEntries
         github.cachePath = cacheFile == "none" ? nil : cacheFile
 
-        raiseOpenFileLimit(to: maxConnections + 256, logger: logger)
         let signals = ShutdownSignals()  // block before any thread starts, so only sigwait sees them
         let app = try Application.live(configuration: config, github: github, logger: logger)
         try app.start()
@@ -150,25 +184,47 @@ struct BFFCommand: ParsableCommand {
         app.shutdown()
     }
 
+    /// `--max-connections`, fitted to the open-file limit: past it `accept` would fail with EMFILE
+    /// instead of answering 503. The default shrinks to fit (one notice); an explicit value that
+    /// does not fit is refused, since the operator asked for a capacity the process cannot have.
+    private func connectionLimit(logger: Logger) throws -> Int {
+        let wanted = maxConnections ?? 25_000
+        guard let soft = raiseOpenFileLimit(to: wanted + reservedDescriptors), soft < wanted + reservedDescriptors
+        else { return wanted }
+        let fits = soft - reservedDescriptors
+        if maxConnections != nil || fits < 1 {
+            throw ValidationError(
+                "--max-connections \(wanted) needs \(wanted + reservedDescriptors) open files; the hard limit allows \(soft) (raise it with ulimit -n or LimitNOFILE=, or lower --max-connections to \(max(fits, 1)) or less)"
+            )
+        }
+        logger.notice(
+            "max-connections lowered to fit the open-file hard limit",
+            metadata: ["max-connections": "\(fits)", "open-file-limit": "\(soft)"])
+        return fits
+    }
+
     private func env(_ name: String) -> String? {
         getenv(name).map { String(cString: $0) }
     }
 }
 
-/// Raises the soft open-file limit (each connection is a descriptor) as far as the hard limit allows.
-func raiseOpenFileLimit(to wanted: Int, logger: Logger) {
+/// Descriptors kept for what is not a client connection: listeners, loop wake-ups, the cache file,
+/// Redis and GitHub connections, log files.
+let reservedDescriptors = 256
+
+/// Raises the soft open-file limit (each connection is a descriptor) toward `wanted`, as far as the
+/// hard limit allows; returns the soft limit in force (nil if it cannot be read).
+func raiseOpenFileLimit(to wanted: Int) -> Int? {
     var limit = rlimit()
-    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return nil }
     let target = min(rlim_t(wanted), limit.rlim_max)
     if limit.rlim_cur < target {
         limit.rlim_cur = target
-        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) != 0 {
+            _ = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
     }
-    if Int(limit.rlim_cur) < wanted {
-        logger.warning(
-            "open-file limit is below --max-connections",
-            metadata: ["limit": "\(limit.rlim_cur)", "wanted": "\(wanted)"])
-    }
+    return limit.rlim_cur >= rlim_t(Int.max) ? Int.max : Int(limit.rlim_cur)
 }
 
 /// SIGTERM/SIGINT handling by `sigwait` on the main thread (no async-signal-unsafe handlers).
