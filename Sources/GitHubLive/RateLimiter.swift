@@ -47,7 +47,7 @@ public actor RateLimiter {
     private var waiters: [(id: Int, continuation: CheckedContinuation<Bool, Never>)] = []
     private var nextWaiter = 0
     private var unblockTask: Task<Void, Never>?
-    private var queueWatchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    private var queueWatchers = CountWatchers<Int>()  // one key: the queue
     private var lastStart: ContinuousClock.Instant?
     private var rateLimit: RateLimit?
     private var published: UpstreamStatus?
@@ -157,13 +157,11 @@ public actor RateLimiter {
     /// Returns once exactly `count` callers wait for a slot (tests await a queue forming or emptying).
     func waitForQueue(_ count: Int) async {
         if waiters.count == count { return }
-        await withCheckedContinuation { queueWatchers.append((count, $0)) }
+        await withCheckedContinuation { queueWatchers.add(0, count, $0) }
     }
 
     private func queueChanged() {
-        let ready = queueWatchers.filter { $0.count == waiters.count }
-        queueWatchers.removeAll { $0.count == waiters.count }
-        for watcher in ready { watcher.continuation.resume() }
+        queueWatchers.changed(0, to: waiters.count)
     }
 
     /// Gives back the slot taken by `acquire`.

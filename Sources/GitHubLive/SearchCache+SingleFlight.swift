@@ -56,14 +56,11 @@ extension SearchCache {
     func waitForWaiters(_ count: Int, request: SearchRequest) async {
         let key = SearchCache.key(request)
         if (inFlight[key]?.waiters.count ?? 0) == count { return }
-        await withCheckedContinuation { flightWatchers.append((key, count, $0)) }
+        await withCheckedContinuation { flightWatchers.add(key, count, $0) }
     }
 
     private func waitersChanged(_ key: String) {
-        let count = inFlight[key]?.waiters.count ?? 0
-        let ready = flightWatchers.filter { $0.key == key && $0.count == count }
-        flightWatchers.removeAll { $0.key == key && $0.count == count }
-        for watcher in ready { watcher.continuation.resume() }
+        flightWatchers.changed(key, to: inFlight[key]?.waiters.count ?? 0)
     }
 
     /// Starts the upstream call for `key` unless one is under way (then a background start marks it as

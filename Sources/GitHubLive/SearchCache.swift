@@ -74,7 +74,7 @@ public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
     /// Numbers for flights and their waiters.
     var flightCounter = 0
     /// Tests waiting for a flight to have a number of waiters.
-    var flightWatchers: [(key: String, count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    var flightWatchers = CountWatchers<String>()
     var useCounter = 0
     /// Calls of `search` so far (tests use it to know every caller has arrived).
     var lookups = 0
