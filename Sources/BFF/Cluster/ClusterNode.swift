@@ -78,8 +78,9 @@ final class ClusterNode: @unchecked Sendable {
     /// The channel the owner of session `id` takes forwarded inputs from.
     func inputChannel(_ id: String) -> String { "\(settings.keyPrefix):s:{\(id)}:in" }
 
-    /// True when every command connection answers (`/readyz`).
-    var isReady: Bool { group.isReady }
+    /// True when every command connection and every subscriber is connected (`/readyz`): a stream
+    /// needs its loop's subscriber.
+    var isReady: Bool { group.isReady && subscribers.allSatisfy { $0.connection.state == .ready } }
 
     /// Counts a failed store operation (for `/metrics`).
     func failed(_ error: StoreError) {
