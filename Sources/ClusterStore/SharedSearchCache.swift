@@ -43,6 +43,9 @@ public enum CacheOutcome: Sendable, Equatable {
     case filledByOther
     /// Upstream failed; this stale entry (younger than the max age) is served instead.
     case stale
+    /// A wait for another caller's fill ran out (its holder died or was too slow): this caller
+    /// called upstream itself and stored the answer.
+    case lockTimedOut
 }
 
 extension SharedSearchCache {
@@ -57,6 +60,7 @@ extension SharedSearchCache {
     ) async throws -> (CachedPage, CacheOutcome) {
         var stale: CachedPage?
         var waited = false
+        var timedOut = false
         for _ in 0..<attempts {
             let entry = try await get(key).get()
             if let entry, entry.age < ttl { return (entry, waited ? .filledByOther : .hit) }
@@ -65,7 +69,7 @@ extension SharedSearchCache {
                 do {
                     let payload = try await fetch()
                     _ = await fill(key, payload: payload, holder: holder)
-                    return (CachedPage(payload: payload, age: 0), .filled)
+                    return (CachedPage(payload: payload, age: 0), timedOut ? .lockTimedOut : .filled)
                 } catch {
                     _ = await unlock(key, holder: holder)
                     if let stale { return (stale, .stale) }
@@ -73,10 +77,10 @@ extension SharedSearchCache {
                 }
             }
             waited = true
-            _ = await waitForUnlock(key, timeout: waitTimeout)
+            if !(await waitForUnlock(key, timeout: waitTimeout)) { timedOut = true }
         }
         let payload = try await fetch()
         _ = await fill(key, payload: payload, holder: holder)
-        return (CachedPage(payload: payload, age: 0), .filled)
+        return (CachedPage(payload: payload, age: 0), .lockTimedOut)
     }
 }

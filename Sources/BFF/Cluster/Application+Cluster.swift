@@ -44,6 +44,7 @@ extension Application {
                             "expiresInSeconds": .int(Int(self.configuration.sessionIdleTimeout)),
                         ], headers: [("Location", location), ("Cache-Control", "no-store")]))
             case .failure(let error):
+                cluster.failed(error)
                 session.end(reason: "moved")
                 self.sessionEnded(reason: "moved")
                 res.send(Application.response(to: error, cluster: cluster, sessionID: id))

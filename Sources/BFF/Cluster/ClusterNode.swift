@@ -180,6 +180,13 @@ final class ClusterMetrics: Sendable {
     /// Sessions that left this node for another (lease lost, fenced, commit failed): registered only in
     /// cluster mode, so single-process `/metrics` is unchanged.
     let moved: CoreMetrics.Counter
+    /// Calls to GitHub the cluster-wide token bucket refused (this node's searches answered rate-limited).
+    let budgetRefusals: CoreMetrics.Counter
+    /// The shared search cache's answers to this node's misses, by outcome (`SearchCacheOutcome`).
+    private let searchCache: [String: CoreMetrics.Counter]
+
+    /// The `outcome` label values of `bff_cluster_search_cache_total`.
+    static let searchCacheOutcomes = ["hit", "miss", "waited", "lock_timeout", "stale", "unavailable"]
 
     init(factory f: MetricsFactory) {
         roundTrip = CoreMetrics.Timer(label: "bff_redis_round_trip", dimensions: [], factory: f)
@@ -189,7 +196,17 @@ final class ClusterMetrics: Sendable {
         redisErrors = CoreMetrics.Counter(label: "bff_redis_errors_total", factory: f)
         fenced = CoreMetrics.Counter(label: "bff_cluster_fenced_total", factory: f)
         moved = CoreMetrics.Counter(label: "bff_sessions_ended_total", dimensions: [("reason", "moved")], factory: f)
+        budgetRefusals = CoreMetrics.Counter(label: "bff_cluster_budget_refusals_total", factory: f)
+        var searchCache: [String: CoreMetrics.Counter] = [:]
+        for outcome in Self.searchCacheOutcomes {
+            searchCache[outcome] = CoreMetrics.Counter(
+                label: "bff_cluster_search_cache_total", dimensions: [("outcome", outcome)], factory: f)
+        }
+        self.searchCache = searchCache
     }
+
+    /// Counts one answer of the shared search cache (`outcome` one of `searchCacheOutcomes`).
+    func searchCache(_ outcome: String) { searchCache[outcome]?.increment() }
 }
 
 /// Waits for a number of completions on other threads (shutdown only).

@@ -30,7 +30,7 @@ final class ClusterSearchUpstream: ConditionalRepositorySearching, UpstreamBudge
     let logger: Logger
     /// The shared cache and this node's lock-holder name, set once the application (which owns the
     /// Redis connections) exists; until then the gateway is called directly.
-    private let target = Mutex<(cache: any SharedSearchCache, holder: String)?>(nil)
+    private let target = Mutex<(cache: any SharedSearchCache, holder: String, metrics: ClusterMetrics?)?>(nil)
 
     init(gateway: GitHubGateway, ttl: Double, logger: Logger) {
         self.gateway = gateway
@@ -39,7 +39,9 @@ final class ClusterSearchUpstream: ConditionalRepositorySearching, UpstreamBudge
         waitTimeout = gateway.configuration.requestTimeout + 2
     }
 
-    func connect(_ cache: any SharedSearchCache, holder: String) { target.withLock { $0 = (cache, holder) } }
+    func connect(_ cache: any SharedSearchCache, holder: String, metrics: ClusterMetrics? = nil) {
+        target.withLock { $0 = (cache, holder, metrics) }
+    }
 
     func limitedNow() async -> SearchError? { await gateway.limitedNow() }
 
@@ -51,7 +53,7 @@ final class ClusterSearchUpstream: ConditionalRepositorySearching, UpstreamBudge
     }
 
     func fetch(_ request: SearchRequest, ifNoneMatch etag: String?) async throws(SearchError) -> ConditionalFetch {
-        guard !request.isPastResultCap, let (shared, holder) = target.withLock({ $0 }) else {
+        guard !request.isPastResultCap, let (shared, holder, metrics) = target.withLock({ $0 }) else {
             return try await gateway.fetch(request, ifNoneMatch: etag)
         }
         let key = Self.key(request)
@@ -75,15 +77,31 @@ final class ClusterSearchUpstream: ConditionalRepositorySearching, UpstreamBudge
                 }
                 return Array(try JSONEncoder().encode(Stored(page: page, etag: etag)))
             }
+            metrics?.searchCache(Self.label(outcome))
             if outcome == .stale, let error = failure.withLock({ $0 }) { throw error }
             let stored = try JSONDecoder().decode(Stored.self, from: Data(entry.payload))
             return .modified(stored.page, etag: stored.etag)
         } catch {
-            if let error = failure.withLock({ $0 }) { throw error }
+            if let error = failure.withLock({ $0 }) {
+                metrics?.searchCache("miss")  // called upstream, which failed, and nothing stale to serve
+                throw error
+            }
             if let error = error as? SearchError { throw error }
+            metrics?.searchCache("unavailable")
             // The shared cache failed (Redis), not GitHub: fall back to this node's own call.
             logger.warning("shared search cache unavailable; calling GitHub directly", metadata: ["error": "\(error)"])
             return try await gateway.fetch(request, ifNoneMatch: etag)
+        }
+    }
+
+    /// The `outcome` label of `bff_cluster_search_cache_total` for a `getOrFill` outcome.
+    static func label(_ o: ClusterStore.CacheOutcome) -> String {
+        switch o {
+        case .hit: return "hit"
+        case .filled: return "miss"
+        case .filledByOther: return "waited"
+        case .lockTimedOut: return "lock_timeout"
+        case .stale: return "stale"
         }
     }
 
