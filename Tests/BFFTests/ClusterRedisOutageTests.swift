@@ -175,6 +175,7 @@ final class ClusterRedisOutageTests: XCTestCase {
             try w.read(upTo: try state(portA, w.session)["seq"]?.intValue ?? 0, within: 10)
         }
 
+        let errorsBefore = try ports.map { try Self.sample($0, "bff_redis_errors_total") }
         redis.kill()
         for (n, port) in ports.enumerated() {
             try poll("node \(n): /readyz 503 while Redis is down", within: 10) { Self.ready(port) == 503 }
@@ -193,6 +194,9 @@ final class ClusterRedisOutageTests: XCTestCase {
             }
             assertUnavailable(
                 try WireConnection.post(port: port, path: "/api/sessions", body: []), "create while Redis is down")
+        }
+        for (n, port) in ports.enumerated() {
+            XCTAssertGreaterThan(try Self.sample(port, "bff_redis_errors_total"), errorsBefore[n], "node \(n) counted")
         }
         // Longer than the lease TTL (1 s): the owners' keepers give their sessions up meanwhile.
         for w in watches { XCTAssertTrue(w.staysOpen(for: 2.5), "stream of \(w.session) on \(w.node) open") }
@@ -275,6 +279,43 @@ final class ClusterRedisOutageTests: XCTestCase {
         try watch.read(upTo: final["seq"]?.intValue ?? 0, within: 15)
         XCTAssertEqual(watch.ids.last, final["seq"]?.intValue, "the stream caught up")
         XCTAssertTrue(watch.last["greeting"]?.contains("Hello, FOUR!") ?? false, "\(watch.last)")
+    }
+
+    /// Without persistence (the default of `RedisServerProcess`) a restarted Redis is empty: the session is
+    /// gone on every node (`404`), its stream ends, and an input is never applied to a rewound session.
+    func testRedisRestartedEmptyEndsTheSessionsInsteadOfRewindingThem() throws {
+        let redis = try RedisServerProcess()
+        defer { redis.kill() }
+        let (a, portA) = try startNode(redis: redis, name: "a", threads: 1)
+        let (b, portB) = try startNode(redis: redis, name: "b", threads: 1)
+        defer { for n in [a, b] { n.send(SIGKILL) } }
+        let id = try XCTUnwrap(
+            JSONValue.parse(try WireConnection.post(port: portA, path: "/api/sessions", body: []).body)["id"]?
+                .stringValue)
+        let watch = try Watch(port: portB, node: "b", session: id)
+        try watch.read(upTo: 0, within: 10)
+        XCTAssertEqual(try acknowledged(portA, id, key: "k1", value: "one"), 1)
+        redis.kill()
+        try poll("A: /readyz 503", within: 10) { Self.ready(portA) == 503 }
+        try redis.start()
+        for port in [portA, portB] { try poll("/readyz 200", within: 15) { Self.ready(port) == 200 } }
+        for port in [portA, portB] {
+            XCTAssertEqual(
+                try nameInput(port, id, key: "k2", value: "two").status, 404, "not applied to a rewound session")
+            XCTAssertEqual(try WireConnection.get(port: port, path: "/api/sessions/\(id)/state").status, 404)
+        }
+        let rest = try watch.events.next(until: "end", timeout: 15)
+        XCTAssertEqual(rest.last?.event, "end", "the stream ends: \(rest)")
+        XCTAssertNil(try watch.events.next(timeout: 5), "and closes")
+    }
+
+    /// The value of the sample `name` in the node's `/metrics`; 0 when absent.
+    private static func sample(_ port: Int, _ name: String) throws -> Double {
+        let text = String(decoding: try WireConnection.get(port: port, path: "/metrics").body, as: UTF8.self)
+        for line in text.split(separator: "\n") where line.hasPrefix(name + " ") {
+            return Double(line.dropFirst(name.count + 1)) ?? -1
+        }
+        return 0
     }
 
     /// True when the kernel reports `pid` stopped (state `T` in /proc/<pid>/stat).
