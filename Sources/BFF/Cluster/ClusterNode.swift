@@ -28,6 +28,8 @@ final class ClusterNode: @unchecked Sendable {
     let replyChannels: [String]
     /// Seconds a forwarded input waits for the owner's answer.
     let forwardTimeout: Double
+    /// Every key and channel name (`settings.keyPrefix`).
+    let keys: ClusterKeys
 
     init(
         settings: ClusterSettings, configuration: AppConfiguration, loops: [EventLoop], logger: Logger,
@@ -48,7 +50,8 @@ final class ClusterNode: @unchecked Sendable {
         var rng = SystemRandomNumberGenerator()
         let nonce = String(rng.next() as UInt64, radix: 36)
         holders = loops.indices.map { "\(settings.nodeID)#\(nonce)#\($0)" }
-        replyChannels = holders.map { "\(settings.keyPrefix):reply:\($0)" }
+        replyChannels = holders.map { keys.replies($0) }
+        self.keys = keys
         forwardTimeout = min(2, settings.leaseTTL)
         streamedCheckInterval = max(0.05, min(settings.leaseTTL, configuration.sessionIdleTimeout / 4))
         metrics = ClusterMetrics(factory: factory)
@@ -76,7 +79,7 @@ final class ClusterNode: @unchecked Sendable {
     let streamedCheckInterval: Double
 
     /// The channel the owner of session `id` takes forwarded inputs from.
-    func inputChannel(_ id: String) -> String { "\(settings.keyPrefix):s:{\(id)}:in" }
+    func inputChannel(_ id: String) -> String { keys.inputs(id) }
 
     /// True when every command connection and every subscriber is connected (`/readyz`): a stream
     /// needs its loop's subscriber.
