@@ -33,8 +33,6 @@ public final class RedisConnection: @unchecked Sendable {
     public var onStateChange: ((RedisConnectionState) -> Void)?
     /// Called on the loop with each reply's round-trip time in seconds (for metrics).
     public var onRoundTrip: ((Double) -> Void)?
-    /// Round-trip statistics of this connection's replies.
-    public private(set) var latency = RedisLatency()
 
     private let logger: Logger
     private let backoff: Backoff
@@ -283,7 +281,6 @@ public final class RedisConnection: @unchecked Sendable {
             pending[id] = nil
             p.timer?.cancel()
             let rtt = Double(Self.now() &- p.sentAt) / 1e9
-            latency.record(rtt)
             onRoundTrip?(rtt)
         }
         if case .error(let message) = value {
