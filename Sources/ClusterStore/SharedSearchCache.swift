@@ -58,6 +58,17 @@ extension SharedSearchCache {
         _ key: String, holder: String, freshFor ttl: Double, waitTimeout: Double, attempts: Int = 3,
         fetch: @Sendable () async throws -> [UInt8]
     ) async throws -> (CachedPage, CacheOutcome) {
+        try await getOrFill(key, holder: holder, freshFor: ttl, waitTimeout: waitTimeout, attempts: attempts) {
+            (_: CachedPage?) async throws -> [UInt8] in try await fetch()
+        }
+    }
+
+    /// `getOrFill` whose `fetch` is handed the expired entry, if any (to revalidate it upstream with
+    /// its `ETag` and store it again when it has not changed).
+    public func getOrFill(
+        _ key: String, holder: String, freshFor ttl: Double, waitTimeout: Double, attempts: Int = 3,
+        revalidating fetch: @Sendable (_ stale: CachedPage?) async throws -> [UInt8]
+    ) async throws -> (CachedPage, CacheOutcome) {
         var stale: CachedPage?
         var waited = false
         var timedOut = false
@@ -67,7 +78,7 @@ extension SharedSearchCache {
             stale = entry ?? stale
             if try await lock(key, holder: holder).get() {
                 do {
-                    let payload = try await fetch()
+                    let payload = try await fetch(stale)
                     _ = await fill(key, payload: payload, holder: holder)
                     return (CachedPage(payload: payload, age: 0), timedOut ? .lockTimedOut : .filled)
                 } catch {
@@ -79,7 +90,7 @@ extension SharedSearchCache {
             waited = true
             if !(await waitForUnlock(key, timeout: waitTimeout)) { timedOut = true }
         }
-        let payload = try await fetch()
+        let payload = try await fetch(stale)
         _ = await fill(key, payload: payload, holder: holder)
         return (CachedPage(payload: payload, age: 0), .lockTimedOut)
     }

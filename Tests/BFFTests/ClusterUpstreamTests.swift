@@ -22,7 +22,9 @@ final class ClusterUpstreamTests: XCTestCase {
         redis = nil
     }
 
-    func node(_ name: String, sim: SearchEndToEndTests.Simulator, requestTimeout: Double? = nil) throws -> LiveApp {
+    func node(
+        _ name: String, sim: SearchEndToEndTests.Simulator, requestTimeout: Double? = nil, cacheTTL: Double? = nil
+    ) throws -> LiveApp {
         var c = AppConfiguration()
         c.http.port = 0
         c.http.threads = 2
@@ -32,6 +34,7 @@ final class ClusterUpstreamTests: XCTestCase {
         g.token = SearchEndToEndTests.token
         g.cachePath = nil
         if let requestTimeout { g.requestTimeout = requestTimeout }
+        if let cacheTTL { g.cacheTTL = cacheTTL }
         var quiet = Logger(label: name)
         quiet.logLevel = .error
         let app = try LiveApp(app: Application.live(configuration: c, github: g, logger: quiet))
@@ -153,6 +156,24 @@ final class ClusterUpstreamTests: XCTestCase {
         XCTAssertEqual(sim.sim.stats.requests, 2, "B called GitHub itself")
         XCTAssertEqual(try counter(b, #"bff_cluster_search_cache_total{outcome="lock_timeout"}"#), 1)
         XCTAssertEqual(try counter(b, #"bff_cluster_search_cache_total{outcome="miss"}"#), 0)
+    }
+
+    /// An expired shared entry is revalidated with its own `ETag`: GitHub's `304` (free of budget) stores
+    /// it again, and a node that never saw the page gets it from the shared entry.
+    func testAnExpiredSharedEntryIsRevalidatedWithItsETag() throws {
+        let sim = try SearchEndToEndTests.Simulator(token: SearchEndToEndTests.token)
+        let a = try node("a", sim: sim, cacheTTL: 0.5)
+        let b = try node("b", sim: sim, cacheTTL: 0.5)
+        let first = try WireConnection.get(port: a.port, path: "/api/search/repositories?q=etag")
+        XCTAssertEqual(first.status, 200)
+        XCTAssertEqual(sim.sim.stats.notModified, 0)
+        usleep(700_000)  // the entry's freshness (0.5 s) has to run out: time itself is what is tested
+        let second = try WireConnection.get(port: b.port, path: "/api/search/repositories?q=etag")
+        XCTAssertEqual(second.status, 200)
+        XCTAssertEqual(second.json?["totalCount"], first.json?["totalCount"])
+        XCTAssertEqual(sim.sim.stats.notModified, 1, "B's call was conditional and answered 304")
+        XCTAssertEqual(sim.sim.stats.requests, 2)
+        XCTAssertEqual(try counter(b, #"bff_cluster_search_cache_total{outcome="miss"}"#), 1)
     }
 
     /// The value of the sample `name` (with its labels) in `/metrics`; 0 when absent.

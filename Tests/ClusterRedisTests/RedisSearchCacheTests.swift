@@ -88,6 +88,20 @@ final class RedisSearchCacheTests: XCTestCase {
         XCTAssertLessThan(hit.0.age, 5)
     }
 
+    /// The caller that fetches is handed the expired entry (to revalidate it with its ETag).
+    func testTheFetchIsHandedTheExpiredEntryToRevalidate() async throws {
+        await startNodes()
+        _ = await nodes[0].fill("q=etag", payload: Array("v1".utf8), holder: "x")
+        let (page, outcome) = try await nodes[1].getOrFill(
+            "q=etag", holder: "n1", freshFor: 0, waitTimeout: 1
+        ) { (expired: CachedPage?) async throws -> [UInt8] in
+            XCTAssertEqual(expired?.payload, Array("v1".utf8))
+            return expired?.payload ?? []  // "304": the same page again
+        }
+        XCTAssertEqual(outcome, .filled)
+        XCTAssertEqual(page.payload, Array("v1".utf8))
+    }
+
     func testStaleEntryIsServedWhenUpstreamFails() async throws {
         await startNodes()
         _ = await nodes[0].fill("q=old", payload: Array("old".utf8), holder: "x")

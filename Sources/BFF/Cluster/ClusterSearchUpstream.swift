@@ -13,8 +13,9 @@ import Synchronization
 /// for its wake-up and read its answer). Identical concurrent misses on N nodes cost one call.
 ///
 /// - Pages are stored as JSON `{page, etag}`; a shared entry is fresh for the node cache's `ttl`.
-/// - The node's `If-None-Match` is not forwarded (the shared entry may differ from the node's): an
-///   entry expired everywhere is fetched unconditionally.
+/// - Revalidation: an expired shared entry is fetched with its own `ETag` (`If-None-Match`); GitHub's
+///   `304` stores it again as fresh. The node's own `ETag` is compared with the shared entry's: equal
+///   means `notModified` for the node (its page is the shared one), so nothing is decoded or sent twice.
 /// - A failed call is thrown as is (the node's cache serves its own stale entry); the shared stale
 ///   entry is not returned as if fresh.
 /// - Redis unreachable: the gateway is called directly (single flight degrades to per node).
@@ -62,24 +63,33 @@ final class ClusterSearchUpstream: ConditionalRepositorySearching, UpstreamBudge
         do {
             let (entry, outcome) = try await shared.getOrFill(
                 key, holder: holder, freshFor: ttl, waitTimeout: waitTimeout
-            ) { () async throws -> [UInt8] in
+            ) { (expired: CachedPage?) async throws -> [UInt8] in
+                // The expired shared entry is revalidated with its own ETag: a 304 stores it again.
+                let old = expired.flatMap { try? JSONDecoder().decode(Stored.self, from: Data($0.payload)) }
                 let fetched: ConditionalFetch
                 do throws(SearchError) {
-                    fetched = try await gateway.fetch(request, ifNoneMatch: nil)
+                    fetched = try await gateway.fetch(request, ifNoneMatch: old?.etag)
                 } catch {
                     failure.withLock { $0 = error }
                     throw error
                 }
-                guard case .modified(let page, let etag) = fetched else {
-                    let error = SearchError.upstream(message: "GitHub answered 304 to an unconditional request.")
-                    failure.withLock { $0 = error }
-                    throw error
+                switch fetched {
+                case .modified(let page, let etag):
+                    return Array(try JSONEncoder().encode(Stored(page: page, etag: etag)))
+                case .notModified:
+                    guard let expired, old?.etag != nil else {
+                        let error = SearchError.upstream(message: "GitHub answered 304 to an unconditional request.")
+                        failure.withLock { $0 = error }
+                        throw error
+                    }
+                    return expired.payload
                 }
-                return Array(try JSONEncoder().encode(Stored(page: page, etag: etag)))
             }
             metrics?.searchCache(Self.label(outcome))
             if outcome == .stale, let error = failure.withLock({ $0 }) { throw error }
             let stored = try JSONDecoder().decode(Stored.self, from: Data(entry.payload))
+            // The node revalidates the page the shared entry holds: nothing to send again.
+            if let etag, stored.etag == etag { return .notModified }
             return .modified(stored.page, etag: stored.etag)
         } catch {
             if let error = failure.withLock({ $0 }) {
