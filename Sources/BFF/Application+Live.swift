@@ -65,14 +65,14 @@ extension Application {
             budget.connect(
                 RedisUpstreamBudget(
                     connection: cluster.group.connections[0], name: "github-search", shape: github.sharedBudget,
-                    keys: ClusterKeys(prefix: cluster.settings.keyPrefix)))
+                    keys: ClusterKeys(prefix: cluster.settings.keyPrefix)), metrics: cluster.metrics)
             if let shared {
                 let connection = cluster.group.connections[0]
                 let redisCache = RedisSearchCache(
                     connection: connection, subscriber: cluster.subscribers[0],
                     limits: .init(maxAge: github.cacheMaxAge), keys: ClusterKeys(prefix: cluster.settings.keyPrefix))
                 connection.loop.execute { redisCache.start() }
-                shared.connect(redisCache, holder: cluster.holders[0])
+                shared.connect(redisCache, holder: cluster.holders[0], metrics: cluster.metrics)
             }
             // Every node's `status` follows the board; this node's reports reach it through the board.
             let board = ClusterStatus(cluster: cluster, apply: app.statusUpdater, logger: logger)
@@ -105,25 +105,28 @@ final class StatusSink: Sendable {
 /// corrects it with GitHub's answers. Fails open: while Redis is unreachable (or before `connect`)
 /// every call is admitted and only this node's limiter applies, so a Redis outage never stops search.
 final class ClusterRateBudget: SharedRateBudget {
-    private let budget = Mutex<(any UpstreamBudget)?>(nil)
+    private let budget = Mutex<(any UpstreamBudget, ClusterMetrics?)?>(nil)
     private let logger: Logger
 
     init(logger: Logger) { self.logger = logger }
 
-    func connect(_ b: any UpstreamBudget) { budget.withLock { $0 = b } }
+    func connect(_ b: any UpstreamBudget, metrics: ClusterMetrics? = nil) { budget.withLock { $0 = (b, metrics) } }
 
     func admit() async -> Double? {
-        guard let b = budget.withLock({ $0 }) else { return nil }
+        guard let (b, metrics) = budget.withLock({ $0 }) else { return nil }
         switch await b.take(cost: 1) {
-        case .success(let d): return d.allowed ? nil : max(0.001, d.retryAfter)
+        case .success(let d):
+            if !d.allowed { metrics?.budgetRefusals.increment() }
+            return d.allowed ? nil : max(0.001, d.retryAfter)
         case .failure(let e):
+            metrics?.redisErrors.increment()
             logger.warning("shared GitHub budget unavailable; admitting the call", metadata: ["error": "\(e)"])
             return nil
         }
     }
 
     func report(remaining: Int?, blockedUntil: Double?) async {
-        guard let b = budget.withLock({ $0 }) else { return }
+        guard let (b, _) = budget.withLock({ $0 }) else { return }
         if case .failure(let e) = await b.correct(remaining: remaining, blockedUntil: blockedUntil) {
             logger.warning("shared GitHub budget not corrected", metadata: ["error": "\(e)"])
         }

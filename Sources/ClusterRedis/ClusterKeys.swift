@@ -20,6 +20,13 @@ public struct ClusterKeys: Sendable, Equatable {
     public func idempotency(_ id: String, _ key: String) -> String { "\(prefix):s:{\(id)}:idem:\(key)" }
     /// Pub/sub channel of the session's committed events ("<event id>\n<payload>").
     public func channel(_ id: String) -> String { "\(prefix):s:{\(id)}:ch" }
+    /// Pub/sub channel of inputs forwarded to the node running the session (it subscribes while it does).
+    public func inputs(_ id: String) -> String { "\(prefix):s:{\(id)}:in" }
+    /// Pub/sub channel on which owners answer the inputs lease holder `holder` forwarded.
+    public func replies(_ holder: String) -> String { "\(prefix):reply:\(holder)" }
+
+    /// STRING, and the pub/sub channel announcing it: the latest shared value `name` (`RedisStatusBoard`).
+    public func status(_ name: String) -> String { "\(prefix):status:\(name)" }
 
     /// HASH {tokens, ts, until}: the cluster-wide upstream token bucket `name`.
     public func rateLimit(_ name: String) -> String { "\(prefix):rl:\(name)" }

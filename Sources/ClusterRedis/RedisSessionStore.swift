@@ -68,6 +68,14 @@ public final class RedisSessionStore: SessionStore, @unchecked Sendable {
         ) { r in completion(r.store { $0.int.map { $0 == 1 } }) }
     }
 
+    /// Gives session `id` and its history their idle expiry again (one round trip); false if it is gone.
+    public func touch(sessionID id: String, completion: @escaping (Result<Bool, StoreError>) -> Void) {
+        connection.evalScript(
+            SessionScripts.touch, keys: [RedisArg(keys.session(id)), RedisArg(keys.events(id))],
+            args: [RedisArg(limits.idleTimeout)]
+        ) { r in completion(r.store { $0.int.map { $0 == 1 } }) }
+    }
+
     public func release(_ lease: Lease, completion: @escaping (Result<Bool, StoreError>) -> Void) {
         connection.evalScript(
             SessionScripts.release, keys: [RedisArg(keys.lease(lease.sessionID))],

@@ -29,7 +29,7 @@ public final class RedisStatusBoard: StatusBoard, @unchecked Sendable {
         self.connection = connection
         self.subscriber = subscriber
         self.ttlSeconds = ttlSeconds
-        key = "\(keys.prefix):status:\(name)"
+        key = keys.status(name)
     }
 
     public func post(_ value: [UInt8], completion: @escaping (Result<Void, StoreError>) -> Void) {

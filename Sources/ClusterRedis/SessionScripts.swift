@@ -16,9 +16,14 @@ enum SessionScripts {
     /// KEYS: session, lease, events. ARGV: holder, lease ms, idle s.
     /// Returns {1, token, state, seq, inputSeq} or {0, holder, pttl}. A new holder gets
     /// `HINCRBY fence 1` (SET NX semantics: only when no lease exists); the holder itself renews.
+    /// Every attempt, granted or not, gives the session and its history their idle expiry again (an
+    /// attempt means the session is in use: an input here, a stream here of a session run elsewhere),
+    /// so a streamed session costs one round trip per check.
     static let acquire = RedisScript(
         """
         if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('GONE session') end
+        redis.call('EXPIRE', KEYS[1], ARGV[3])
+        redis.call('EXPIRE', KEYS[3], ARGV[3])
         local cur = redis.call('GET', KEYS[2])
         local token
         if cur then
@@ -30,10 +35,17 @@ enum SessionScripts {
           token = tostring(redis.call('HINCRBY', KEYS[1], 'fence', 1))
         end
         redis.call('SET', KEYS[2], ARGV[1] .. '|' .. token, 'PX', ARGV[2])
-        redis.call('EXPIRE', KEYS[1], ARGV[3])
-        redis.call('EXPIRE', KEYS[3], ARGV[3])
         local m = redis.call('HMGET', KEYS[1], 'state', 'seq', 'inputSeq')
         return {1, token, m[1], m[2], m[3]}
+        """)
+
+    /// KEYS: session, events. ARGV: idle s. The idle expiry again (a session streamed by the node that
+    /// runs it); 0 if the session is gone.
+    static let touch = RedisScript(
+        """
+        local n = redis.call('EXPIRE', KEYS[1], ARGV[1])
+        redis.call('EXPIRE', KEYS[2], ARGV[1])
+        return n
         """)
 
     /// KEYS: lease. ARGV: "holder|token", lease ms. 1 if renewed, 0 if the lease is not ours.

@@ -43,6 +43,9 @@ public enum CacheOutcome: Sendable, Equatable {
     case filledByOther
     /// Upstream failed; this stale entry (younger than the max age) is served instead.
     case stale
+    /// A wait for another caller's fill ran out (its holder died or was too slow): this caller
+    /// called upstream itself and stored the answer.
+    case lockTimedOut
 }
 
 extension SharedSearchCache {
@@ -55,17 +58,29 @@ extension SharedSearchCache {
         _ key: String, holder: String, freshFor ttl: Double, waitTimeout: Double, attempts: Int = 3,
         fetch: @Sendable () async throws -> [UInt8]
     ) async throws -> (CachedPage, CacheOutcome) {
+        try await getOrFill(key, holder: holder, freshFor: ttl, waitTimeout: waitTimeout, attempts: attempts) {
+            (_: CachedPage?) async throws -> [UInt8] in try await fetch()
+        }
+    }
+
+    /// `getOrFill` whose `fetch` is handed the expired entry, if any (to revalidate it upstream with
+    /// its `ETag` and store it again when it has not changed).
+    public func getOrFill(
+        _ key: String, holder: String, freshFor ttl: Double, waitTimeout: Double, attempts: Int = 3,
+        revalidating fetch: @Sendable (_ stale: CachedPage?) async throws -> [UInt8]
+    ) async throws -> (CachedPage, CacheOutcome) {
         var stale: CachedPage?
         var waited = false
+        var timedOut = false
         for _ in 0..<attempts {
             let entry = try await get(key).get()
             if let entry, entry.age < ttl { return (entry, waited ? .filledByOther : .hit) }
             stale = entry ?? stale
             if try await lock(key, holder: holder).get() {
                 do {
-                    let payload = try await fetch()
+                    let payload = try await fetch(stale)
                     _ = await fill(key, payload: payload, holder: holder)
-                    return (CachedPage(payload: payload, age: 0), .filled)
+                    return (CachedPage(payload: payload, age: 0), timedOut ? .lockTimedOut : .filled)
                 } catch {
                     _ = await unlock(key, holder: holder)
                     if let stale { return (stale, .stale) }
@@ -73,10 +88,10 @@ extension SharedSearchCache {
                 }
             }
             waited = true
-            _ = await waitForUnlock(key, timeout: waitTimeout)
+            if !(await waitForUnlock(key, timeout: waitTimeout)) { timedOut = true }
         }
-        let payload = try await fetch()
+        let payload = try await fetch(stale)
         _ = await fill(key, payload: payload, holder: holder)
-        return (CachedPage(payload: payload, age: 0), .filled)
+        return (CachedPage(payload: payload, age: 0), .lockTimedOut)
     }
 }

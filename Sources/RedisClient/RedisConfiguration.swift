@@ -17,6 +17,11 @@ public struct RedisConfiguration: Sendable, Equatable, CustomStringConvertible {
     public var reconnectBase: Double = 0.05
     /// Reconnect back-off: largest delay, in seconds.
     public var reconnectMax: Double = 2
+    /// Seconds without a reply after which an idle command connection sends a `PING` (so a Redis that
+    /// stopped answering, `SIGSTOP` or a dead peer whose TCP connection stays up, is noticed within this
+    /// plus `commandTimeout` even when nothing else is sent); nil: never. `RedisConnectionGroup` turns it
+    /// on; a subscriber cannot `PING` (hiredis 0.14).
+    public var healthCheckInterval: Double? = 1
 
     /// A configuration for `host:port`, database `database`.
     public init(host: String = "127.0.0.1", port: Int = 6379, password: String? = nil, database: Int = 0) {

@@ -33,8 +33,6 @@ public final class RedisConnection: @unchecked Sendable {
     public var onStateChange: ((RedisConnectionState) -> Void)?
     /// Called on the loop with each reply's round-trip time in seconds (for metrics).
     public var onRoundTrip: ((Double) -> Void)?
-    /// Round-trip statistics of this connection's replies.
-    public private(set) var latency = RedisLatency()
 
     private let logger: Logger
     private let backoff: Backoff
@@ -45,6 +43,10 @@ public final class RedisConnection: @unchecked Sendable {
     private var attempt = 0
     private var reconnectTimer: LoopTimer?
     private var isClosed = false
+    /// Seconds between health checks while `ready` (nil: none); set before `start()`.
+    public var healthCheckInterval: Double?
+    private var healthTimer: LoopTimer?
+    private var lastReplyAt: UInt64 = 0
 
     private struct Pending {
         var callback: Callback
@@ -159,7 +161,10 @@ public final class RedisConnection: @unchecked Sendable {
             }
         }
         issue(["PING"], timeout: t, persistent: false) { [weak self] r in
-            guard let self, case .success = r, self.context == ctx else { return }
+            guard let self, self.context == ctx else { return }
+            // An error reply (`-LOADING` while a restarted Redis reads its data) is answered like a
+            // failed hand-shake: reconnect later. Left alone, the connection stayed `connecting` for good.
+            if case .failure(let e) = r { return self.handshakeFailed("PING", e) }
             self.attempt = 0
             self.logger.info("redis connected", metadata: ["redis": "\(self.configuration)"])
             self.setState(.ready)
@@ -210,7 +215,23 @@ public final class RedisConnection: @unchecked Sendable {
 
     private func setState(_ s: RedisConnectionState) {
         let old = stateValue.exchange(s.rawValue, ordering: .acquiringAndReleasing)
-        if old != s.rawValue { onStateChange?(s) }
+        guard old != s.rawValue else { return }
+        healthTimer?.cancel()
+        healthTimer = nil
+        if s == .ready, let every = healthCheckInterval {
+            lastReplyAt = Self.now()
+            healthTimer = loop.scheduleRepeating(every: every) { [weak self] in self?.checkHealth(every) }
+        }
+        onStateChange?(s)
+    }
+
+    /// While idle (nothing pending, no reply for `interval`), a `PING`: its time-out drops a connection
+    /// to a Redis that stopped answering, which an idle connection would otherwise never notice.
+    private func checkHealth(_ interval: Double) {
+        guard state == .ready, pending.isEmpty, Double(Self.now() &- lastReplyAt) / 1e9 >= interval * 0.9 else {
+            return
+        }
+        issue(["PING"], timeout: configuration.commandTimeout, persistent: false) { _ in }
     }
 
     // MARK: Commands
@@ -254,12 +275,12 @@ public final class RedisConnection: @unchecked Sendable {
             return
         }
         guard let p = pending[id] else { return }  // timed out: the late reply is dropped
+        lastReplyAt = Self.now()
         let value = RESPValue(reply: reply.assumingMemoryBound(to: redisReply.self))
         if !p.persistent {
             pending[id] = nil
             p.timer?.cancel()
             let rtt = Double(Self.now() &- p.sentAt) / 1e9
-            latency.record(rtt)
             onRoundTrip?(rtt)
         }
         if case .error(let message) = value {

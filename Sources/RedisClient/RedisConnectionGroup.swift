@@ -2,7 +2,9 @@ import EventHTTP
 import Logging
 
 /// One `RedisConnection` per event loop, made and started together: what a node needs so that
-/// every loop talks to Redis on its own `event_base` and no call crosses threads.
+/// every loop talks to Redis on its own `event_base` and no call crosses threads. Their health checks
+/// (`RedisConfiguration.healthCheckInterval`) are on, so `isReady` turns false within that plus the
+/// command time-out of Redis stopping to answer, even on an idle node.
 ///
 /// Threading: the group is immutable and `Sendable`; `connection(for:)` may be called anywhere,
 /// but each connection is used on its own loop only. `isReady` may be read from any thread.
@@ -12,7 +14,11 @@ public final class RedisConnectionGroup: Sendable {
 
     /// A connection per loop of `loops` (loop `i` at index `i`), not yet started.
     public init(loops: [EventLoop], configuration: RedisConfiguration, logger: Logger = Logger(label: "redis")) {
-        connections = loops.map { RedisConnection(loop: $0, configuration: configuration, logger: logger) }
+        connections = loops.map {
+            let c = RedisConnection(loop: $0, configuration: configuration, logger: logger)
+            c.healthCheckInterval = configuration.healthCheckInterval
+            return c
+        }
     }
 
     /// The connection of `loop`.

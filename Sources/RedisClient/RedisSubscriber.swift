@@ -15,8 +15,6 @@ import Logging
 public final class RedisSubscriber: @unchecked Sendable {
     /// The underlying connection (its `state` is this subscriber's state).
     public let connection: RedisConnection
-    /// Called on the loop after every state change of the connection.
-    public var onStateChange: ((RedisConnectionState) -> Void)?
     private var stateObservers: [(RedisConnectionState) -> Void] = []
 
     private struct Subscription {
@@ -35,12 +33,11 @@ public final class RedisSubscriber: @unchecked Sendable {
             guard let self else { return }
             for observe in self.stateObservers { observe(state) }
             if state == .ready { self.resubscribeAll() }
-            self.onStateChange?(state)
         }
     }
 
-    /// Adds an observer of the connection's state, called on the loop before `onStateChange`
-    /// (for the several users of one subscriber: the session feed, the cache). Loop thread only.
+    /// Adds an observer of the connection's state, called on the loop (for the several users of one
+    /// subscriber: the session feed, the cache). Loop thread only.
     public func addStateObserver(_ observer: @escaping (RedisConnectionState) -> Void) {
         stateObservers.append(observer)
     }
@@ -91,15 +88,6 @@ public final class RedisSubscriber: @unchecked Sendable {
         }
     }
 
-    /// Stops delivering `pattern`. Loop thread only.
-    public func punsubscribe(pattern: String) {
-        guard let sub = patterns.removeValue(forKey: pattern) else { return }
-        if let id = sub.id {
-            unsubscribing["p:" + pattern] = id
-            connection.sendWithoutReply(["PUNSUBSCRIBE", RedisArg(pattern)])
-        }
-    }
-
     private func resubscribeAll() {
         unsubscribing.removeAll()
         for channel in channels.keys { issue(channel: channel) }
@@ -138,10 +126,6 @@ public final class RedisSubscriber: @unchecked Sendable {
             if let pattern = items[1].string { patterns[pattern]?.onSubscribed?() }
         case ("unsubscribe", 3):
             if let channel = items[1].string, let id = unsubscribing.removeValue(forKey: channel) {
-                connection.forget(id)
-            }
-        case ("punsubscribe", 3):
-            if let pattern = items[1].string, let id = unsubscribing.removeValue(forKey: "p:" + pattern) {
                 connection.forget(id)
             }
         default: break

@@ -1,10 +1,11 @@
-import BFF
 import Foundation
 import GitHubSearch
 import JSON
 import RedisTestSupport
 import WireClient
 import XCTest
+
+@testable import BFF
 
 /// Cluster mode end to end in one process: several `Application`s on 127.0.0.1:0 sharing one real
 /// `redis-server` (started on a free port per test). Waiting for Redis readiness and for a lease to
@@ -150,6 +151,10 @@ final class ClusterModeTests: XCTestCase {
         XCTAssertEqual(try JSONValue.parse(e.data)["outputs"]?["label"], "Hello, BOB!")
         XCTAssertEqual(try label(b, id), "Hello, BOB!")
         XCTAssertTrue(try metrics(b).contains("bff_cluster_takeovers_total 1"))
+        // A's server is stopped: its registry is read directly.
+        XCTAssertTrue(
+            String(decoding: a.app.metrics.render(), as: UTF8.self).contains("bff_cluster_hand_overs_total 1"))
+        XCTAssertTrue(try metrics(b).contains("bff_cluster_hand_overs_total 0"))
     }
 
     func testAKilledOwnersSessionIsTakenOverWithinTheLeaseTTLWithItsState() throws {
@@ -285,16 +290,25 @@ final class ClusterModeTests: XCTestCase {
         try waitUntil("503 while Redis is down", within: 10) {
             (try? WireConnection.get(port: a.port, path: "/readyz").status) == 503
         }
+        let errors = sample(try metrics(a), "bff_redis_errors_total")
         let r = try WireConnection.post(port: a.port, path: "/api/sessions", body: [])
         XCTAssertEqual(r.status, 503)
         XCTAssertNotNil(r.header("Retry-After"))
+        XCTAssertEqual(sample(try metrics(a), "bff_redis_errors_total"), errors + 1, "the refused create counted")
         try redis.start()
         try waitUntil("ready again", within: 10) {
             (try? WireConnection.get(port: a.port, path: "/readyz").status) == 200
         }
         XCTAssertEqual(try WireConnection.post(port: a.port, path: "/api/sessions", body: []).status, 201)
-        XCTAssertTrue(try metrics(a).contains("bff_redis_errors_total"))
-        XCTAssertTrue(try metrics(a).contains("bff_redis_round_trip"))
+        XCTAssertGreaterThan(sample(try metrics(a), "bff_redis_round_trip_count"), 0, "round trips timed")
+    }
+
+    /// The value of the sample `name` (with its labels) in a `/metrics` text; 0 when absent.
+    func sample(_ text: String, _ name: String) -> Double {
+        for line in text.split(separator: "\n") where line.hasPrefix(name + " ") {
+            return Double(line.dropFirst(name.count + 1)) ?? -1
+        }
+        return 0
     }
 
     func metrics(_ app: LiveApp) throws -> String {

@@ -22,7 +22,9 @@ final class ClusterUpstreamTests: XCTestCase {
         redis = nil
     }
 
-    func node(_ name: String, sim: SearchEndToEndTests.Simulator) throws -> LiveApp {
+    func node(
+        _ name: String, sim: SearchEndToEndTests.Simulator, requestTimeout: Double? = nil, cacheTTL: Double? = nil
+    ) throws -> LiveApp {
         var c = AppConfiguration()
         c.http.port = 0
         c.http.threads = 2
@@ -31,6 +33,8 @@ final class ClusterUpstreamTests: XCTestCase {
         g.baseURL = sim.url
         g.token = SearchEndToEndTests.token
         g.cachePath = nil
+        if let requestTimeout { g.requestTimeout = requestTimeout }
+        if let cacheTTL { g.cacheTTL = cacheTTL }
         var quiet = Logger(label: name)
         quiet.logLevel = .error
         let app = try LiveApp(app: Application.live(configuration: c, github: g, logger: quiet))
@@ -54,6 +58,8 @@ final class ClusterUpstreamTests: XCTestCase {
         XCTAssertTrue(limitedB.problem(503).contains("rate limit"))
         XCTAssertNotNil(limitedB.header("Retry-After").flatMap(Int.init))
         XCTAssertEqual(sim.sim.stats.requests, 1, "node B called GitHub during the block")
+        XCTAssertEqual(try counter(b, "bff_cluster_budget_refusals_total"), 1, "B's call refused by the shared budget")
+        XCTAssertEqual(try counter(a, "bff_cluster_budget_refusals_total"), 0, "A's call was GitHub's 403")
         // B's sessions show the block in `status`.
         try waitUntil("B's session shows the limit", within: 5) {
             let status = try b.state(idB)["viewModels"]?["status"]
@@ -116,10 +122,79 @@ final class ClusterUpstreamTests: XCTestCase {
             XCTAssertEqual(r.json?["totalCount"], all[0]?.json?["totalCount"])
         }
         XCTAssertEqual(sim.sim.stats.requests, 1, "one upstream call for three nodes")
+        func total(_ outcome: String) throws -> Int {
+            try nodes.map { try counter($0, #"bff_cluster_search_cache_total{outcome="\#(outcome)"}"#) }.reduce(0, +)
+        }
+        XCTAssertEqual(try total("miss"), 1, "one node called upstream")
+        XCTAssertEqual(try total("waited") + total("hit"), 2, "the others were served by its fill")
+        XCTAssertEqual(try total("lock_timeout"), 0)
         // Later, another node's identical search is served from the shared cache.
         let d = try node("d", sim: sim)
         XCTAssertEqual(
             try WireConnection.get(port: d.port, path: "/api/search/repositories?q=language:swift").status, 200)
         XCTAssertEqual(sim.sim.stats.requests, 1)
+        XCTAssertEqual(try counter(d, #"bff_cluster_search_cache_total{outcome="hit"}"#), 1)
+    }
+
+    /// A lock whose holder died (never fills, never unlocks): the waiting node's wait runs out, it then
+    /// calls GitHub itself (once the lock expired) and counts a `lock_timeout`.
+    func testAWaitForADeadLockHolderRunsOutAndIsCountedAsALockTimeout() throws {
+        let sim = try SearchEndToEndTests.Simulator(token: SearchEndToEndTests.token)
+        let a = try node("a", sim: sim, requestTimeout: 1)  // waits for another node's fill 1 + 2 s
+        let b = try node("b", sim: sim, requestTimeout: 1)
+        XCTAssertEqual(try WireConnection.get(port: a.port, path: "/api/search/repositories?q=ghost").status, 200)
+        XCTAssertEqual(try counter(a, #"bff_cluster_search_cache_total{outcome="miss"}"#), 1)
+        let keys = try redisCLI("--raw", "KEYS", "bff:c:*")
+        let entry = try XCTUnwrap(keys.split(separator: "\n").first.map(String.init), "the shared entry: \(keys)")
+        _ = try redisCLI("DEL", entry)
+        XCTAssertEqual(try redisCLI("SET", entry + ":lock", "dead-node", "PX", "1500"), "OK\n")
+        let started = Date()
+        let r = try WireConnection(port: b.port, timeout: 15).request(
+            "GET", "/api/search/repositories?q=ghost", headers: [], body: nil)
+        XCTAssertEqual(r.status, 200)
+        XCTAssertGreaterThan(Date().timeIntervalSince(started), 2.5, "B waited for the dead holder's fill")
+        XCTAssertEqual(sim.sim.stats.requests, 2, "B called GitHub itself")
+        XCTAssertEqual(try counter(b, #"bff_cluster_search_cache_total{outcome="lock_timeout"}"#), 1)
+        XCTAssertEqual(try counter(b, #"bff_cluster_search_cache_total{outcome="miss"}"#), 0)
+    }
+
+    /// An expired shared entry is revalidated with its own `ETag`: GitHub's `304` (free of budget) stores
+    /// it again, and a node that never saw the page gets it from the shared entry.
+    func testAnExpiredSharedEntryIsRevalidatedWithItsETag() throws {
+        let sim = try SearchEndToEndTests.Simulator(token: SearchEndToEndTests.token)
+        let a = try node("a", sim: sim, cacheTTL: 0.5)
+        let b = try node("b", sim: sim, cacheTTL: 0.5)
+        let first = try WireConnection.get(port: a.port, path: "/api/search/repositories?q=etag")
+        XCTAssertEqual(first.status, 200)
+        XCTAssertEqual(sim.sim.stats.notModified, 0)
+        usleep(700_000)  // the entry's freshness (0.5 s) has to run out: time itself is what is tested
+        let second = try WireConnection.get(port: b.port, path: "/api/search/repositories?q=etag")
+        XCTAssertEqual(second.status, 200)
+        XCTAssertEqual(second.json?["totalCount"], first.json?["totalCount"])
+        XCTAssertEqual(sim.sim.stats.notModified, 1, "B's call was conditional and answered 304")
+        XCTAssertEqual(sim.sim.stats.requests, 2)
+        XCTAssertEqual(try counter(b, #"bff_cluster_search_cache_total{outcome="miss"}"#), 1)
+    }
+
+    /// The value of the sample `name` (with its labels) in `/metrics`; 0 when absent.
+    func counter(_ app: LiveApp, _ name: String) throws -> Int {
+        let text = String(decoding: try WireConnection.get(port: app.port, path: "/metrics").body, as: UTF8.self)
+        for line in text.split(separator: "\n") where line.hasPrefix(name + " ") {
+            return Int(Double(line.dropFirst(name.count + 1)) ?? -1)
+        }
+        return 0
+    }
+
+    /// Runs `redis-cli` against the test's server; its output.
+    func redisCLI(_ args: String...) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
+        p.arguments = ["-p", "\(redis.port)"] + args
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
     }
 }

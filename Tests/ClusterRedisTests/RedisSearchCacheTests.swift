@@ -88,6 +88,20 @@ final class RedisSearchCacheTests: XCTestCase {
         XCTAssertLessThan(hit.0.age, 5)
     }
 
+    /// The caller that fetches is handed the expired entry (to revalidate it with its ETag).
+    func testTheFetchIsHandedTheExpiredEntryToRevalidate() async throws {
+        await startNodes()
+        _ = await nodes[0].fill("q=etag", payload: Array("v1".utf8), holder: "x")
+        let (page, outcome) = try await nodes[1].getOrFill(
+            "q=etag", holder: "n1", freshFor: 0, waitTimeout: 1
+        ) { (expired: CachedPage?) async throws -> [UInt8] in
+            XCTAssertEqual(expired?.payload, Array("v1".utf8))
+            return expired?.payload ?? []  // "304": the same page again
+        }
+        XCTAssertEqual(outcome, .filled)
+        XCTAssertEqual(page.payload, Array("v1".utf8))
+    }
+
     func testStaleEntryIsServedWhenUpstreamFails() async throws {
         await startNodes()
         _ = await nodes[0].fill("q=old", payload: Array("old".utf8), holder: "x")
@@ -108,7 +122,7 @@ final class RedisSearchCacheTests: XCTestCase {
         let (page, outcome) = try await nodes[1].getOrFill("q=dead", holder: "n1", freshFor: 60, waitTimeout: 0.5) {
             Array("mine".utf8)
         }
-        XCTAssertEqual(outcome, .filled)
+        XCTAssertEqual(outcome, .lockTimedOut, "the wait for the dead holder's fill ran out")
         XCTAssertEqual(page.payload, Array("mine".utf8))
         XCTAssertLessThan(Date().timeIntervalSince(started), 2)
     }

@@ -109,6 +109,39 @@ final class RedisSessionStoreTests: XCTestCase {
             "commit (1 event, 2 KB state, idempotency key): \(elapsed / Double(n) * 1e6) µs per call from a task; "
                 + "redis \(line)")
     }
+
+    /// A streamed session's check is one round trip: an acquisition, granted or refused, renews the
+    /// idle expiry of the session and its history; `touch` does the same for the node running it.
+    func testEveryAcquisitionAttemptAndTouchRenewTheIdleExpiry() async throws {
+        let h = harness()
+        let lease = try await h.create("w", "node-a").get()
+        _ = try await h.commit(lease, ["e"], state: "s").get()
+        func shorten() async throws {
+            for key in [keys.session("w"), keys.events("w")] {
+                let set = try await connection.send(["EXPIRE", RedisArg(key), "5"]).get().int
+                XCTAssertEqual(set, 1)
+            }
+        }
+        func assertRenewed(_ why: String) async throws {
+            for key in [keys.session("w"), keys.events("w")] {
+                let ttl = try await connection.send(["TTL", RedisArg(key)]).get().int ?? -1
+                XCTAssertGreaterThan(ttl, 1000, "\(why): \(key)")
+            }
+        }
+        try await shorten()
+        guard case .heldBy = try await h.acquire("w", "node-b").get() else { return XCTFail("A holds it") }
+        try await assertRenewed("a refused acquisition")
+        try await shorten()
+        let touched: Result<Bool, StoreError> = await h.call { s, done in
+            (s as! RedisSessionStore).touch(sessionID: "w", completion: done)
+        }
+        XCTAssertEqual(touched, .success(true))
+        try await assertRenewed("touch")
+        let gone: Result<Bool, StoreError> = await h.call { s, done in
+            (s as! RedisSessionStore).touch(sessionID: "nobody", completion: done)
+        }
+        XCTAssertEqual(gone, .success(false))
+    }
 }
 
 final class RedisLeaseExpiryTests: XCTestCase {

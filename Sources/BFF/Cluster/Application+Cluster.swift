@@ -9,7 +9,7 @@ import ViewModels
 /// - Every change is a fenced commit; an input's `202` is sent only once its commit succeeded.
 /// - An input at a node that does not hold the lease: if the lease is free (expired, released), this
 ///   node takes the session over (restores its view models from the stored state); while another node
-///   holds a live lease the answer is `503` + `Retry-After` (no forwarding yet), so nothing is applied.
+///   holds a live lease it is forwarded to that node through Redis (`ClusterForwarding.swift`).
 /// - `GET /state` answers from the store's committed snapshot; streams on every node are fed by the
 ///   session's Redis channel with `StreamCatchUp`.
 extension Application {
@@ -44,6 +44,7 @@ extension Application {
                             "expiresInSeconds": .int(Int(self.configuration.sessionIdleTimeout)),
                         ], headers: [("Location", location), ("Cache-Control", "no-store")]))
             case .failure(let error):
+                cluster.failed(error)
                 session.end(reason: "moved")
                 self.sessionEnded(reason: "moved")
                 res.send(Application.response(to: error, cluster: cluster, sessionID: id))

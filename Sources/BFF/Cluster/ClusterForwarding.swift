@@ -140,9 +140,9 @@ extension Application {
     /// Every `streamedCheckInterval`, each loop tries to acquire the sessions it streams but nobody here
     /// runs: one whose owner died (`kill -9`) is taken over when its lease has run out even if no request
     /// comes (a search it was loading completes, the streams see it). While another node holds the lease,
-    /// the session's keys get their idle expiry again, so a session watched on any node does not expire
-    /// (as in single-process mode). Cost per streamed session and loop: one round trip per interval
-    /// (three: the two expiries are renewed every time).
+    /// the session's keys get their idle expiry again (in the same script), so a session watched on any
+    /// node does not expire (as in single-process mode). Cost per streamed session and loop: one round
+    /// trip per interval (`acquire`, or `touch` when this loop runs the session).
     func startOrphanChecks(_ cluster: ClusterNode) {
         for (index, state) in cluster.perLoop.enumerated() {
             let loop = state.loop
@@ -158,14 +158,11 @@ extension Application {
     private func checkStreamed(_ id: String, cluster: ClusterNode, from index: Int) {
         guard let home = home(of: id) else { return }
         home.loop.runOrExecute { [unowned self] in
-            let store = cluster.stores[home.loop.index]
-            let idle = RedisArg(store.limits.idleTimeout)
-            store.connection.send(["EXPIRE", RedisArg(store.keys.session(id)), idle]) { _ in }
-            store.connection.send(["EXPIRE", RedisArg(store.keys.events(id)), idle]) { _ in }
             if let owned = cluster.perLoop[home.loop.index].value.owned[id] {
                 owned.session.lastActivity = self.now()  // watched here: not idle
-                return
+                return cluster.stores[home.loop.index].touch(sessionID: id) { _ in }
             }
+            // Granted or not, the attempt renews the session's idle expiry.
             self.withOwned(id, cluster: cluster, home: home, reply: { _ in }, onHeld: { _ in }) { _ in }
         }
     }

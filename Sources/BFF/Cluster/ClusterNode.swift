@@ -28,6 +28,8 @@ final class ClusterNode: @unchecked Sendable {
     let replyChannels: [String]
     /// Seconds a forwarded input waits for the owner's answer.
     let forwardTimeout: Double
+    /// Every key and channel name (`settings.keyPrefix`).
+    let keys: ClusterKeys
 
     init(
         settings: ClusterSettings, configuration: AppConfiguration, loops: [EventLoop], logger: Logger,
@@ -48,7 +50,8 @@ final class ClusterNode: @unchecked Sendable {
         var rng = SystemRandomNumberGenerator()
         let nonce = String(rng.next() as UInt64, radix: 36)
         holders = loops.indices.map { "\(settings.nodeID)#\(nonce)#\($0)" }
-        replyChannels = holders.map { "\(settings.keyPrefix):reply:\($0)" }
+        replyChannels = holders.map { keys.replies($0) }
+        self.keys = keys
         forwardTimeout = min(2, settings.leaseTTL)
         streamedCheckInterval = max(0.05, min(settings.leaseTTL, configuration.sessionIdleTimeout / 4))
         metrics = ClusterMetrics(factory: factory)
@@ -76,10 +79,11 @@ final class ClusterNode: @unchecked Sendable {
     let streamedCheckInterval: Double
 
     /// The channel the owner of session `id` takes forwarded inputs from.
-    func inputChannel(_ id: String) -> String { "\(settings.keyPrefix):s:{\(id)}:in" }
+    func inputChannel(_ id: String) -> String { keys.inputs(id) }
 
-    /// True when every command connection answers (`/readyz`).
-    var isReady: Bool { group.isReady }
+    /// True when every command connection and every subscriber is connected (`/readyz`): a stream
+    /// needs its loop's subscriber.
+    var isReady: Bool { group.isReady && subscribers.allSatisfy { $0.connection.state == .ready } }
 
     /// Counts a failed store operation (for `/metrics`).
     func failed(_ error: StoreError) {
@@ -179,6 +183,13 @@ final class ClusterMetrics: Sendable {
     /// Sessions that left this node for another (lease lost, fenced, commit failed): registered only in
     /// cluster mode, so single-process `/metrics` is unchanged.
     let moved: CoreMetrics.Counter
+    /// Calls to GitHub the cluster-wide token bucket refused (this node's searches answered rate-limited).
+    let budgetRefusals: CoreMetrics.Counter
+    /// The shared search cache's answers to this node's misses, by outcome (`SearchCacheOutcome`).
+    private let searchCache: [String: CoreMetrics.Counter]
+
+    /// The `outcome` label values of `bff_cluster_search_cache_total`.
+    static let searchCacheOutcomes = ["hit", "miss", "waited", "lock_timeout", "stale", "unavailable"]
 
     init(factory f: MetricsFactory) {
         roundTrip = CoreMetrics.Timer(label: "bff_redis_round_trip", dimensions: [], factory: f)
@@ -188,7 +199,17 @@ final class ClusterMetrics: Sendable {
         redisErrors = CoreMetrics.Counter(label: "bff_redis_errors_total", factory: f)
         fenced = CoreMetrics.Counter(label: "bff_cluster_fenced_total", factory: f)
         moved = CoreMetrics.Counter(label: "bff_sessions_ended_total", dimensions: [("reason", "moved")], factory: f)
+        budgetRefusals = CoreMetrics.Counter(label: "bff_cluster_budget_refusals_total", factory: f)
+        var searchCache: [String: CoreMetrics.Counter] = [:]
+        for outcome in Self.searchCacheOutcomes {
+            searchCache[outcome] = CoreMetrics.Counter(
+                label: "bff_cluster_search_cache_total", dimensions: [("outcome", outcome)], factory: f)
+        }
+        self.searchCache = searchCache
     }
+
+    /// Counts one answer of the shared search cache (`outcome` one of `searchCacheOutcomes`).
+    func searchCache(_ outcome: String) { searchCache[outcome]?.increment() }
 }
 
 /// Waits for a number of completions on other threads (shutdown only).

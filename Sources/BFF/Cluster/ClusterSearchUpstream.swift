@@ -13,8 +13,9 @@ import Synchronization
 /// for its wake-up and read its answer). Identical concurrent misses on N nodes cost one call.
 ///
 /// - Pages are stored as JSON `{page, etag}`; a shared entry is fresh for the node cache's `ttl`.
-/// - The node's `If-None-Match` is not forwarded (the shared entry may differ from the node's): an
-///   entry expired everywhere is fetched unconditionally.
+/// - Revalidation: an expired shared entry is fetched with its own `ETag` (`If-None-Match`); GitHub's
+///   `304` stores it again as fresh. The node's own `ETag` is compared with the shared entry's: equal
+///   means `notModified` for the node (its page is the shared one), so nothing is decoded or sent twice.
 /// - A failed call is thrown as is (the node's cache serves its own stale entry); the shared stale
 ///   entry is not returned as if fresh.
 /// - Redis unreachable: the gateway is called directly (single flight degrades to per node).
@@ -30,7 +31,7 @@ final class ClusterSearchUpstream: ConditionalRepositorySearching, UpstreamBudge
     let logger: Logger
     /// The shared cache and this node's lock-holder name, set once the application (which owns the
     /// Redis connections) exists; until then the gateway is called directly.
-    private let target = Mutex<(cache: any SharedSearchCache, holder: String)?>(nil)
+    private let target = Mutex<(cache: any SharedSearchCache, holder: String, metrics: ClusterMetrics?)?>(nil)
 
     init(gateway: GitHubGateway, ttl: Double, logger: Logger) {
         self.gateway = gateway
@@ -39,7 +40,9 @@ final class ClusterSearchUpstream: ConditionalRepositorySearching, UpstreamBudge
         waitTimeout = gateway.configuration.requestTimeout + 2
     }
 
-    func connect(_ cache: any SharedSearchCache, holder: String) { target.withLock { $0 = (cache, holder) } }
+    func connect(_ cache: any SharedSearchCache, holder: String, metrics: ClusterMetrics? = nil) {
+        target.withLock { $0 = (cache, holder, metrics) }
+    }
 
     func limitedNow() async -> SearchError? { await gateway.limitedNow() }
 
@@ -51,7 +54,7 @@ final class ClusterSearchUpstream: ConditionalRepositorySearching, UpstreamBudge
     }
 
     func fetch(_ request: SearchRequest, ifNoneMatch etag: String?) async throws(SearchError) -> ConditionalFetch {
-        guard !request.isPastResultCap, let (shared, holder) = target.withLock({ $0 }) else {
+        guard !request.isPastResultCap, let (shared, holder, metrics) = target.withLock({ $0 }) else {
             return try await gateway.fetch(request, ifNoneMatch: etag)
         }
         let key = Self.key(request)
@@ -60,30 +63,55 @@ final class ClusterSearchUpstream: ConditionalRepositorySearching, UpstreamBudge
         do {
             let (entry, outcome) = try await shared.getOrFill(
                 key, holder: holder, freshFor: ttl, waitTimeout: waitTimeout
-            ) { () async throws -> [UInt8] in
+            ) { (expired: CachedPage?) async throws -> [UInt8] in
+                // The expired shared entry is revalidated with its own ETag: a 304 stores it again.
+                let old = expired.flatMap { try? JSONDecoder().decode(Stored.self, from: Data($0.payload)) }
                 let fetched: ConditionalFetch
                 do throws(SearchError) {
-                    fetched = try await gateway.fetch(request, ifNoneMatch: nil)
+                    fetched = try await gateway.fetch(request, ifNoneMatch: old?.etag)
                 } catch {
                     failure.withLock { $0 = error }
                     throw error
                 }
-                guard case .modified(let page, let etag) = fetched else {
-                    let error = SearchError.upstream(message: "GitHub answered 304 to an unconditional request.")
-                    failure.withLock { $0 = error }
-                    throw error
+                switch fetched {
+                case .modified(let page, let etag):
+                    return Array(try JSONEncoder().encode(Stored(page: page, etag: etag)))
+                case .notModified:
+                    guard let expired, old?.etag != nil else {
+                        let error = SearchError.upstream(message: "GitHub answered 304 to an unconditional request.")
+                        failure.withLock { $0 = error }
+                        throw error
+                    }
+                    return expired.payload
                 }
-                return Array(try JSONEncoder().encode(Stored(page: page, etag: etag)))
             }
+            metrics?.searchCache(Self.label(outcome))
             if outcome == .stale, let error = failure.withLock({ $0 }) { throw error }
             let stored = try JSONDecoder().decode(Stored.self, from: Data(entry.payload))
+            // The node revalidates the page the shared entry holds: nothing to send again.
+            if let etag, stored.etag == etag { return .notModified }
             return .modified(stored.page, etag: stored.etag)
         } catch {
-            if let error = failure.withLock({ $0 }) { throw error }
+            if let error = failure.withLock({ $0 }) {
+                metrics?.searchCache("miss")  // called upstream, which failed, and nothing stale to serve
+                throw error
+            }
             if let error = error as? SearchError { throw error }
+            metrics?.searchCache("unavailable")
             // The shared cache failed (Redis), not GitHub: fall back to this node's own call.
             logger.warning("shared search cache unavailable; calling GitHub directly", metadata: ["error": "\(error)"])
             return try await gateway.fetch(request, ifNoneMatch: etag)
+        }
+    }
+
+    /// The `outcome` label of `bff_cluster_search_cache_total` for a `getOrFill` outcome.
+    static func label(_ o: ClusterStore.CacheOutcome) -> String {
+        switch o {
+        case .hit: return "hit"
+        case .filled: return "miss"
+        case .filledByOther: return "waited"
+        case .lockTimedOut: return "lock_timeout"
+        case .stale: return "stale"
         }
     }
 

@@ -1,5 +1,6 @@
 import ClusterStore
 import EventHTTP
+import RedisClient
 
 /// One event stream in cluster mode, on its connection's loop, fed by the session's Redis channel:
 /// subscribe, then replay from `Last-Event-ID` (or load a snapshot), then the live events, each id
@@ -17,6 +18,7 @@ final class ClusterStream: @unchecked Sendable {  // host loop only
     private let app: Application
     private let cluster: ClusterNode
     private var ended = false
+    private var retryTimer: LoopTimer?
 
     init(
         sessionID: String, lastEventID: Int?, stream: SessionStream, responder: HTTPResponder, app: Application,
@@ -138,8 +140,18 @@ final class ClusterStream: @unchecked Sendable {  // host loop only
             stream.onClosed = nil
             return
         }
-        if case .gone = error { end(with: SSEFrame.event(id: nil, name: "end", json: ["reason": "deleted"])) }
+        if case .gone = error { return end(with: SSEFrame.event(id: nil, name: "end", json: ["reason": "deleted"])) }
+        // Still catching up (live events held back): the subscriber may be back before this loop's
+        // command connection (they reconnect on their own), so the read is tried again shortly.
+        guard retryTimer == nil else { return }
+        retryTimer = stream.host.loop.schedule(after: Self.retryDelay) { [weak self] in
+            self?.retryTimer = nil
+            self?.resync()
+        }
     }
+
+    /// Seconds before a failed catch-up read (Redis not reachable from this loop) is tried again.
+    static let retryDelay = 0.2
 }
 
 extension Application {
@@ -154,6 +166,12 @@ extension Application {
                 case .failure(let error): res.send(Application.response(to: error, cluster: cluster, sessionID: id))
                 }
             }
+        }
+        // A stream starts only once its subscription is confirmed: while Redis is away it would wait
+        // without an answer, so it is refused like every other request that needs Redis.
+        guard cluster.subscribers[index].connection.state == .ready, cluster.stores[index].connection.state == .ready
+        else {
+            return res.send(Application.response(to: .unavailable("not connected"), cluster: cluster, sessionID: id))
         }
         let state = cluster.perLoop[index]
         let fed = state.value.fed[id] ?? FedSession()

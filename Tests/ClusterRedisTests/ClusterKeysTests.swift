@@ -1,0 +1,24 @@
+import ClusterRedis
+import XCTest
+
+/// Every key and channel name comes from `ClusterKeys` (the node's input and reply channels and the
+/// status board included): the names docs/CLUSTER.md lists, all under the prefix, and a session's
+/// names sharing its `{id}` hash tag (one Redis Cluster slot for a multi-key script).
+final class ClusterKeysTests: XCTestCase {
+    func testTheNamesDocsClusterMdListsAllUnderThePrefix() {
+        let k = ClusterKeys(prefix: "p")
+        XCTAssertEqual(k.session("i"), "p:s:{i}")
+        XCTAssertEqual(k.lease("i"), "p:s:{i}:lease")
+        XCTAssertEqual(k.events("i"), "p:s:{i}:ev")
+        XCTAssertEqual(k.idempotency("i", "k"), "p:s:{i}:idem:k")
+        XCTAssertEqual(k.channel("i"), "p:s:{i}:ch")
+        XCTAssertEqual(k.inputs("i"), "p:s:{i}:in")
+        XCTAssertEqual(k.replies("node#n#0"), "p:reply:node#n#0")
+        XCTAssertEqual(k.status("github"), "p:status:github")
+        XCTAssertEqual(k.rateLimit("gh"), "p:rl:gh")
+        XCTAssertEqual(k.cacheEntry("q"), "p:c:{q}")
+        XCTAssertEqual(k.cacheLock("q"), "p:c:{q}:lock")
+        XCTAssertEqual(k.cacheWake("q"), "p:cwake:q")
+        XCTAssertEqual(k.cacheWakePattern, "p:cwake:*")
+    }
+}
