@@ -485,23 +485,26 @@ if all(os.path.exists(f) for fs in runs.values() for f in fs):
     print("; ".join(cells))
     print("\n   Redis commands per input (INFO commandstats deltas over each run / inputs sent; median of rounds):")
     def stats(path):
-        calls = {}
+        calls, usec = {}, {}
         for line in open(path):
-            m = re.match(r"cmdstat_([^:]+):calls=(\d+)", line)
-            if m: calls[m.group(1)] = int(m.group(2))
-        return calls
+            m = re.match(r"cmdstat_([^:]+):calls=(\d+),usec=(\d+)", line)
+            if m: calls[m.group(1)], usec[m.group(1)] = int(m.group(2)), int(m.group(3))
+        return calls, usec
     for m in modes[1:]:
-        per = {}
+        per, cost = {}, []
         for i in range(1, rounds + 1):
-            before, after = stats(f"{out}/cluster-cmdstats-r{i}-{m}-before.txt"), stats(f"{out}/cluster-cmdstats-r{i}-{m}-after.txt")
+            (before, ub), (after, ua) = stats(f"{out}/cluster-cmdstats-r{i}-{m}-before.txt"), stats(f"{out}/cluster-cmdstats-r{i}-{m}-after.txt")
             sent = json.load(open(f"{out}/cluster-lat-r{i}-{m}.json"))["sent"]
             for k in after:
                 per.setdefault(k, []).append((after[k] - before.get(k, 0)) / sent)
+            # EVALSHA's usec includes the commands its script runs (they are also counted on their own)
+            cost.append((ua.get("evalsha", 0) - ub.get("evalsha", 0)) / sent)
         shown = {k: statistics.median(v) for k, v in per.items() if statistics.median(v) >= 0.005}
         total = sum(shown.values())
-        print(f"   {m:16s} {total:.2f} total: " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(shown.items(), key=lambda kv: -kv[1])))
-    print("   (commands run inside scripts count too; includes the runs' setup and teardown: creating, streaming")
-    print("   and deleting the sessions, lease renewals)")
+        print(f"   {m:16s} {total:.2f} total, scripts {statistics.median(cost):.0f} us: "
+              + ", ".join(f"{k} {v:.2f}" for k, v in sorted(shown.items(), key=lambda kv: -kv[1])))
+    print("   (commands run inside scripts count too; \"scripts\": Redis's time in EVALSHA per input; includes the")
+    print("   runs' setup and teardown: creating, streaming and deleting the sessions, lease renewals)")
     def label(line):
         m = re.search(r'\] "([A-Za-z]+)" "([^"]*)"(?: "([^"]*)")?(?: "([^"]*)")?', line)
         if not m: return "?"
