@@ -8,13 +8,15 @@
 #        cross             created on node 1 (owner), inputs posted to node 2, streams on node 3
 #                          (every input is forwarded through Redis; both nodes the client touches are
 #                          non-owners)
-#      with Redis commands per input (INFO commandstats deltas) and one input traced with MONITOR;
+#      with server CPU (/proc) and Redis commands (INFO commandstats) per input, and one input traced
+#      with MONITOR;
 #   2. failover: TRIALS trials each of `kill -9` and `SIGTERM` of a session's owner, for each lease TTL
 #      in TTLS: time from the signal to the next input acknowledged by another node (posted there
 #      every RETRY_MS until a 202) and to that input's event on a stream at a third node;
 #   3. Redis memory per idle session and per stored event (INFO memory deltas).
 # Prints a summary (also in $OUT/cluster-summary.txt); every run's JSON and the logs stay in $OUT.
-# Fails (exit 1) if any input is lost, unanswered or answered with an error, in any part.
+# Fails (exit 1) if any input is lost, unanswered or answered with an error, in any part (in the
+# failover trials a 503 while ownership moves is retried with the same Idempotency-Key).
 # Every bff (--threads 1) runs on CPU 0, redis-server and the clients on CPU 1 (when there are 2 CPUs
 # and taskset), at nice -10 when run as root. Ctrl-C stops everything it started.
 #
