@@ -7,6 +7,10 @@ import WireClient
 /// its `inputSeq` (open loop: a slow server cannot hide latency by slowing the client).
 /// `ackLatency` runs from the same scheduled time to the arrival of the input's `202`.
 ///
+/// Sessions are created (and deleted) on `target`; the inputs go to `Options.postTarget` and the
+/// streams to `Options.streamTarget` when set (both default to `target`). In cluster mode the node
+/// that creates a session owns it, so `target` is the owner and the other two may name other nodes.
+///
 /// Runs entirely on the calling thread (its own `LoadLoop`).
 public struct LatencyScenario {
     /// Tunables.
@@ -27,6 +31,10 @@ public struct LatencyScenario {
         public var cleanup = true
         /// Spin instead of sleeping between events (see `LoadLoop.busyPoll`), for the load phase.
         public var busyPoll = false
+        /// Where the inputs are POSTed (nil: the target the sessions are created on).
+        public var postTarget: Target?
+        /// Where the event streams are opened (nil: the target the sessions are created on).
+        public var streamTarget: Target?
         /// Defaults.
         public init() {}
     }
@@ -46,7 +54,13 @@ public struct LatencyScenario {
         let loop = try LoadLoop()
         defer { loop.close() }
         let pool = RequestPool(loop: loop, target: target, size: options.connections)
-        SystemProbe.raiseOpenFileLimit(to: options.sessions + options.connections + 256)
+        let postTarget = options.postTarget ?? target
+        let streamTarget = options.streamTarget ?? target
+        // Inputs get their own pool only when they go elsewhere (the default is one pool, as before).
+        let postPool =
+            options.postTarget == nil
+            ? pool : RequestPool(loop: loop, target: postTarget, size: options.connections)
+        SystemProbe.raiseOpenFileLimit(to: options.sessions + 2 * options.connections + 256)
         let ids = try LoadSession.create(options.sessions, loop: loop, pool: pool)
         let sessions = ids.map(Session.init)
         var latency = LatencyHistogram()
@@ -64,7 +78,7 @@ public struct LatencyScenario {
 
         for (index, id) in ids.enumerated() {
             let session = sessions[index]
-            let stream = try StreamClient(loop: loop, target: target, path: "/api/sessions/\(id)/events")
+            let stream = try StreamClient(loop: loop, target: streamTarget, path: "/api/sessions/\(id)/events")
             stream.onEvent = { event, now in
                 if event.event == "snapshot" {
                     snapshots += 1
@@ -103,7 +117,7 @@ public struct LatencyScenario {
                 session.nameSet.toggle()
                 let value = session.nameSet
                 sent += 1
-                pool.submit(
+                postPool.submit(
                     "POST", session.inputPath, headers: [("Content-Type", "application/json")],
                     body: bodies[value ? 0 : 1]
                 ) { result in
@@ -135,7 +149,7 @@ public struct LatencyScenario {
         LoadSession.startProgress(loop: loop, enabled: options.progress, started: start) {
             let s = latency.summary
             return "sent \(sent)  received \(received)  errors \(errors)  streamErrors \(streamErrors)  "
-                + "queued \(pool.queued)  p50 \(LatencySummary.format(s.p50))  p99 \(LatencySummary.format(s.p99))"
+                + "queued \(postPool.queued)  p50 \(LatencySummary.format(s.p50))  p99 \(LatencySummary.format(s.p99))"
         }
         loop.busyPoll = options.busyPoll
         loop.run(timeout: options.duration + 60) { sent == total && completed == total }
@@ -167,6 +181,9 @@ public struct LatencyScenario {
 
         var report = LoadReport(scenario: "latency")
         report.add("sessions", .int(sessions.count))
+        report.add("createdOn", .text(target.description))
+        report.add("postedTo", .text(postTarget.description))
+        report.add("streamedFrom", .text(streamTarget.description))
         report.add("rate", .number(options.rate, unit: "inputs/s"))
         report.add("duration", .number(options.duration, unit: "s"))
         report.add("sent", .int(sent))
@@ -190,6 +207,7 @@ public struct LatencyScenario {
                     .joined(separator: " ")))
         for session in sessions { session.stream?.close() }
         if options.cleanup { LoadSession.delete(ids, loop: loop, pool: pool) }
+        if postPool !== pool { postPool.close() }
         pool.close()
         return report
     }

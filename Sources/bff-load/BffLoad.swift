@@ -36,15 +36,27 @@ struct CommonOptions: ParsableArguments {
 extension BffLoad {
     struct Latency: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Input-to-output latency: S sessions with streams, greeting inputs at total rate R.")
+            abstract: "Input-to-output latency: S sessions with streams, greeting inputs at total rate R.",
+            discussion: """
+                Sessions are created (and deleted) on --url. --post-url sends the inputs and --stream-url opens \
+                the event streams on other base URLs (default: --url). In cluster mode the node that creates a \
+                session owns it, so --url is the owner: e.g. --url NODE1 --post-url NODE2 --stream-url NODE3 \
+                posts every input to a non-owner (forwarded to the owner through Redis) and streams from a \
+                third node.
+                """)
         @OptionGroup var common: CommonOptions
         @Option(help: "Sessions, each with one open stream.") var sessions = 200
         @Option(help: "Inputs per second in total (spread round-robin over the sessions).") var rate = 2000.0
         @Option(help: "Keep-alive connections for the POSTs.") var connections = 16
         @Option(help: "Seconds to wait for outstanding events after the last input.") var grace = 2.0
+        @Option(help: "Base URL the inputs are POSTed to (default: --url, where the sessions are created).")
+        var postUrl: String?
+        @Option(help: "Base URL the event streams are opened on (default: --url, where the sessions are created).")
+        var streamUrl: String?
         @Flag(
             help: """
-                Spin on epoll instead of sleeping during the load (uses all of the client's core): the             figures then exclude the client's own wake-up delays (see scheduleLag).
+                Spin on epoll instead of sleeping during the load (uses all of the client's core): the figures \
+                then exclude the client's own wake-up delays (see scheduleLag).
                 """) var busyPoll = false
 
         func run() throws {
@@ -57,6 +69,8 @@ extension BffLoad {
             o.progress = !common.quiet
             o.cleanup = !common.keepSessions
             o.busyPoll = busyPoll
+            o.postTarget = try postUrl.map { try Target(url: $0) }
+            o.streamTarget = try streamUrl.map { try Target(url: $0) }
             common.emit(try LatencyScenario.run(target: common.target(), options: o))
         }
     }

@@ -4,12 +4,32 @@ import Foundation
 /// (sessions, streams, `greeting/name` inputs, the `_test/status` hook, `/state`, stateless
 /// search), over `ScriptedServer`. It lets LoadKit's engine be tested without the real server.
 ///
-/// Its state is guarded by one lock; handlers run on connection threads.
+/// Its state is guarded by one lock; handlers run on connection threads. Servers made with
+/// `init(sharing:)` serve the same sessions on their own ports, like the nodes of a cluster, and
+/// count what each of them handled (`handled`), so a test can tell which requests went where.
 final class GreetingTestServer: @unchecked Sendable {
+    /// The sessions, shared by every server made with `init(sharing:)`.
+    private final class Sessions: @unchecked Sendable {
+        let lock = NSLock()
+        var nextID = 0
+        var all: [String: (seq: Int, inputSeq: Int, name: String, streams: [ScriptedServer.Client])] = [:]
+    }
+
+    /// Kinds of request, for `handled`.
+    enum Kind: Hashable { case create, stream, input, delete, other }
+
     private var server: ScriptedServer!
-    private let lock = NSLock()
-    private var nextID = 0
-    private var sessions: [String: (seq: Int, inputSeq: Int, name: String, streams: [ScriptedServer.Client])] = [:]
+    private let shared: Sessions
+    private var lock: NSLock { shared.lock }
+    private var nextID: Int {
+        get { shared.nextID }
+        set { shared.nextID = newValue }
+    }
+    private var sessions: [String: (seq: Int, inputSeq: Int, name: String, streams: [ScriptedServer.Client])] {
+        get { shared.all }
+        _modify { yield &shared.all }
+    }
+    private var counts: [Kind: Int] = [:]
     private var inputs = 0
     /// Stop the whole server when this many inputs have been answered (simulates a crash mid-run).
     var stopAfterInputs = Int.max
@@ -21,7 +41,17 @@ final class GreetingTestServer: @unchecked Sendable {
 
     var port: Int { server.port }
 
-    init() throws {
+    /// Requests of `kind` this server (this port) handled.
+    func handled(_ kind: Kind) -> Int { lock.withLock { counts[kind, default: 0] } }
+
+    /// A server with sessions of its own.
+    convenience init() throws { try self.init(shared: Sessions()) }
+
+    /// A second server (port) for the sessions of `other`.
+    convenience init(sharing other: GreetingTestServer) throws { try self.init(shared: other.shared) }
+
+    private init(shared: Sessions) throws {
+        self.shared = shared
         server = try ScriptedServer { [unowned self] request, client in handle(request, client) }
     }
 
@@ -38,6 +68,15 @@ final class GreetingTestServer: @unchecked Sendable {
         let parts = request.path.split(separator: "?")[0].split(separator: "/").map(String.init)
         lock.lock()
         defer { lock.unlock() }
+        let kind: Kind =
+            switch (request.method, parts.count) {
+            case ("POST", 2) where parts == ["api", "sessions"]: .create
+            case ("GET", 4) where parts[3] == "events": .stream
+            case ("POST", 5) where parts[3] == "greeting" && parts[4] == "name": .input
+            case ("DELETE", 3): .delete
+            default: .other
+            }
+        counts[kind, default: 0] += 1
         switch (request.method, parts.count) {
         case ("POST", 2) where parts == ["api", "sessions"]:
             nextID += 1

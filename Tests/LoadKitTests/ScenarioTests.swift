@@ -43,6 +43,55 @@ final class ScenarioTests: XCTestCase {
         XCTAssertTrue(report.json.text.contains("\"p99_9Us\""))
     }
 
+    /// Three ports serving the same sessions (like cluster nodes): the sessions are created and
+    /// deleted on `--url`, every input goes to `--post-url` and every stream to `--stream-url`, and
+    /// nothing goes anywhere else. Without the two options everything goes to `--url` (as before).
+    func testLatencySplitsCreationInputsAndStreamsOverThreeBaseURLs() throws {
+        let owner = try GreetingTestServer()
+        let poster = try GreetingTestServer(sharing: owner)
+        let streamer = try GreetingTestServer(sharing: owner)
+        defer { for server in [owner, poster, streamer] { server.stop() } }
+        func url(_ server: GreetingTestServer) -> String { "http://127.0.0.1:\(server.port)" }
+        var options = LatencyScenario.Options()
+        options.sessions = 10
+        options.rate = 400
+        options.duration = 1
+        options.connections = 4
+        options.progress = false
+        options.postTarget = try Target(url: url(poster))
+        options.streamTarget = try Target(url: url(streamer))
+        let report = try LatencyScenario.run(target: Target(url: url(owner)), options: options)
+        XCTAssertEqual(report.int("accepted"), 400, report.table)
+        XCTAssertEqual(report.int("errors"), 0, report.table)
+        XCTAssertEqual(report.int("streamErrors"), 0, report.table)
+        XCTAssertEqual(report.int("lost"), 0, report.table)
+        // Events reach the streams on the third port: the inputs posted to the second one arrive there.
+        XCTAssertEqual((report.int("received") ?? 0) + (report.int("noChange") ?? 0), 400, report.table)
+        XCTAssertGreaterThan(report.int("received") ?? 0, 360, report.table)
+        typealias Counts = [GreetingTestServer.Kind: Int]
+        func counts(_ server: GreetingTestServer) -> Counts {
+            Dictionary(
+                uniqueKeysWithValues: [.create, .stream, .input, .delete, .other].map { ($0, server.handled($0)) })
+        }
+        XCTAssertEqual(counts(owner), [.create: 10, .stream: 0, .input: 0, .delete: 10, .other: 0])
+        XCTAssertEqual(counts(poster), [.create: 0, .stream: 0, .input: 400, .delete: 0, .other: 0])
+        XCTAssertEqual(counts(streamer), [.create: 0, .stream: 10, .input: 0, .delete: 0, .other: 0])
+        guard case .text(let created)? = report["createdOn"], case .text(let posted)? = report["postedTo"],
+            case .text(let streamed)? = report["streamedFrom"]
+        else { return XCTFail(report.table) }
+        XCTAssertEqual([created, posted, streamed], [url(owner), url(poster), url(streamer)])
+
+        // Defaults: one base URL for everything.
+        options.postTarget = nil
+        options.streamTarget = nil
+        options.duration = 0.25
+        let single = try LatencyScenario.run(target: Target(url: url(streamer)), options: options)
+        XCTAssertEqual(single.int("accepted"), 100, single.table)
+        XCTAssertEqual(single.int("lost"), 0, single.table)
+        XCTAssertEqual(counts(streamer), [.create: 10, .stream: 20, .input: 100, .delete: 10, .other: 0])
+        XCTAssertEqual(counts(poster)[.input], 400, "the second run sent nothing to the first run's --post-url")
+    }
+
     func testLatencyReportsErrorsWhenTheServerStopsMidRun() throws {
         let server = try GreetingTestServer()
         server.stopAfterInputs = 100
