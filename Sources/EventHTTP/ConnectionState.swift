@@ -4,6 +4,10 @@ import Glibc
 /// What the server tracks about one accepted connection: its evhttp connection, the request being
 /// handled, the request-read deadline and the early-close watch of a streaming response.
 ///
+/// The close watch costs no allocation (it was an `event` of its own, 144 bytes per stream): the
+/// bufferevent keeps reading while the response streams, with evhttp's read callback off, so the
+/// peer's FIN or reset reaches evhttp's error callback, which frees the connection.
+///
 /// Threading: owned by the loop that accepted the connection (`LoopHTTP`).
 final class ConnectionState {
     /// The loop outlives its connections (evhttp_free closes them all first).
@@ -27,7 +31,8 @@ final class ConnectionState {
     var overLimit = false
     /// Set while the server itself frees the evhttp connection (libevent then frees the request).
     var freeingOurselves = false
-    private var closeWatch: OpaquePointer?
+    /// A streaming response is under way (its close watch and write watch are on).
+    private var streaming = false
     private var inputCallback: OpaquePointer?
     /// Write watch of a streaming response, checked by the sweep (no buffer callback, no timer):
     /// the bytes the stream added to the output buffer since the watch started, how many of them the
@@ -221,8 +226,8 @@ final class ConnectionState {
         if handling { owner.metrics.inFlight.subtract(1, ordering: .relaxed) }
         handling = false
         current = nil
-        if closeWatch != nil {
-            stopCloseWatch()
+        if streaming {
+            streaming = false
             stopWriteWatch()
             if !isClosed { setBuffereventTimeouts(streaming: false) }
         }
@@ -261,17 +266,16 @@ final class ConnectionState {
         evbuffer_freeze(output, 1)
     }
 
-    /// Watches for the peer closing while a response streams (evhttp stops reading meanwhile).
+    /// Watches for the peer closing while a response streams. libevent 2.1 keeps reading a connection
+    /// whose request had no body while the handler answers (it turns reading off after a body), and
+    /// from `evhttp_send_reply_start` on without a read callback: bytes only collect in the input
+    /// buffer, and the peer's FIN or reset reaches evhttp's error callback, which fails the request
+    /// and frees the connection (`connectionClosed` through the close callback). Reading is turned
+    /// on here in case it was off; no `event` of its own.
     func startCloseWatch() {
-        guard closeWatch == nil else { return }
-        let fd = bufferevent_getfd(bev)
-        let arg = Unmanaged.passUnretained(self).toOpaque()
-        closeWatch = event_new(
-            owner.loop.base, fd, Int16(EV_CLOSED),
-            { _, _, arg in
-                Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().peerClosed()
-            }, arg)
-        event_add(closeWatch, nil)
+        guard !streaming, !isClosed else { return }
+        streaming = true
+        bufferevent_enable(bev, Int16(EV_READ))
         setBuffereventTimeouts(streaming: true)
         startWriteWatch()
     }
@@ -301,24 +305,11 @@ final class ConnectionState {
         if before == 0 { lastWriteProgress = monotonicNanos() }  // bytes start waiting now
     }
 
-    private func stopCloseWatch() {
-        if let w = closeWatch {
-            event_free(w)
-            closeWatch = nil
-        }
-    }
-
-    private func peerClosed() {
-        guard let evcon, !isClosed else { return }
-        freeingOurselves = true
-        evhttp_connection_free(evcon)  // calls connectionClosed() through the close callback
-    }
-
     /// evhttp is freeing the connection (peer gone, time-out, our own free, or server stop).
     private func connectionClosed() {
         guard !isClosed else { return }
         isClosed = true
-        stopCloseWatch()
+        streaming = false
         stopWriteWatch()
         readArmed = false
         owner.unwatch(self)  // not kept until the next sweep: freed with the connection
