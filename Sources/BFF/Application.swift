@@ -64,7 +64,7 @@ public final class Application: @unchecked Sendable {
         hazards = HazardDomain(loops: server.loops.count)
         sessionLoops = server.loops.map { SessionLoop(app: self, loop: $0, status: status.snapshot) }
         snapshots = LocalSnapshots(loops: sessionLoops, hazards: hazards)
-        status.onEvent = { [unowned self] event in
+        status.onEvent = { [unowned self] _, event in
             for sl in self.sessionLoops { sl.loop.runOrExecute { sl.statusChanged(event) } }
         }
         registerRoutes()

@@ -41,10 +41,11 @@ final class Session {
         history = SessionHistory(maxEvents: c.historyEvents, maxBytes: c.historyBytes)
         bucket = TokenBucket(rate: c.inputRate, burst: c.inputBurst, now: now)
         handle = SessionHandle(id: id, now: now)
-        for vm in viewModels {
-            let name = vm.name
-            vm.onEvent = { [unowned self] event in self.emit(viewModel: name, event) }
+        // One closure for all of them (its context is one allocation per session).
+        let observe: (String, ViewModelEvent) -> Void = { [unowned self] name, event in
+            self.emit(viewModel: name, event)
         }
+        for vm in viewModels { vm.onEvent = observe }
     }
 
     /// The snapshot: `{"seq", "viewModels": {name: state outputs}}`.

@@ -15,6 +15,9 @@ final class SessionLoop: Sendable {
     let loop: EventLoop
     /// The sessions above as other loops read them (no hop for `GET /state`).
     let directory: SessionDirectory
+    /// Runs work on `loop`: the executor of every view model of the sessions here (one closure per
+    /// loop, not one per session).
+    let executor: OwnerExecutor
     /// The loop-owned state behind the properties below.
     private let state: LoopBound<State>
 
@@ -66,6 +69,7 @@ final class SessionLoop: Sendable {
     init(app: Application, loop: EventLoop, status: JSONObject) {
         self.app = app
         self.loop = loop
+        executor = { work in loop.execute(work) }
         self.state = LoopBound(State(statusSnapshot: status), loop: loop)
         directory = SessionDirectory(sessions: app.configuration.maxSessions)
     }

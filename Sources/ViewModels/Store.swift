@@ -29,7 +29,7 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
     /// The current state (read on the owner only).
     public private(set) var state: Feature.State
     /// The observer; see `ViewModel.onEvent`.
-    public var onEvent: ((ViewModelEvent) -> Void)?
+    public var onEvent: ((_ viewModel: String, _ event: ViewModelEvent) -> Void)?
 
     let executor: OwnerExecutor
     private let outputs: [Output<Feature.State>]
@@ -118,7 +118,7 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
             }
         }
         if !changed.isEmpty || !signals.isEmpty {
-            onEvent?(ViewModelEvent(inputSeq: inputSeq, outputs: changed, signals: signals))
+            onEvent?(feature.name, ViewModelEvent(inputSeq: inputSeq, outputs: changed, signals: signals))
         }
         guard hasWork else { return }
         for effect in effects {
