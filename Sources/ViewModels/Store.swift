@@ -33,14 +33,20 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
 
     let executor: OwnerExecutor
     private let outputs: [Output<Feature.State>]
-    private var isApplying = false
     /// Actions applied re-entrantly, as closures (a non-generic type keeps the common path free of
-    /// runtime generic-metadata look-ups).
-    private var queued: [() -> Void] = []
+    /// runtime generic-metadata look-ups); allocated with the first one, like `book`.
+    private var queue: ActionQueue?
     /// The effect bookkeeping, allocated with the first effect: most stores (every `greeting`, a
     /// `search` never used) never run one, and one reference is 24 bytes less per store than the
     /// four fields inline.
     private var book: EffectBook?
+    private var isApplying = false
+    /// True after `close()`: no effect starts any more.
+    public private(set) var isClosed = false
+
+    private final class ActionQueue {
+        var actions: [() -> Void] = []
+    }
     private final class EffectBook {
         var bound: OwnerBound<Store>?
         /// Effect tasks under way, by a number unique in this store (owner only).
@@ -56,9 +62,6 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
         book = made
         return made
     }
-    /// True after `close()`: no effect starts any more.
-    public private(set) var isClosed = false
-
     /// A store running `feature` from `initialState`; effect results are applied through `executor`.
     public init(feature: Feature, initialState: Feature.State, executor: @escaping OwnerExecutor) {
         self.feature = feature
@@ -93,13 +96,15 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
     /// of the session input that caused it (nil when no input did).
     public func apply(_ action: Feature.Action, inputSeq: Int?) {
         if isApplying {
-            queued.append { [unowned self] in step(action, inputSeq: inputSeq) }
+            let queue = self.queue ?? ActionQueue()
+            self.queue = queue
+            queue.actions.append { [unowned self] in step(action, inputSeq: inputSeq) }
             return
         }
         isApplying = true
         defer { isApplying = false }
         step(action, inputSeq: inputSeq)
-        while !queued.isEmpty { queued.removeFirst()() }
+        while let queue, !queue.actions.isEmpty { queue.actions.removeFirst()() }
     }
 
     private func step(_ action: Feature.Action, inputSeq: Int?) {
