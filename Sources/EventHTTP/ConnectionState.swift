@@ -10,35 +10,27 @@ import Glibc
 ///
 /// Threading: owned by the loop that accepted the connection (`LoopHTTP`).
 final class ConnectionState {
+    // Stored properties are laid out in declaration order: the word-sized ones first, then the
+    // 4-byte socket and the flags together, so that no padding sits between them (one of these per
+    // connection).
+
     /// The loop outlives its connections (evhttp_free closes them all first).
     unowned(unsafe) let owner: LoopHTTP
     let bev: OpaquePointer
     var evcon: OpaquePointer?
-    /// The socket, as it was when the connection was attached (the key in `LoopHTTP.connections`).
-    private(set) var fd: Int32 = -1
     /// Request-read deadline: armed (at the loop's sweep tick `readArmedTick`) when bytes arrive
     /// while no request is being handled; checked by the loop's periodic sweep (`LoopHTTP.sweep`),
     /// so arming and disarming it per request is two stores, not an `event_add`/`event_del`.
-    private var readArmed = false
     private var readArmedTick: UInt64 = 0
     /// Its index in the loop's list of connections the sweep checks (-1: not in it).
     var sweepIndex = -1
-    /// A request is with a handler (or streaming): no read deadline, no keep-alive reads.
-    var handling = false
     /// The responder of the request being handled, if any.
     var current: HTTPResponder?
-    /// Past the connection limit: its first request gets 503 and the connection closes.
-    var overLimit = false
-    /// Set while the server itself frees the evhttp connection (libevent then frees the request).
-    var freeingOurselves = false
-    /// A streaming response is under way (its close watch and write watch are on).
-    private var streaming = false
     private var inputCallback: OpaquePointer?
     /// Write watch of a streaming response, checked by the sweep (no buffer callback, no timer):
     /// the bytes the stream added to the output buffer since the watch started, how many of them the
     /// peer had taken at the last sweep, and when the peer last took bytes (or bytes started
     /// waiting), monotonic nanoseconds.
-    private var writeWatching = false
     private var outputAdded = 0
     private var outputTaken = 0
     private var lastWriteProgress: UInt64 = 0
@@ -48,6 +40,18 @@ final class ConnectionState {
     /// A request refused by `framing`: answered (problem JSON) and the connection closed once the
     /// requests before it are answered.
     private var rejection: RequestFraming.Rejection?
+    /// The socket, as it was when the connection was attached (the key in `LoopHTTP.connections`).
+    private(set) var fd: Int32 = -1
+    private var readArmed = false
+    /// A request is with a handler (or streaming): no read deadline, no keep-alive reads.
+    var handling = false
+    /// Past the connection limit: its first request gets 503 and the connection closes.
+    var overLimit = false
+    /// Set while the server itself frees the evhttp connection (libevent then frees the request).
+    var freeingOurselves = false
+    /// A streaming response is under way (its close watch and write watch are on).
+    private var streaming = false
+    private var writeWatching = false
     private var rejectionScheduled = false
     var isClosed = false
 
