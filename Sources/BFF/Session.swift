@@ -11,7 +11,8 @@ import ViewModels
 /// Memory: one per session, so what every session has the same (history and rate bounds) is read from
 /// the configuration, cluster mode's two hooks live out of line, and the first stream needs no array.
 final class Session {
-    let id: String
+    /// The session's id (kept once, in `handle`).
+    var id: String { handle.id }
     unowned let home: SessionLoop
     /// This session's own view models, by contract name, in snapshot order (the shared `status`
     /// view model is added by `SessionLoop`).
@@ -59,7 +60,6 @@ final class Session {
     }
 
     init(id: String, home: SessionLoop, viewModels: [ViewModel], now: Double) {
-        self.id = id
         self.home = home
         self.viewModels = viewModels
         bucket = TokenBucket(burst: home.app.configuration.inputBurst, now: now)

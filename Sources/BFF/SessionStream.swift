@@ -31,6 +31,8 @@ final class SessionStream: @unchecked Sendable {
     /// Keep-alive bookkeeping: how many ticks (`keepAliveTicksPerInterval` to an interval) passed
     /// with nothing written, and whether anything was written since the last keep-alive tick.
     private var quietTicks: Int32 = 0
+    /// Its index in its host loop's list of hosted streams (-1: not listed). Host loop only.
+    var hostedIndex: Int32 = -1
     private var wroteSinceTick = false
     private(set) var mode = Mode.live
     /// Keep-alive ticks per `--keep-alive` interval. A stream gets a comment on the tick that ends
