@@ -38,8 +38,8 @@ final class ConnectionState {
     /// (Loop-confined, never accessed re-entrantly: no dynamic exclusivity check per request.)
     @exclusivity(unchecked) private var framing: RequestFraming
     /// A request refused by `framing`: answered (problem JSON) and the connection closed once the
-    /// requests before it are answered.
-    private var rejection: RequestFraming.Rejection?
+    /// requests before it are answered. Out of line (a reference instead of ~32 bytes inline): rare.
+    private var refused: Refused?
     /// The socket, as it was when the connection was attached (the key in `LoopHTTP.connections`).
     private(set) var fd: Int32 = -1
     private var readArmed = false
@@ -54,6 +54,17 @@ final class ConnectionState {
     private var writeWatching = false
     private var rejectionScheduled = false
     var isClosed = false
+
+    /// A refused request's rejection, boxed (see `refused`).
+    private final class Refused {
+        let rejection: RequestFraming.Rejection
+        init(_ rejection: RequestFraming.Rejection) { self.rejection = rejection }
+    }
+
+    private var rejection: RequestFraming.Rejection? {
+        get { refused?.rejection }
+        set { refused = newValue.map(Refused.init) }
+    }
 
     init(owner: LoopHTTP, bev: OpaquePointer) {
         self.owner = owner
@@ -102,14 +113,14 @@ final class ConnectionState {
 
     /// `added` bytes arrived at the end of the input buffer; evhttp parses them right after this.
     private func bytesArrived(_ added: Int) {
-        if rejection == nil {
+        if refused == nil {
             do throws(RequestFraming.Rejection) {
                 try followFraming(added)
             } catch {
                 rejection = error
             }
         }
-        if rejection != nil { return settleRejection() }
+        if refused != nil { return settleRejection() }
         if !handling && !readArmed && owner.readTimeoutEnabled { armReadDeadline() }
     }
 
@@ -142,7 +153,7 @@ final class ConnectionState {
     /// Once the requests before the refused one are answered: drops what is left of the input (evhttp
     /// never parses it) and answers from a zero-delay event (not from inside evhttp's read).
     private func settleRejection() {
-        guard rejection != nil, !isClosed, !handling, framing.completeRequests == 0 else { return }
+        guard refused != nil, !isClosed, !handling, framing.completeRequests == 0 else { return }
         if let input = bufferevent_get_input(bev) { evbuffer_drain(input, evbuffer_get_length(input)) }
         bufferevent_disable(bev, Int16(EV_READ))
         guard !rejectionScheduled else { return }
@@ -235,7 +246,7 @@ final class ConnectionState {
             stopWriteWatch()
             if !isClosed { setBuffereventTimeouts(streaming: false) }
         }
-        if rejection != nil { settleRejection() }
+        if refused != nil { settleRejection() }
     }
 
     private func readTimedOut() {
