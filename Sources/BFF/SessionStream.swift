@@ -15,7 +15,7 @@ import JSON
 ///
 /// Memory: one per open stream; cluster mode's two hooks live out of line, and the small fields are
 /// declared last so that they pack.
-final class SessionStream: @unchecked Sendable {
+final class SessionStream: HTTPStreamCloseObserver, @unchecked Sendable {
     enum Mode { case live, behind, catchingUp }
 
     let sessionID: String
@@ -96,7 +96,7 @@ final class SessionStream: @unchecked Sendable {
             return
         }
         http = stream
-        stream.onClose = { [unowned self] in self.closed() }
+        stream.observeClose(with: self)  // no closure context per stream
         host.register(self)
         stream.write(initial)
         wroteSinceTick = true
@@ -190,6 +190,9 @@ final class SessionStream: @unchecked Sendable {
         http.end()
         closed()
     }
+
+    /// The peer went away (`HTTPStreamCloseObserver`, on the host loop).
+    func httpStreamPeerLeft() { closed() }
 
     /// The peer went away (or the stream never started): forget it here and in the session.
     private func closed() {
