@@ -9,7 +9,8 @@ import ViewModels
 /// through their own loop's `execute` (`runOrExecute`).
 ///
 /// Memory: one per session, so what every session has the same (history and rate bounds) is read from
-/// the configuration, cluster mode's two hooks live out of line, and the first stream needs no array.
+/// the configuration, cluster mode's two hooks and the idempotency keys live out of line, the id and
+/// the ended flag are kept once (in `handle`), and the first stream needs no array.
 final class Session {
     /// The session's id (kept once, in `handle`).
     var id: String { handle.id }
@@ -29,15 +30,18 @@ final class Session {
         set { handle.lastActivity = newValue }
     }
     var bucket: TokenBucket
-    private var idempotency: [String: (inputSeq: Int, at: Double)] = [:]
-    /// Cluster mode's hooks, allocated when one is set (nil in single-process mode).
+    /// What most sessions never use, allocated when first needed: cluster mode's hooks and the
+    /// idempotency keys seen.
     private var hooks: Hooks?
-    var isEnded = false
+    /// True once the session ended (kept in `handle`, which other loops read).
+    var isEnded: Bool { handle.ended.load(ordering: .relaxed) }
 
-    /// The hooks cluster mode sets on a session (see `eventSink`, `onEnd`).
+    /// The rarely used parts of a session (see `hooks`).
     private final class Hooks {
         var eventSink: ((_ viewModel: String, _ data: [UInt8], _ isSignal: Bool) -> Void)?
         var onEnd: (() -> Void)?
+        /// The `Idempotency-Key`s of recent inputs, with the `inputSeq` each got and when.
+        var idempotency: [String: (inputSeq: Int, at: Double)] = [:]
     }
 
     private var madeHooks: Hooks {
@@ -147,7 +151,7 @@ final class Session {
     {
         lastActivity = now
         if let key = idempotencyKey {
-            if let seen = idempotency[key], now - seen.at < home.app.configuration.idempotencyWindow {
+            if let seen = hooks?.idempotency[key], now - seen.at < home.app.configuration.idempotencyWindow {
                 return .duplicate(inputSeq: seen.inputSeq)
             }
         }
@@ -174,17 +178,17 @@ final class Session {
 
     private func remember(key: String, inputSeq: Int, now: Double) {
         let window = home.app.configuration.idempotencyWindow
-        if idempotency.count >= 1024 { idempotency = idempotency.filter { now - $0.value.at < window } }
-        if idempotency.count >= 1024, let oldest = idempotency.min(by: { $0.value.at < $1.value.at }) {
-            idempotency[oldest.key] = nil
+        let rare = madeHooks
+        if rare.idempotency.count >= 1024 { rare.idempotency = rare.idempotency.filter { now - $0.value.at < window } }
+        if rare.idempotency.count >= 1024, let oldest = rare.idempotency.min(by: { $0.value.at < $1.value.at }) {
+            rare.idempotency[oldest.key] = nil
         }
-        idempotency[key] = (inputSeq, now)
+        rare.idempotency[key] = (inputSeq, now)
     }
 
     /// Ends the session: every stream gets `event: end` with `reason` and closes.
     func end(reason: String) {
         guard !isEnded else { return }
-        isEnded = true
         handle.ended.store(true, ordering: .releasing)
         snapshotChanged()
         let frame = SSEFrame.event(id: nil, name: "end", json: ["reason": .string(reason)])
