@@ -8,10 +8,12 @@ import GitHubSearch
 /// issues `inFlight` again under a new generation), so it restarts at 0. `retryAt` is stored (wall-clock
 /// seconds, meaningful on any node); its timer is not, and a restore arms it again.
 ///
-/// Memory: one `search` state lives in every session, and most sessions never search, or search and
-/// then sit idle. The fields that are nil at rest (the error, the search shown, the rate-limit time, the
-/// request under way: about 130 bytes inline) live out of line in one copy-on-write box that exists only
-/// while one of them is set; the rest is ordered so that the bytes pack without padding.
+/// Memory: one `search` state lives in every session, and many sessions never search. The fields that
+/// stay nil until a search (the search shown) or are set only for a while (the error, the rate-limit
+/// time, the request under way): about 130 bytes inline, live out of line in one copy-on-write box that
+/// exists only while one of them is set; the rest is ordered so that the bytes pack without padding.
+///
+/// Threading: a value; the box is never changed while shared, so copies may go to any thread.
 public struct SearchState: Equatable, Sendable, Codable {
     /// The query text as typed (the `query` output).
     public var query: String
