@@ -48,9 +48,7 @@ extension Application {
         }
         let home = sessionLoops[req.loop.index]
         let id = SessionID.make(loop: req.loop.index)
-        let loop = home.loop
-        let session = Session(
-            id: id, home: home, viewModels: makeViewModels({ work in loop.execute(work) }), now: now())
+        let session = Session(id: id, home: home, viewModels: makeViewModels(home.executor), now: now())
         home.add(session)
         let location = "/api/sessions/\(id)"
         return .json(
@@ -85,7 +83,8 @@ extension Application {
                     headers: [("Retry-After", "5")])
                 return host.loop.execute { res.send(p) }
             }
-            let stream = SessionStream(sessionID: id, sessionHome: home, host: host)
+            // The session's own id string, not the request's copy of it (kept as long as the stream).
+            let stream = SessionStream(sessionID: s.id, sessionHome: home, host: host)
             s.streams.append(stream)
             s.lastActivity = clock()
             var initial = SSEFrame.retry(milliseconds: config.retryMilliseconds)

@@ -53,10 +53,16 @@ public final class Application: @unchecked Sendable {
         let loop0 = server.loops[0]
         status = StatusViewModel(executor: { work in loop0.execute(work) })
         let pageSize = configuration.searchPageSize
-        self.makeViewModels =
-            makeViewModels ?? { executor in
+        // Not `makeViewModels ?? { … }`: a closure taken out of an optional is called through a
+        // reabstraction thunk, which wraps the executor it is given in a thunk of its own (twice, 64 B
+        // per session); the default closure assigned directly is called as is.
+        if let makeViewModels {
+            self.makeViewModels = makeViewModels
+        } else {
+            self.makeViewModels = { executor in
                 [Application.searchViewModel(search, perPage: pageSize, executor: executor), GreetingViewModel()]
             }
+        }
         let (loops, factory) = (server.loops, metrics.factory)
         cluster = configuration.cluster.map {
             ClusterNode(settings: $0, configuration: configuration, loops: loops, logger: logger, factory: factory)
@@ -64,7 +70,7 @@ public final class Application: @unchecked Sendable {
         hazards = HazardDomain(loops: server.loops.count)
         sessionLoops = server.loops.map { SessionLoop(app: self, loop: $0, status: status.snapshot) }
         snapshots = LocalSnapshots(loops: sessionLoops, hazards: hazards)
-        status.onEvent = { [unowned self] event in
+        status.onEvent = { [unowned self] _, event in
             for sl in self.sessionLoops { sl.loop.runOrExecute { sl.statusChanged(event) } }
         }
         registerRoutes()

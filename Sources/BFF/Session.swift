@@ -7,16 +7,21 @@ import ViewModels
 /// Threading: owned by one event loop (`loop`, encoded in its id); every member is used there only.
 /// Not `Sendable`, so the compiler keeps it there. Streams may live on other loops: frames reach them
 /// through their own loop's `execute` (`runOrExecute`).
+///
+/// Memory: one per session, so what every session has the same (history and rate bounds) is read from
+/// the configuration, cluster mode's two hooks and the idempotency keys live out of line, the id and
+/// the ended flag are kept once (in `handle`), and the first stream needs no array.
 final class Session {
-    let id: String
+    /// The session's id (kept once, in `handle`).
+    var id: String { handle.id }
     unowned let home: SessionLoop
     /// This session's own view models, by contract name, in snapshot order (the shared `status`
     /// view model is added by `SessionLoop`).
     let viewModels: [ViewModel]
     private(set) var seq = 0
     private(set) var inputSeq = 0
-    var history: SessionHistory
-    var streams: [SessionStream] = []
+    var history = SessionHistory()
+    var streams = SessionStreams()
     /// What other loops read without a hop: the idle clock and the encoded snapshot.
     let handle: SessionHandle
     /// Monotonic seconds of the last request or stream change (set from any loop through `handle`).
@@ -25,26 +30,49 @@ final class Session {
         set { handle.lastActivity = newValue }
     }
     var bucket: TokenBucket
-    private var idempotency: [String: (inputSeq: Int, at: Double)] = [:]
-    var isEnded = false
+    /// What most sessions never use, allocated when first needed: cluster mode's hooks and the
+    /// idempotency keys seen.
+    private var hooks: Hooks?
+    /// True once the session ended (kept in `handle`, which other loops read).
+    var isEnded: Bool { handle.ended.load(ordering: .relaxed) }
+
+    /// The rarely used parts of a session (see `hooks`).
+    private final class Hooks {
+        var eventSink: ((_ viewModel: String, _ data: [UInt8], _ isSignal: Bool) -> Void)?
+        var onEnd: (() -> Void)?
+        /// The `Idempotency-Key`s of recent inputs, with the `inputSeq` each got and when.
+        var idempotency: [String: (inputSeq: Int, at: Double)] = [:]
+    }
+
+    private var madeHooks: Hooks {
+        if let hooks { return hooks }
+        let made = Hooks()
+        hooks = made
+        return made
+    }
+
     /// Cluster mode: takes each event instead of numbering and delivering it here (the store's
     /// commit numbers it and its feed delivers it to streams on every node).
-    var eventSink: ((_ viewModel: String, _ data: [UInt8], _ isSignal: Bool) -> Void)?
+    var eventSink: ((_ viewModel: String, _ data: [UInt8], _ isSignal: Bool) -> Void)? {
+        get { hooks?.eventSink }
+        set { if newValue != nil || hooks != nil { madeHooks.eventSink = newValue } }
+    }
     /// Told once when the session ends (cluster mode releases its lease).
-    var onEnd: (() -> Void)?
+    var onEnd: (() -> Void)? {
+        get { hooks?.onEnd }
+        set { if newValue != nil || hooks != nil { madeHooks.onEnd = newValue } }
+    }
 
     init(id: String, home: SessionLoop, viewModels: [ViewModel], now: Double) {
-        self.id = id
         self.home = home
         self.viewModels = viewModels
-        let c = home.app.configuration
-        history = SessionHistory(maxEvents: c.historyEvents, maxBytes: c.historyBytes)
-        bucket = TokenBucket(rate: c.inputRate, burst: c.inputBurst, now: now)
+        bucket = TokenBucket(burst: home.app.configuration.inputBurst, now: now)
         handle = SessionHandle(id: id, now: now)
-        for vm in viewModels {
-            let name = vm.name
-            vm.onEvent = { [unowned self] event in self.emit(viewModel: name, event) }
+        // One closure for all of them (its context is one allocation per session).
+        let observe: (String, ViewModelEvent) -> Void = { [unowned self] name, event in
+            self.emit(viewModel: name, event)
         }
+        for vm in viewModels { vm.onEvent = observe }
     }
 
     /// The snapshot: `{"seq", "viewModels": {name: state outputs}}`.
@@ -93,7 +121,9 @@ final class Session {
         seq += 1
         snapshotChanged()
         let frame = SSEFrame.event(id: seq, name: viewModel, data: data)
-        history.append(.init(seq: seq, frame: frame, isSignal: isSignal))
+        let c = home.app.configuration
+        history.append(
+            .init(seq: seq, frame: frame, isSignal: isSignal), maxEvents: c.historyEvents, maxBytes: c.historyBytes)
         home.app.metrics.events.increment()
         for stream in streams { stream.deliverFromSession(frame, isSignal: isSignal) }
     }
@@ -121,11 +151,12 @@ final class Session {
     {
         lastActivity = now
         if let key = idempotencyKey {
-            if let seen = idempotency[key], now - seen.at < home.app.configuration.idempotencyWindow {
+            if let seen = hooks?.idempotency[key], now - seen.at < home.app.configuration.idempotencyWindow {
                 return .duplicate(inputSeq: seen.inputSeq)
             }
         }
-        if let wait = bucket.take(now: now) {
+        let c = home.app.configuration
+        if let wait = bucket.take(now: now, rate: c.inputRate, burst: c.inputBurst) {
             return .rateLimited(
                 retryAfterSeconds: max(1, Int(wait.rounded(.up))),
                 inputsPerSecond: Int(home.app.configuration.inputRate))
@@ -147,22 +178,22 @@ final class Session {
 
     private func remember(key: String, inputSeq: Int, now: Double) {
         let window = home.app.configuration.idempotencyWindow
-        if idempotency.count >= 1024 { idempotency = idempotency.filter { now - $0.value.at < window } }
-        if idempotency.count >= 1024, let oldest = idempotency.min(by: { $0.value.at < $1.value.at }) {
-            idempotency[oldest.key] = nil
+        let rare = madeHooks
+        if rare.idempotency.count >= 1024 { rare.idempotency = rare.idempotency.filter { now - $0.value.at < window } }
+        if rare.idempotency.count >= 1024, let oldest = rare.idempotency.min(by: { $0.value.at < $1.value.at }) {
+            rare.idempotency[oldest.key] = nil
         }
-        idempotency[key] = (inputSeq, now)
+        rare.idempotency[key] = (inputSeq, now)
     }
 
     /// Ends the session: every stream gets `event: end` with `reason` and closes.
     func end(reason: String) {
         guard !isEnded else { return }
-        isEnded = true
         handle.ended.store(true, ordering: .releasing)
         snapshotChanged()
         let frame = SSEFrame.event(id: nil, name: "end", json: ["reason": .string(reason)])
         for stream in streams { stream.endFromSession(frame) }
-        streams.removeAll()
+        streams = SessionStreams()
         for vm in viewModels {
             vm.onEvent = nil
             vm.close()  // cancels its effects: an ended session's searches must not spend GitHub's budget
@@ -170,5 +201,46 @@ final class Session {
         onEnd?()
         onEnd = nil
         eventSink = nil
+    }
+}
+
+/// A session's open streams: almost always none or one, so the first is held inline and only a second
+/// one allocates an array (an array of one stream was 48 bytes per session).
+///
+/// Threading: a value inside its session, used on the session's loop.
+struct SessionStreams: Sequence {
+    private var first: SessionStream?
+    private var more: [SessionStream] = []
+
+    init() {}
+
+    var count: Int { first == nil ? 0 : 1 + more.count }
+    var isEmpty: Bool { first == nil }
+
+    mutating func append(_ stream: SessionStream) {
+        if first == nil { first = stream } else { more.append(stream) }
+    }
+
+    /// Removes every stream for which `shouldRemove` is true, keeping the others in order.
+    mutating func removeAll(where shouldRemove: (SessionStream) -> Bool) {
+        var kept = SessionStreams()
+        for s in self where !shouldRemove(s) { kept.append(s) }
+        self = kept
+    }
+
+    func makeIterator() -> Iterator { Iterator(first: first, more: more.makeIterator()) }
+
+    /// The first stream, then the others (no allocation: events are delivered through it).
+    struct Iterator: IteratorProtocol {
+        fileprivate var first: SessionStream?
+        fileprivate var more: IndexingIterator<[SessionStream]>
+
+        mutating func next() -> SessionStream? {
+            if let f = first {
+                first = nil
+                return f
+            }
+            return more.next()
+        }
     }
 }

@@ -1,4 +1,5 @@
-/// The recent events of one session, for `Last-Event-ID` replay: bounded by count and bytes.
+/// The recent events of one session, for `Last-Event-ID` replay: bounded by count and bytes (the
+/// bounds, the same for every session, are passed to `append` rather than stored in each history).
 /// Owned by the session's loop.
 struct SessionHistory {
     struct Entry {
@@ -7,19 +8,15 @@ struct SessionHistory {
         let isSignal: Bool
     }
 
-    let maxEvents: Int
-    let maxBytes: Int
     private var entries: [Entry] = []
     private var head = 0  // index of the oldest entry once the ring is full
     private var bytes = 0
 
-    init(maxEvents: Int, maxBytes: Int) {
-        self.maxEvents = max(1, maxEvents)
-        self.maxBytes = maxBytes
-    }
+    init() {}
 
-    /// Records an event (the oldest ones fall out past the bounds).
-    mutating func append(_ entry: Entry) {
+    /// Records an event; the oldest ones fall out past `maxEvents` (at least 1) or `maxBytes`.
+    mutating func append(_ entry: Entry, maxEvents: Int, maxBytes: Int) {
+        let maxEvents = max(1, maxEvents)
         bytes += entry.frame.count
         if entries.count < maxEvents && head == 0 {
             entries.append(entry)

@@ -15,13 +15,18 @@ final class SessionLoop: Sendable {
     let loop: EventLoop
     /// The sessions above as other loops read them (no hop for `GET /state`).
     let directory: SessionDirectory
+    /// Runs work on `loop`: the executor of every view model of the sessions here (one closure per
+    /// loop, not one per session).
+    let executor: OwnerExecutor
     /// The loop-owned state behind the properties below.
     private let state: LoopBound<State>
 
     /// Everything mutable, owned by `loop`.
     private struct State {
         var sessions: [String: Session] = [:]
-        var hosted: [ObjectIdentifier: SessionStream] = [:]
+        /// The streams whose connections this loop hosts, each at its `hostedIndex` (8 bytes a stream
+        /// instead of a dictionary's bucket; removal swaps the last one in).
+        var hosted: [SessionStream] = []
         var behind: [ObjectIdentifier: SessionStream] = [:]
         var behindTimer: LoopTimer?
         var timers: [LoopTimer] = []
@@ -46,7 +51,7 @@ final class SessionLoop: Sendable {
         _read { yield state.value.retired }
         _modify { yield &state.value.retired }
     }
-    private var hosted: [ObjectIdentifier: SessionStream] {
+    private var hosted: [SessionStream] {
         _read { yield state.value.hosted }
         _modify { yield &state.value.hosted }
     }
@@ -66,6 +71,7 @@ final class SessionLoop: Sendable {
     init(app: Application, loop: EventLoop, status: JSONObject) {
         self.app = app
         self.loop = loop
+        executor = { work in loop.execute(work) }
         self.state = LoopBound(State(statusSnapshot: status), loop: loop)
         directory = SessionDirectory(sessions: app.configuration.maxSessions)
     }
@@ -97,7 +103,7 @@ final class SessionLoop: Sendable {
         timers.append(
             loop.scheduleRepeating(every: c.keepAliveInterval / Double(SessionStream.keepAliveTicksPerInterval)) {
                 [unowned self] in
-                for s in self.hosted.values { s.keepAliveTick() }
+                for s in self.hosted { s.keepAliveTick() }
             })
         timers.append(
             loop.scheduleRepeating(every: max(0.05, min(5, c.sessionIdleTimeout / 4))) { [unowned self] in
@@ -148,12 +154,21 @@ final class SessionLoop: Sendable {
     // MARK: hosted streams
 
     func register(_ s: SessionStream) {
-        hosted[ObjectIdentifier(s)] = s
+        guard s.hostedIndex < 0 else { return }
+        s.hostedIndex = Int32(hosted.count)
+        hosted.append(s)
         app.metrics.streams.increment()
     }
 
     func unregister(_ s: SessionStream) {
-        guard hosted.removeValue(forKey: ObjectIdentifier(s)) != nil else { return }
+        guard s.hostedIndex >= 0 else { return }
+        let i = Int(s.hostedIndex)
+        let last = hosted.removeLast()
+        if i < hosted.count {
+            hosted[i] = last
+            last.hostedIndex = Int32(i)
+        }
+        s.hostedIndex = -1
         behind[ObjectIdentifier(s)] = nil
         app.metrics.streams.decrement()
     }
@@ -173,7 +188,7 @@ final class SessionLoop: Sendable {
     /// Shutdown: every hosted stream gets `event: end` with reason `shutdown`.
     func endAllStreams() {
         let frame = SSEFrame.event(id: nil, name: "end", json: ["reason": "shutdown"])
-        for s in Array(hosted.values) { s.finish(with: frame) }
+        for s in hosted { s.finish(with: frame) }
         stopTimers()
     }
 }

@@ -12,7 +12,10 @@ import JSON
 ///
 /// Threading: `deliverFromSession`/`endFromSession` are called on the session's loop and hop here;
 /// everything else runs on `host.loop`.
-final class SessionStream: @unchecked Sendable {
+///
+/// Memory: one per open stream; cluster mode's two hooks live out of line, and the small fields are
+/// declared last so that they pack.
+final class SessionStream: HTTPStreamCloseObserver, @unchecked Sendable {
     enum Mode { case live, behind, catchingUp }
 
     let sessionID: String
@@ -21,24 +24,47 @@ final class SessionStream: @unchecked Sendable {
     /// The loop the HTTP connection lives on.
     unowned let host: SessionLoop
     private var http: HTTPStream?
-    private(set) var mode = Mode.live
     private var pendingSignals: [[UInt8]] = []
     static let maxPendingSignals = 1000
-    /// Keep-alive bookkeeping: whether anything was written since the last keep-alive tick, and
-    /// how many ticks (`keepAliveTicksPerInterval` to an interval) passed with nothing written.
+    /// Cluster mode's hooks, allocated when one is set.
+    private var hooks: Hooks?
+    /// Keep-alive bookkeeping: how many ticks (`keepAliveTicksPerInterval` to an interval) passed
+    /// with nothing written, and whether anything was written since the last keep-alive tick.
+    private var quietTicks: Int32 = 0
+    /// Its index in its host loop's list of hosted streams (-1: not listed). Host loop only.
+    var hostedIndex: Int32 = -1
     private var wroteSinceTick = false
-    private var quietTicks = 0
+    private(set) var mode = Mode.live
     /// Keep-alive ticks per `--keep-alive` interval. A stream gets a comment on the tick that ends
     /// its `ticks - 1`-th tick period with nothing written: its last write happened after the tick
     /// before those periods began, so the gap between two writes stays below `ticks` periods, i.e.
     /// below the interval (plus the timer's lateness).
     static let keepAliveTicksPerInterval = 8
 
+    /// The hooks cluster mode sets on a stream (see `snapshotSource`, `onClosed`).
+    private final class Hooks {
+        var snapshotSource: ((@escaping ([UInt8]) -> Void) -> Void)?
+        var onClosed: (() -> Void)?
+    }
+
+    private var madeHooks: Hooks {
+        if let hooks { return hooks }
+        let made = Hooks()
+        hooks = made
+        return made
+    }
+
     /// Cluster mode: where a stream that fell behind gets its fresh snapshot frame (the session's state
     /// is in the store, not on a loop here); nil asks the local session. Host loop only.
-    var snapshotSource: ((@escaping ([UInt8]) -> Void) -> Void)?
+    var snapshotSource: ((@escaping ([UInt8]) -> Void) -> Void)? {
+        get { hooks?.snapshotSource }
+        set { if newValue != nil || hooks != nil { madeHooks.snapshotSource = newValue } }
+    }
     /// Cluster mode: told once when the stream is over (host loop).
-    var onClosed: (() -> Void)?
+    var onClosed: (() -> Void)? {
+        get { hooks?.onClosed }
+        set { if newValue != nil || hooks != nil { madeHooks.onClosed = newValue } }
+    }
 
     init(sessionID: String, sessionHome: SessionLoop, host: SessionLoop) {
         self.sessionID = sessionID
@@ -70,7 +96,7 @@ final class SessionStream: @unchecked Sendable {
             return
         }
         http = stream
-        stream.onClose = { [unowned self] in self.closed() }
+        stream.observeClose(with: self)  // no closure context per stream
         host.register(self)
         stream.write(initial)
         wroteSinceTick = true
@@ -139,7 +165,7 @@ final class SessionStream: @unchecked Sendable {
             return
         }
         quietTicks += 1
-        if quietTicks >= SessionStream.keepAliveTicksPerInterval - 1 {
+        if Int(quietTicks) >= SessionStream.keepAliveTicksPerInterval - 1 {
             quietTicks = 0
             http.write(SSEFrame.keepAlive)
         }
@@ -164,6 +190,9 @@ final class SessionStream: @unchecked Sendable {
         http.end()
         closed()
     }
+
+    /// The peer went away (`HTTPStreamCloseObserver`, on the host loop).
+    func httpStreamPeerLeft() { closed() }
 
     /// The peer went away (or the stream never started): forget it here and in the session.
     private func closed() {

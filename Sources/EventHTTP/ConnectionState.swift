@@ -4,36 +4,33 @@ import Glibc
 /// What the server tracks about one accepted connection: its evhttp connection, the request being
 /// handled, the request-read deadline and the early-close watch of a streaming response.
 ///
+/// The close watch costs no allocation (it was an `event` of its own, 144 bytes per stream): the
+/// bufferevent keeps reading while the response streams, with evhttp's read callback off, so the
+/// peer's FIN or reset reaches evhttp's error callback, which frees the connection.
+///
 /// Threading: owned by the loop that accepted the connection (`LoopHTTP`).
 final class ConnectionState {
+    // Stored properties are laid out in declaration order: the word-sized ones first, then the
+    // 4-byte socket and the flags together, so that no padding sits between them (one of these per
+    // connection).
+
     /// The loop outlives its connections (evhttp_free closes them all first).
     unowned(unsafe) let owner: LoopHTTP
     let bev: OpaquePointer
     var evcon: OpaquePointer?
-    /// The socket, as it was when the connection was attached (the key in `LoopHTTP.connections`).
-    private(set) var fd: Int32 = -1
     /// Request-read deadline: armed (at the loop's sweep tick `readArmedTick`) when bytes arrive
     /// while no request is being handled; checked by the loop's periodic sweep (`LoopHTTP.sweep`),
     /// so arming and disarming it per request is two stores, not an `event_add`/`event_del`.
-    private var readArmed = false
     private var readArmedTick: UInt64 = 0
     /// Its index in the loop's list of connections the sweep checks (-1: not in it).
     var sweepIndex = -1
-    /// A request is with a handler (or streaming): no read deadline, no keep-alive reads.
-    var handling = false
     /// The responder of the request being handled, if any.
     var current: HTTPResponder?
-    /// Past the connection limit: its first request gets 503 and the connection closes.
-    var overLimit = false
-    /// Set while the server itself frees the evhttp connection (libevent then frees the request).
-    var freeingOurselves = false
-    private var closeWatch: OpaquePointer?
     private var inputCallback: OpaquePointer?
     /// Write watch of a streaming response, checked by the sweep (no buffer callback, no timer):
     /// the bytes the stream added to the output buffer since the watch started, how many of them the
     /// peer had taken at the last sweep, and when the peer last took bytes (or bytes started
     /// waiting), monotonic nanoseconds.
-    private var writeWatching = false
     private var outputAdded = 0
     private var outputTaken = 0
     private var lastWriteProgress: UInt64 = 0
@@ -41,10 +38,33 @@ final class ConnectionState {
     /// (Loop-confined, never accessed re-entrantly: no dynamic exclusivity check per request.)
     @exclusivity(unchecked) private var framing: RequestFraming
     /// A request refused by `framing`: answered (problem JSON) and the connection closed once the
-    /// requests before it are answered.
-    private var rejection: RequestFraming.Rejection?
+    /// requests before it are answered. Out of line (a reference instead of ~32 bytes inline): rare.
+    private var refused: Refused?
+    /// The socket, as it was when the connection was attached (the key in `LoopHTTP.connections`).
+    private(set) var fd: Int32 = -1
+    private var readArmed = false
+    /// A request is with a handler (or streaming): no read deadline, no keep-alive reads.
+    var handling = false
+    /// Past the connection limit: its first request gets 503 and the connection closes.
+    var overLimit = false
+    /// Set while the server itself frees the evhttp connection (libevent then frees the request).
+    var freeingOurselves = false
+    /// A streaming response is under way (its close watch and write watch are on).
+    private var streaming = false
+    private var writeWatching = false
     private var rejectionScheduled = false
     var isClosed = false
+
+    /// A refused request's rejection, boxed (see `refused`).
+    private final class Refused {
+        let rejection: RequestFraming.Rejection
+        init(_ rejection: RequestFraming.Rejection) { self.rejection = rejection }
+    }
+
+    private var rejection: RequestFraming.Rejection? {
+        get { refused?.rejection }
+        set { refused = newValue.map(Refused.init) }
+    }
 
     init(owner: LoopHTTP, bev: OpaquePointer) {
         self.owner = owner
@@ -93,14 +113,14 @@ final class ConnectionState {
 
     /// `added` bytes arrived at the end of the input buffer; evhttp parses them right after this.
     private func bytesArrived(_ added: Int) {
-        if rejection == nil {
+        if refused == nil {
             do throws(RequestFraming.Rejection) {
                 try followFraming(added)
             } catch {
                 rejection = error
             }
         }
-        if rejection != nil { return settleRejection() }
+        if refused != nil { return settleRejection() }
         if !handling && !readArmed && owner.readTimeoutEnabled { armReadDeadline() }
     }
 
@@ -133,7 +153,7 @@ final class ConnectionState {
     /// Once the requests before the refused one are answered: drops what is left of the input (evhttp
     /// never parses it) and answers from a zero-delay event (not from inside evhttp's read).
     private func settleRejection() {
-        guard rejection != nil, !isClosed, !handling, framing.completeRequests == 0 else { return }
+        guard refused != nil, !isClosed, !handling, framing.completeRequests == 0 else { return }
         if let input = bufferevent_get_input(bev) { evbuffer_drain(input, evbuffer_get_length(input)) }
         bufferevent_disable(bev, Int16(EV_READ))
         guard !rejectionScheduled else { return }
@@ -221,12 +241,12 @@ final class ConnectionState {
         if handling { owner.metrics.inFlight.subtract(1, ordering: .relaxed) }
         handling = false
         current = nil
-        if closeWatch != nil {
-            stopCloseWatch()
+        if streaming {
+            streaming = false
             stopWriteWatch()
             if !isClosed { setBuffereventTimeouts(streaming: false) }
         }
-        if rejection != nil { settleRejection() }
+        if refused != nil { settleRejection() }
     }
 
     private func readTimedOut() {
@@ -261,17 +281,16 @@ final class ConnectionState {
         evbuffer_freeze(output, 1)
     }
 
-    /// Watches for the peer closing while a response streams (evhttp stops reading meanwhile).
+    /// Watches for the peer closing while a response streams. libevent 2.1 keeps reading a connection
+    /// whose request had no body while the handler answers (it turns reading off after a body), and
+    /// from `evhttp_send_reply_start` on without a read callback: bytes only collect in the input
+    /// buffer, and the peer's FIN or reset reaches evhttp's error callback, which fails the request
+    /// and frees the connection (`connectionClosed` through the close callback). Reading is turned
+    /// on here in case it was off; no `event` of its own.
     func startCloseWatch() {
-        guard closeWatch == nil else { return }
-        let fd = bufferevent_getfd(bev)
-        let arg = Unmanaged.passUnretained(self).toOpaque()
-        closeWatch = event_new(
-            owner.loop.base, fd, Int16(EV_CLOSED),
-            { _, _, arg in
-                Unmanaged<ConnectionState>.fromOpaque(arg!).takeUnretainedValue().peerClosed()
-            }, arg)
-        event_add(closeWatch, nil)
+        guard !streaming, !isClosed else { return }
+        streaming = true
+        bufferevent_enable(bev, Int16(EV_READ))
         setBuffereventTimeouts(streaming: true)
         startWriteWatch()
     }
@@ -301,24 +320,11 @@ final class ConnectionState {
         if before == 0 { lastWriteProgress = monotonicNanos() }  // bytes start waiting now
     }
 
-    private func stopCloseWatch() {
-        if let w = closeWatch {
-            event_free(w)
-            closeWatch = nil
-        }
-    }
-
-    private func peerClosed() {
-        guard let evcon, !isClosed else { return }
-        freeingOurselves = true
-        evhttp_connection_free(evcon)  // calls connectionClosed() through the close callback
-    }
-
     /// evhttp is freeing the connection (peer gone, time-out, our own free, or server stop).
     private func connectionClosed() {
         guard !isClosed else { return }
         isClosed = true
-        stopCloseWatch()
+        streaming = false
         stopWriteWatch()
         readArmed = false
         owner.unwatch(self)  // not kept until the next sweep: freed with the connection

@@ -31,7 +31,10 @@ public struct SearchFeature<Searcher: RepositorySearching>: ViewModelFeature {
     /// Results per page, 1...100.
     public let perPage: Int
     /// The time effects read and wait for.
-    public let clock: any SearchClock
+    public var clock: any SearchClock { clockBox.clock }
+    /// The clock out of line: the feature is stored in every session's `search` store, and the
+    /// existential is 40 bytes inline; every feature on the system clock shares one box.
+    private let clockBox: SearchClockBox
 
     /// The id of the search effect: a new search cancels the one in flight.
     public static var searchEffect: EffectID { "search" }
@@ -43,7 +46,7 @@ public struct SearchFeature<Searcher: RepositorySearching>: ViewModelFeature {
     public init(searcher: Searcher, perPage: Int = 30, clock: any SearchClock = SystemSearchClock()) {
         self.searcher = searcher
         self.perPage = min(max(perPage, 1), SearchRequest.maximumPageSize)
-        self.clock = clock
+        clockBox = clock is SystemSearchClock ? .system : SearchClockBox(clock)
     }
 
     /// The search state.
@@ -222,5 +225,16 @@ public struct SearchFeature<Searcher: RepositorySearching>: ViewModelFeature {
             let last = text.lastIndex(where: { !$0.isWhitespace })
         else { return "" }
         return String(text[first...last])
+    }
+}
+
+/// A search clock behind one reference (see `SearchFeature.clock`). Immutable; any thread.
+final class SearchClockBox: Sendable {
+    let clock: any SearchClock
+    /// The box every feature on `SystemSearchClock` shares.
+    static let system = SearchClockBox(SystemSearchClock())
+
+    init(_ clock: any SearchClock) {
+        self.clock = clock
     }
 }

@@ -30,8 +30,10 @@ public protocol ViewModel: AnyObject {
     func send(input: String, value: JSONValue, inputSeq: Int) throws(InputError)
     /// Called synchronously on the owner for every change: only changed state outputs (whole new values,
     /// merge semantics) and/or signals, with the `inputSeq` of the input that caused it (effects carry the
-    /// `inputSeq` of the input that started them). Never called with both maps empty.
-    var onEvent: ((ViewModelEvent) -> Void)? { get set }
+    /// `inputSeq` of the input that started them). Never called with both maps empty. The first argument is
+    /// the view model's `name`, so that one closure can observe several view models (a session gives all of
+    /// its view models the same one: one closure context per session instead of one per view model).
+    var onEvent: ((_ viewModel: String, _ event: ViewModelEvent) -> Void)? { get set }
     /// The app-wide upstream status changed (or a session starts while it is not the default): the view
     /// model applies what it means for it, e.g. `search` stops offering searches while rate limited.
     /// Events it causes carry `inputSeq` nil.

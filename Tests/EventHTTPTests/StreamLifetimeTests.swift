@@ -71,4 +71,46 @@ final class StreamLifetimeTests: XCTestCase {
         XCTAssertTrue(w.closed.wait(), "the server noticed the peer leaving")
         XCTAssertTrue(w.freed(), "the closed stream or its responder is still alive")
     }
+
+    /// An observer that owns its stream, as a session's stream does (`observeClose` holds it strongly
+    /// until the stream closes).
+    final class Owner: HTTPStreamCloseObserver {
+        var stream: HTTPStream?
+        let told: Signal
+
+        init(told: Signal) { self.told = told }
+
+        func httpStreamPeerLeft() { told.fire() }  // keeps its reference: the stream must drop the cycle
+    }
+
+    func testAnObserverThatOwnsItsStreamIsToldAndBothAreFreed() throws {
+        final class Box: @unchecked Sendable { weak var owner: Owner? }
+        let w = Watch()
+        let box = Box()
+        let t = try TestServer(routes: { router in
+            router.add(.GET, "/stream") { _, responder in
+                guard let stream = responder.startStream(headers: [("Content-Type", "text/event-stream")]) else {
+                    return
+                }
+                let owner = Owner(told: w.closed)
+                owner.stream = stream
+                stream.observeClose(with: owner)  // the stream and the connection keep the owner alive
+                box.owner = owner
+                w.stream = stream
+                w.responder = responder
+                w.loop = responder.loop
+                stream.write(Array("data: hello\n\n".utf8))
+                w.opened.fire()
+            }
+        })
+        let c = try WireConnection(port: t.port)
+        let (_, reader) = try c.openEventStream("/stream")
+        XCTAssertEqual(try reader.next()?.data, "hello")
+        XCTAssertTrue(w.opened.wait())
+        XCTAssertFalse(w.freed(), "an open stream is kept by its connection")
+        c.close()
+        XCTAssertTrue(w.closed.wait(), "the observer was told the peer left")
+        XCTAssertTrue(w.freed(), "the closed stream or its responder is still alive")
+        XCTAssertNil(box.owner, "the stream kept its observer after closing")
+    }
 }

@@ -1,4 +1,5 @@
 import ViewModels
+import XCTest
 
 /// Records every event a view model emits (owner: the test's task).
 final class EventRecorder {
@@ -6,7 +7,11 @@ final class EventRecorder {
 
     /// Starts recording `viewModel`'s events.
     init(_ viewModel: some ViewModel) {
-        viewModel.onEvent = { [unowned self] in self.events.append($0) }
+        let expected = viewModel.name
+        viewModel.onEvent = { [unowned self] name, event in
+            XCTAssertEqual(name, expected, "an event reports its view model's name")
+            self.events.append(event)
+        }
     }
 
     /// The events recorded since the last call.

@@ -110,7 +110,7 @@ final class GreetingViewModelTests: XCTestCase {
     func testInputAppliedFromInsideOnEventIsReportedAfterTheCurrentEvent() throws {
         let vm = GreetingViewModel()
         var seen: [ViewModelEvent] = []
-        vm.onEvent = { event in
+        vm.onEvent = { _, event in
             seen.append(event)
             if event.inputSeq == 1 { try? vm.send(input: "greet", value: nil, inputSeq: 2) }
         }
@@ -128,7 +128,7 @@ final class GreetingViewModelTests: XCTestCase {
     func testCostOfOneInputToEvent() throws {
         let vm = GreetingViewModel()
         var count = 0
-        vm.onEvent = { _ in count += 1 }
+        vm.onEvent = { _, _ in count += 1 }
         let names: [JSONValue] = ["", "swift"]
         let n = 10_000  // a smoke figure in debug builds; the release figure is in docs/ARCHITECTURE.md
         let start = ContinuousClock.now
