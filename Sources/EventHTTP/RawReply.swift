@@ -109,15 +109,32 @@ enum RawReply {
     /// What `send` makes of a response header's name.
     private enum Kind { case other, contentType, contentLength, evhttpOnly }
 
-    /// ASCII case-insensitive, by length first (most names differ in length from all four).
+    /// By length first (most names differ in length from all four), then ASCII case-insensitively
+    /// on the bytes in place (`caseInsensitiveEquals` walks two UTF-8 views: ~900 instructions).
     private static func kind(of name: String) -> Kind {
         switch name.utf8.count {
-        case 10: return name.caseInsensitiveEquals("Connection") ? .evhttpOnly : .other
-        case 12: return name.caseInsensitiveEquals("Content-Type") ? .contentType : .other
-        case 14: return name.caseInsensitiveEquals("Content-Length") ? .contentLength : .other
-        case 17: return name.caseInsensitiveEquals("Transfer-Encoding") ? .evhttpOnly : .other
+        case 10: return named(name, "connection") ? .evhttpOnly : .other
+        case 12: return named(name, "content-type") ? .contentType : .other
+        case 14: return named(name, "content-length") ? .contentLength : .other
+        case 17: return named(name, "transfer-encoding") ? .evhttpOnly : .other
         default: return .other
         }
+    }
+
+    /// Whether `name` is `lowercase` (of the same length) but for the case of ASCII letters.
+    private static func named(_ name: String, _ lowercase: StaticString) -> Bool {
+        let expected = lowercase.utf8Start
+        if let equal = name.utf8.withContiguousStorageIfAvailable({ bytes -> Bool in
+            guard bytes.count == lowercase.utf8CodeUnitCount else { return false }
+            for i in 0..<bytes.count {
+                let c = bytes[i]
+                if (c >= 65 && c <= 90 ? c | 0x20 : c) != expected[i] { return false }
+            }
+            return true
+        }) {
+            return equal
+        }
+        return name.lowercased() == lowercase.description
     }
 
     /// A CR or LF anywhere (evhttp drops such a name; a value only when the break is not followed by
