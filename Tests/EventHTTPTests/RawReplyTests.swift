@@ -218,6 +218,27 @@ final class RawReplyTests: XCTestCase {
         XCTAssertEqual(try directReplies(t), 2)
     }
 
+    /// The next request arrives while a response is still being written: evhttp must not read it
+    /// then (the raw path clears the bufferevent's read callback as `evhttp_write_buffer` does) and
+    /// answers it once the response is out.
+    func testARequestArrivingWhileTheResponseIsWrittenIsAnsweredAfterIt() throws {
+        let t = try server()
+        let peer = try RawPeer(port: t.port)
+        try peer.send("GET /huge HTTP/1.1\r\n\r\n")
+        var received = try peer.readSome()  // 16 MiB do not fit in the socket buffers: still writing
+        try peer.send("GET /state HTTP/1.1\r\nConnection: close\r\n\r\n")
+        received += try peer.readToEnd(timeout: 20)
+        let text = String(decoding: received.prefix(512), as: UTF8.self)
+        let headEnd = try XCTUnwrap(text.range(of: "\r\n\r\n"), text)
+        let firstHead = text[..<headEnd.lowerBound]
+        XCTAssertTrue(firstHead.contains("Content-Length: \(16 << 20)"), String(firstHead))
+        let secondStart = text.utf8.distance(from: text.startIndex, to: headEnd.upperBound) + (16 << 20)
+        XCTAssertGreaterThan(received.count, secondStart)
+        XCTAssertTrue(received[secondStart...].starts(with: Array("HTTP/1.1 200 OK\r\n".utf8)))
+        XCTAssertTrue(received.suffix(RawReplyTests.stateBody.count) == RawReplyTests.stateBody[...])
+        XCTAssertEqual(try directReplies(t), 2)
+    }
+
     func testAClientLeavingMidResponseDoesNotHurtTheServer() throws {
         let t = try server { $0.threads = 1 }
         for _ in 0..<3 {
