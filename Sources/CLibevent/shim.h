@@ -1,4 +1,6 @@
 // The parts of libevent the EventHTTP module uses. Only EventHTTP imports this module.
+// SwiftPM does not rebuild EventHTTP when only this header changes (its static inline functions are
+// compiled into their Swift callers): touch a Swift file that calls what changed.
 #ifndef CLIBEVENT_SHIM_H
 #define CLIBEVENT_SHIM_H
 // System headers first: libevent's event-config.h defines _GNU_SOURCE, and system headers seen
