@@ -16,7 +16,8 @@
 #   BENCH_OUT (artifacts/bench), BENCH_BFF (a bff binary instead of `swift build -c release`),
 #   BENCH_BFF_FLAGS (extra bff flags; empty = the defaults), BENCH_CALLGRIND (1 = count
 #   instructions with callgrind, 0 = not; default: only when perf has no hardware counters),
-#   BENCH_CALLGRIND_DURATION (5s)
+#   BENCH_CALLGRIND_REQUESTS (5000: callgrind counts a fixed number of requests, see
+#   docs/BENCHMARKS.md "Round 2"; with a fixed duration the count moved with the host's load)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -34,7 +35,7 @@ CONNECTIONS="${BENCH_CONNECTIONS:-64}"
 C_PORT="${BENCH_C_PORT:-18090}"
 SWIFT_PORT="${BENCH_SWIFT_PORT:-18091}"
 OUT="${BENCH_OUT:-$ROOT/artifacts/bench}"
-CG_DURATION="${BENCH_CALLGRIND_DURATION:-5s}"
+CG_REQUESTS="${BENCH_CALLGRIND_REQUESTS:-5000}"
 read -r -a BFF_FLAGS <<< "${BENCH_BFF_FLAGS:-}"
 mkdir -p "$OUT"
 
@@ -169,17 +170,28 @@ callgrind_count() { # name port command...: prints instructions per request
     id="$(curl -fsS -XPOST "http://127.0.0.1:$port/api/sessions" | sed -E 's/.*"id":"([^"]+)".*/\1/')"
     "${CLIENT_PIN[@]}" wrk -t1 -c4 -d2s "http://127.0.0.1:$port/api/sessions/$id/state" > /dev/null # warm-up
     callgrind_control -i on "$vpid" > /dev/null 2>&1
-    "${CLIENT_PIN[@]}" wrk -t1 -c4 -d"$CG_DURATION" "http://127.0.0.1:$port/api/sessions/$id/state" > "$wrkfile"
+    # a fixed number of requests: wrk's thread stops after CG_REQUESTS responses (wrk itself still
+    # runs its 60 s, as in docs/BENCHMARKS.md "Round 2": the idle rest adds the servers' timers)
+    "${CLIENT_PIN[@]}" wrk -t1 -c4 -d60s -s "$OUT/stop-after.lua" "http://127.0.0.1:$port/api/sessions/$id/state" \
+        > "$wrkfile"
     callgrind_control -i off "$vpid" > /dev/null 2>&1
     callgrind_control -d "$vpid" > /dev/null 2>&1
     kill "$vpid" 2> /dev/null || true
     wait "$vpid" 2> /dev/null || true
     n="$(awk '/requests in/ { print $1 }' "$wrkfile")"
+    if ((n < CG_REQUESTS)); then
+        log "$name: only $n of $CG_REQUESTS requests under callgrind (wrk's 60 s ran out)"
+        exit 1
+    fi
     ir="$(cat "$out"* 2> /dev/null | awk '/^(summary|totals):/ { s += $2 } END { print s }')"
-    awk -v ir="$ir" -v n="$n" 'BEGIN { printf "%.0f\n", ir / n }'
+    awk -v ir="$ir" -v n="$CG_REQUESTS" 'BEGIN { printf "%.0f\n", ir / n }'
 }
 if [[ $CALLGRIND -eq 1 ]]; then
-    log "counting instructions per request under callgrind ($CG_DURATION of wrk -c4 each)"
+    log "counting instructions per request under callgrind ($CG_REQUESTS requests of wrk -c4 each)"
+    cat > "$OUT/stop-after.lua" << LUA
+local n = 0
+response = function() n = n + 1; if n >= $CG_REQUESTS then wrk.thread:stop() end end
+LUA
     CG[c]="$(callgrind_count c "$C_PORT" "$OUT/c-greeting" "$C_PORT")"
     if [[ $C_ONLY -eq 0 ]]; then
         # valgrind 3.19 cannot read the DWARF 5 debug info of Swift binaries: a copy without it

@@ -1,4 +1,6 @@
 // The parts of libevent the EventHTTP module uses. Only EventHTTP imports this module.
+// SwiftPM does not rebuild EventHTTP when only this header changes (its static inline functions are
+// compiled into their Swift callers): touch a Swift file that calls what changed.
 #ifndef CLIBEVENT_SHIM_H
 #define CLIBEVENT_SHIM_H
 // System headers first: libevent's event-config.h defines _GNU_SOURCE, and system headers seen
@@ -19,6 +21,13 @@
 #include <event2/bufferevent.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+// `struct evhttp_request`'s fields (public header), under another name: included as it is, the
+// complete type would make Swift import every `struct evhttp_request *` of the evhttp API as a
+// typed pointer instead of the `OpaquePointer` EventHTTP uses. Only the raw-reply helpers below
+// read it (a cast of the same pointer).
+#define evhttp_request clibevent_evhttp_request_fields
+#include <event2/http_struct.h>
+#undef evhttp_request
 #include <event2/util.h>
 
 /// Iterates the headers of an evhttp key/value queue without exposing the TAILQ macros to Swift.
@@ -39,5 +48,84 @@ static inline int clibevent_affinity_cpu_count(void) {
     int count = 0;
     for (size_t i = 0; i < sizeof mask / sizeof mask[0]; i++) count += __builtin_popcountl(mask[i]);
     return count;
+}
+// MARK: a complete response written in one piece (HTTPResponder's raw path, RawReply.swift)
+//
+// `evhttp_send_reply` (http.c, libevent 2.1.12) = `evhttp_response_code_` + `evhttp_send`:
+// `evhttp_make_header` prints the status line and every output header with its own
+// `evbuffer_add_printf`, then `evhttp_write_buffer(evcon, evhttp_send_done, NULL)` sets the
+// connection's done-callback, `bufferevent_setcb(bev, NULL, evhttp_write_cb, evhttp_error_cb,
+// evcon)` and `bufferevent_enable(bev, EV_READ|EV_WRITE)`. bff writes the whole response itself
+// and then does what `evhttp_write_buffer` does, with the callbacks the bufferevent already has
+// (evhttp's own two are static), and lets `evhttp_send_reply_end` set the done-callback: not
+// chunked and the output not empty, it sets `evcon->cb = evhttp_send_done`, which (once the
+// bytes are written) frees the request and closes the connection or reads the next request,
+// deciding from the input headers, the version and the output headers as after
+// `evhttp_send_reply`. Reads fields of `struct evhttp_request` (event2/http_struct.h, a public
+// header whose layout is fixed within a libevent release): `clibevent_raw_reply_supported`
+// checks at start-up that the library is the release these headers describe.
+
+/// What `clibevent_raw_reply_check` found; 0 means "use evhttp_send_reply".
+enum {
+    CLIBEVENT_RAW_OK = 1,         // the response may be written raw
+    CLIBEVENT_RAW_HTTP11 = 2,     // HTTP/1.1 (else HTTP/1.0)
+    CLIBEVENT_RAW_KEEPALIVE = 4,  // the request's `Connection` starts with "keep-alive" (evhttp_is_connection_keepalive)
+    CLIBEVENT_RAW_CLOSE = 8,      // the request's `Connection` is "close" (evhttp_is_connection_close)
+};
+
+/// True when the running libevent is the release this module was compiled against (the layout of
+/// `struct evhttp_request` the raw path reads is that release's).
+static inline int clibevent_raw_reply_supported(void) {
+    return event_get_version_number() == LIBEVENT_VERSION_NUMBER;
+}
+
+/// Whether `req` may be answered by `clibevent_raw_reply_finish` after the caller wrote the
+/// response to `clibevent_raw_reply_output(req)`: a request on a live connection, HTTP/1.0 or 1.1,
+/// not HEAD or CONNECT (evhttp_response_needs_body), not a proxy request (evhttp would drop a
+/// `Connection: close`), no chunked request body left flagged in `req->chunked` (evhttp_send_reply_end
+/// would append a last chunk), and the bufferevent's callbacks evhttp's (argument = the connection).
+/// Returns CLIBEVENT_RAW_* bits, 0 if not.
+static inline int clibevent_raw_reply_check(struct evhttp_request *request) {
+    struct clibevent_evhttp_request_fields *req = (struct clibevent_evhttp_request_fields *)request;
+    struct evhttp_connection *evcon = req->evcon;
+    if (evcon == NULL || req->major != 1 || (req->minor != 0 && req->minor != 1)) return 0;
+    if (req->chunked || (req->flags & EVHTTP_PROXY_REQUEST) || req->kind != EVHTTP_REQUEST) return 0;
+    if (req->type == EVHTTP_REQ_HEAD || req->type == EVHTTP_REQ_CONNECT) return 0;
+    bufferevent_data_cb writecb = NULL;
+    bufferevent_event_cb eventcb = NULL;
+    void *arg = NULL;
+    bufferevent_getcb(evhttp_connection_get_bufferevent(evcon), NULL, &writecb, &eventcb, &arg);
+    if (writecb == NULL || eventcb == NULL || arg != (void *)evcon) return 0;
+    int bits = CLIBEVENT_RAW_OK;
+    if (req->minor == 1) bits |= CLIBEVENT_RAW_HTTP11;
+    // the first `Connection` field, as evhttp_find_header finds it for evhttp
+    const char *connection = evhttp_find_header(req->input_headers, "Connection");
+    if (connection != NULL) {
+        if (evutil_ascii_strncasecmp(connection, "keep-alive", 10) == 0) bits |= CLIBEVENT_RAW_KEEPALIVE;
+        if (evutil_ascii_strcasecmp(connection, "close") == 0) bits |= CLIBEVENT_RAW_CLOSE;
+    }
+    return bits;
+}
+
+/// The connection's output buffer, where the raw response goes (after a successful check).
+static inline struct evbuffer *clibevent_raw_reply_output(struct evhttp_request *req) {
+    return bufferevent_get_output(evhttp_connection_get_bufferevent(evhttp_request_get_connection(req)));
+}
+
+/// Completes a response whose bytes are in the output buffer: `evhttp_response_code_` without
+/// the reason's copy (nothing reads it after the head is written), `evhttp_write_buffer`'s
+/// callbacks and enable, then `evhttp_send_reply_end` (userdone, evcon->cb = evhttp_send_done).
+static inline void clibevent_raw_reply_finish(struct evhttp_request *request, int code) {
+    struct clibevent_evhttp_request_fields *req = (struct clibevent_evhttp_request_fields *)request;
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(req->evcon);
+    bufferevent_data_cb writecb = NULL;
+    bufferevent_event_cb eventcb = NULL;
+    void *arg = NULL;
+    bufferevent_getcb(bev, NULL, &writecb, &eventcb, &arg);
+    req->kind = EVHTTP_RESPONSE;
+    req->response_code = code;
+    bufferevent_setcb(bev, NULL, writecb, eventcb, arg);
+    bufferevent_enable(bev, EV_READ | EV_WRITE);
+    evhttp_send_reply_end(request);
 }
 #endif

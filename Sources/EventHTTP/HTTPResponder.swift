@@ -2,7 +2,10 @@ import CLibevent
 
 /// The handle a handler answers through: exactly one `send` or one `startStream`.
 ///
-/// It writes to an evhttp connection, or — the socketless test seam — to a `ResponseSink` such as
+/// It writes to an evhttp connection — a complete response in one piece straight into the
+/// connection's output buffer (`RawReply`) where evhttp's rules allow, otherwise (HEAD, 1xx, 204,
+/// 304, while draining, a stream's head, …) through evhttp's header list and `evhttp_send_reply` —
+/// or — the socketless test seam — to a `ResponseSink` such as
 /// `RecordingResponse` (`HTTPResponder(recordingTo:loop:method:)`, used by `InProcessClient`).
 /// One final class with an optional sink rather than a protocol for handlers to take: the socket
 /// path stays statically dispatched and pays one nil check.
@@ -69,6 +72,15 @@ public final class HTTPResponder: @unchecked Sendable {
         }
         guard let req = request, stream == nil else { return }
         request = nil
+        // In one piece when evhttp's rules allow (RawReply); draining adds `Connection: close`,
+        // which evhttp must see in the output headers to close: its way.
+        let owner = owner.unsafelyUnwrapped
+        if !isHead, let common = owner.rawCommonHeaders, owner.server.state != .draining,
+            RawReply.send(response, to: req, commonHeaders: common, date: &owner.date)
+        {
+            owner.countDirectReply()
+            return finished(status: response.status)
+        }
         let out = evhttp_request_get_output_headers(req)
         addHeaders(out, response.headers)
         if isHead {

@@ -37,6 +37,10 @@ final class LoopHTTP: @unchecked Sendable {
     var freeingAll = false
     /// The `Date` header value, formatted once per second.
     var date = DateHeaderCache()
+    /// `config.commonHeaders` as wire lines for `RawReply`; nil when complete responses go through
+    /// evhttp's header list instead (`directReplies` off, a common header `RawReply` cannot write,
+    /// or a libevent other than the release whose `struct evhttp_request` it reads).
+    let rawCommonHeaders: [UInt8]?
     /// This loop's request counts and latencies (merged across loops when /metrics is read).
     private(set) var requestMetrics = RequestMetrics()
     // Read on every request: kept here so the hot path copies no configuration struct and
@@ -65,6 +69,9 @@ final class LoopHTTP: @unchecked Sendable {
         router = server.router
         logger = server.logger
         debugLogging = server.logger.logLevel <= .debug
+        rawCommonHeaders =
+            server.configuration.directReplies && clibevent_raw_reply_supported() != 0
+            ? RawReply.headerBlock(server.configuration.commonHeaders) : nil
         let cfg = config
         let http = evhttp_new(loop.base)!
         self.http = http
@@ -75,7 +82,9 @@ final class LoopHTTP: @unchecked Sendable {
         if var idle = idleTimeval {
             evhttp_set_timeout_tv(http, &idle)  // read and write; `attach` gives writes their own
         }
-        evhttp_set_default_content_type(http, "application/octet-stream")
+        RawReply.defaultContentType.withUTF8Buffer { name in
+            name.withMemoryRebound(to: CChar.self) { evhttp_set_default_content_type(http, $0.baseAddress) }
+        }
         evhttp_set_bevcb(
             http,
             { _, arg in
@@ -295,6 +304,9 @@ final class LoopHTTP: @unchecked Sendable {
             method: method, rawPath: rawPath, rawQuery: rawQuery, headers: headers, body: body, loop: loop)
         router.dispatch(request, knownMethod: knownMethod, to: responder)
     }
+
+    /// Counts one response `RawReply` wrote (`http_direct_replies_total`).
+    func countDirectReply() { requestMetrics.directReplies &+= 1 }
 
     /// Records the request metrics and the debug log line for one answered request.
     func record(route: String, routeIndex: Int, method: HTTPMethod, status: Int, startNanos: UInt64) {

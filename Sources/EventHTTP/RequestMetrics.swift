@@ -2,7 +2,8 @@
 /// plain arrays owned by the loop, so recording a request takes no lock and no atomic operation.
 /// `/metrics` merges a copy of every loop's (`HTTPServer.requestMetricsExposition`), in the
 /// Prometheus text format swift-prometheus used before: `http_requests_total` and
-/// `http_request_duration_seconds`.
+/// `http_request_duration_seconds`; plus `http_direct_replies_total`, the complete responses written
+/// in one piece (`RawReply`) rather than through evhttp's header list.
 ///
 /// Threading: a value; each loop mutates its own on its thread and hands out copies.
 struct RequestMetrics: Sendable {
@@ -39,6 +40,8 @@ struct RequestMetrics: Sendable {
 
     /// By `routeIndex + 2` (so the two negative indices fit).
     private(set) var routes: [Route?] = []
+    /// Complete responses `RawReply` wrote (the others went through evhttp's header list).
+    var directReplies = 0
 
     /// Records one answered request.
     mutating func record(route: String, routeIndex: Int, method: HTTPMethod, status: Int, nanos: Int64) {
@@ -50,6 +53,7 @@ struct RequestMetrics: Sendable {
 
     /// Adds another loop's figures (the same router, so the same route indices).
     mutating func merge(_ other: RequestMetrics) {
+        directReplies += other.directReplies
         if other.routes.count > routes.count {
             routes.append(contentsOf: repeatElement(nil, count: other.routes.count - routes.count))
         }
@@ -73,7 +77,7 @@ struct RequestMetrics: Sendable {
         }
     }
 
-    /// The Prometheus text exposition of both metric families (empty before the first request).
+    /// The Prometheus text exposition of the three metric families (empty before the first request).
     func exposition() -> String {
         let present = routes.compactMap { $0 }
         guard !present.isEmpty else { return "" }
@@ -96,6 +100,7 @@ struct RequestMetrics: Sendable {
             out += "http_request_duration_seconds_sum{route=\"\(r.name)\"} \(Double(r.sumNanos) / 1e9)\n"
             out += "http_request_duration_seconds_count{route=\"\(r.name)\"} \(r.count)\n"
         }
+        out += "# TYPE http_direct_replies_total counter\nhttp_direct_replies_total \(directReplies)\n"
         return out
     }
 }

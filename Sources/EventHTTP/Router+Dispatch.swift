@@ -1,8 +1,9 @@
 extension Router {
     /// Routes one request to its handler, or answers `405` (with `Allow`) or `404` problem JSON, or
     /// hands it to the fallback. The socket path (`LoopHTTP`) and `InProcessClient` both come here.
-    /// `knownMethod` is nil for a method evhttp parsed but HTTPMethod does not list.
-    func dispatch(_ request: HTTPRequest, knownMethod: HTTPMethod?, to responder: HTTPResponder) {
+    /// `knownMethod` is nil for a method evhttp parsed but HTTPMethod does not list. Takes the
+    /// request over (`consuming`): setting its parameters copies no field.
+    func dispatch(_ request: consuming HTTPRequest, knownMethod: HTTPMethod?, to responder: HTTPResponder) {
         var request = request
         var match = match(method: request.method, rawPath: request.rawPath)
         if knownMethod == nil, case .notFound = match, fallback != nil {

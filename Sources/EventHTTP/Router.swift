@@ -141,8 +141,11 @@ public final class Router: @unchecked Sendable {
     }
 
     private func outcome(index: Int, method: HTTPMethod, parameters: RouteParameters) -> Match? {
-        let handlers = routes[index].byMethod
-        guard let h = handlers[method.index] ?? (method == .HEAD ? handlers[HTTPMethod.GET.index] : nil) else {
+        // the handler read in place (no copy of the route's handler array)
+        guard
+            let h = routes[index].byMethod[method.index]
+                ?? (method == .HEAD ? routes[index].byMethod[HTTPMethod.GET.index] : nil)
+        else {
             return nil
         }
         return .handler(h, route: routes[index].pattern, routeIndex: index, parameters: parameters)
