@@ -53,6 +53,8 @@ final class ConnectionState {
     private var streaming = false
     private var writeWatching = false
     private var rejectionScheduled = false
+    /// Closing because too much unread input arrived behind the request being answered.
+    private var flooded = false
     var isClosed = false
 
     /// A refused request's rejection, boxed (see `refused`).
@@ -121,7 +123,32 @@ final class ConnectionState {
             }
         }
         if refused != nil { return settleRejection() }
-        if !handling && !readArmed && owner.readTimeoutEnabled { armReadDeadline() }
+        if handling { return limitUnreadInput() }
+        if !readArmed && owner.readTimeoutEnabled { armReadDeadline() }
+    }
+
+    /// While a request is answered evhttp does not parse what arrives behind it, but libevent keeps
+    /// reading (that is how a stream notices its peer leave): the bytes collect in the input buffer,
+    /// for a stream's whole life. More than one largest request (headers + body limits) waiting there
+    /// is not pipelining but a flood: the connection is closed (from a zero-delay event, not inside
+    /// libevent's read) and its input dropped at once.
+    private func limitUnreadInput() {
+        guard !flooded, let input = bufferevent_get_input(bev),
+            evbuffer_get_length(input) > owner.config.maxHeaderBytes + owner.config.maxBodyBytes
+        else { return }
+        flooded = true
+        owner.metrics.unreadInputCloses.increment()
+        evbuffer_drain(input, evbuffer_get_length(input))
+        bufferevent_disable(bev, Int16(EV_READ))
+        var now = timeval(tv_sec: 0, tv_usec: 0)
+        event_base_once(
+            owner.loop.base, -1, Int16(EV_TIMEOUT),
+            { _, _, arg in
+                let state = Unmanaged<ConnectionState>.fromOpaque(arg!).takeRetainedValue()
+                guard !state.isClosed, let evcon = state.evcon else { return }
+                state.freeingOurselves = true
+                evhttp_connection_free(evcon)
+            }, Unmanaged.passRetained(self).toOpaque(), &now)
     }
 
     /// Feeds the last `added` bytes of the input buffer to `framing` (in place, no copy).

@@ -14,6 +14,9 @@ final class ServerMetrics: Sendable {
     let rejectedConnections: CoreMetrics.Counter
     /// Streaming responses closed because their peer accepted no bytes for the write time-out.
     let streamWriteTimeouts: CoreMetrics.Counter
+    /// Connections closed because their peer sent more than one request's limits while a response
+    /// (typically a stream) was still being answered.
+    let unreadInputCloses: CoreMetrics.Counter
     /// Exact count of open connections across loops (the limit is checked against it).
     let connectionCount = Atomic<Int>(0)
     /// Requests handed to handlers and not yet answered (including open streams), across loops.
@@ -26,5 +29,6 @@ final class ServerMetrics: Sendable {
         readTimeouts = CoreMetrics.Counter(label: "http_request_read_timeouts_total", factory: factory)
         rejectedConnections = CoreMetrics.Counter(label: "http_rejected_connections_total", factory: factory)
         streamWriteTimeouts = CoreMetrics.Counter(label: "http_stream_write_timeouts_total", factory: factory)
+        unreadInputCloses = CoreMetrics.Counter(label: "http_unread_input_closes_total", factory: factory)
     }
 }

@@ -74,6 +74,59 @@ final class StreamTests: XCTestCase {
         XCTAssertEqual(t.server.openConnections, 0)
     }
 
+    /// A peer that keeps sending while its stream is open: libevent keeps reading (close detection),
+    /// so without a bound the bytes would pile up in the input buffer for the stream's whole life.
+    /// Past one largest request's worth the connection is closed; the server serves others.
+    func testBytesSentBehindAnOpenStreamAreBoundedByClosingTheConnection() throws {
+        let s = Streams()
+        let t = try TestServer(
+            configure: { c in
+                c.maxHeaderBytes = 4096
+                c.maxBodyBytes = 4096
+            },
+            routes: { router in
+                router.add(.GET, "/stream") { _, responder in
+                    guard let stream = responder.startStream(headers: [("Content-Type", "text/event-stream")]) else {
+                        return
+                    }
+                    stream.onClose = { s.closed.fire() }
+                    stream.write(Array("data: hello\n\n".utf8))
+                    s.streams.append(stream)
+                    s.opened.fire()
+                }
+            })
+        let c = try WireConnection(port: t.port)
+        let (_, reader) = try c.openEventStream("/stream")
+        XCTAssertEqual(try reader.next()?.data, "hello")
+        XCTAssertTrue(s.opened.wait())
+        // Within the bound (a pipelined request's worth): the stream stays open.
+        try c.send(raw: "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        let stream = s.streams[0]
+        let probe = Signal()
+        stream.loop.execute {
+            stream.write(Array("data: still\n\n".utf8))
+            probe.fire()
+        }
+        XCTAssertTrue(probe.wait())
+        XCTAssertEqual(try reader.next()?.data, "still")
+        // Past it: closed, the stream told, nothing left open.
+        let flood = [UInt8](repeating: UInt8(ascii: "x"), count: 64 * 1024)
+        for _ in 0..<4 { try? c.send(raw: flood) }
+        XCTAssertTrue(s.closed.wait(10), "the flooding peer's stream was closed")
+        XCTAssertTrue(c.waitForClose(timeout: 10))
+        let after = Signal()
+        final class Box: @unchecked Sendable { var closed = false }
+        let box = Box()
+        stream.loop.execute {
+            box.closed = stream.isClosed
+            after.fire()
+        }
+        XCTAssertTrue(after.wait())
+        XCTAssertTrue(box.closed)
+        let other = try WireConnection(port: t.port)
+        XCTAssertEqual(try other.request("GET", "/hello").status, 200)
+    }
+
     func testQueuedBytesGrowWhenTheReaderStopsReading() throws {
         let s = Streams()
         let t = try makeServer(s)
