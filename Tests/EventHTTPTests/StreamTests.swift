@@ -11,18 +11,20 @@ final class StreamTests: XCTestCase {
         let closed = Signal()
     }
 
-    func makeServer(_ s: Streams) throws -> TestServer {
-        try TestServer(routes: { router in
-            router.add(.GET, "/stream") { _, responder in
-                guard let stream = responder.startStream(headers: [("Content-Type", "text/event-stream")]) else {
-                    return
+    func makeServer(_ s: Streams, configure: (inout HTTPServer.Configuration) -> Void = { _ in }) throws -> TestServer {
+        try TestServer(
+            configure: configure,
+            routes: { router in
+                router.add(.GET, "/stream") { _, responder in
+                    guard let stream = responder.startStream(headers: [("Content-Type", "text/event-stream")]) else {
+                        return
+                    }
+                    stream.onClose = { s.closed.fire() }
+                    stream.write(Array("data: hello\n\n".utf8))
+                    s.streams.append(stream)
+                    s.opened.fire()
                 }
-                stream.onClose = { s.closed.fire() }
-                stream.write(Array("data: hello\n\n".utf8))
-                s.streams.append(stream)
-                s.opened.fire()
-            }
-        })
+            })
     }
 
     func testStreamDeliversChunksAndEnds() throws {
@@ -79,22 +81,10 @@ final class StreamTests: XCTestCase {
     /// Past one largest request's worth the connection is closed; the server serves others.
     func testBytesSentBehindAnOpenStreamAreBoundedByClosingTheConnection() throws {
         let s = Streams()
-        let t = try TestServer(
-            configure: { c in
-                c.maxHeaderBytes = 4096
-                c.maxBodyBytes = 4096
-            },
-            routes: { router in
-                router.add(.GET, "/stream") { _, responder in
-                    guard let stream = responder.startStream(headers: [("Content-Type", "text/event-stream")]) else {
-                        return
-                    }
-                    stream.onClose = { s.closed.fire() }
-                    stream.write(Array("data: hello\n\n".utf8))
-                    s.streams.append(stream)
-                    s.opened.fire()
-                }
-            })
+        let t = try makeServer(s) { c in
+            c.maxHeaderBytes = 4096
+            c.maxBodyBytes = 4096
+        }
         let c = try WireConnection(port: t.port)
         let (_, reader) = try c.openEventStream("/stream")
         XCTAssertEqual(try reader.next()?.data, "hello")
