@@ -120,7 +120,7 @@ extension Application {
         let events = owned.pending
         owned.pending = []
         let c = SessionCommit(
-            lease: owned.lease, events: events, state: clusterState(of: s), isInput: isInput,
+            lease: owned.lease, events: events, state: clusterState(of: s, memos: &owned.storedForms), isInput: isInput,
             idempotencyKey: idempotencyKey)
         cluster.stores[s.home.loop.index].commit(c) { result in
             switch result {
@@ -328,17 +328,45 @@ extension Application {
     // MARK: stored form
 
     /// The bytes stored as a session's state: its durable envelope (`Session.durableState`'s shape) plus
-    /// `outputs`, the view models' snapshot outputs, so any node answers `GET /state` without running them.
-    func clusterState(of s: Session) -> [UInt8] {
-        var durable = JSONObject()
-        var outputs = JSONObject()
-        for vm in s.viewModels {
-            durable[vm.name] = vm.durableState
-            outputs[vm.name] = .object(vm.snapshot)
+    /// `outputs`, the view models' snapshot outputs, so any node answers `GET /state` without running them:
+    /// `{"version":1,"viewModels":{name: durableState, …},"outputs":{name: snapshot, …}}`, the same bytes as
+    /// building that `JSONValue` and serializing it. Each view model's parts come from its memo in `memos`
+    /// (made on first use, one per view model, kept by the owner between commits), so a commit encodes
+    /// only the view models that changed since the last one (owner loop).
+    func clusterState(of s: Session, memos: inout [StoredFormMemo]) -> [UInt8] {
+        let vms = s.viewModels
+        if memos.count != vms.count { memos = vms.map { _ in StoredFormMemo() } }
+        var size = 48
+        for (vm, memo) in zip(vms, memos) {
+            memo.refresh(vm)
+            size += 2 * vm.name.utf8.count + memo.durable.count + memo.snapshot.count + 8
         }
-        return JSONValue.object([
-            "version": .int(Session.durableVersion), "viewModels": .object(durable), "outputs": .object(outputs),
-        ]).bytes
+        var out: [UInt8] = []
+        out.reserveCapacity(size)
+        out.append(contentsOf: #"{"version":"#.utf8)
+        JSONValue.writeInt(Session.durableVersion, into: &out)
+        out.append(contentsOf: #","viewModels":{"#.utf8)
+        for (i, (vm, memo)) in zip(vms, memos).enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            JSONValue.writeString(vm.name, into: &out)
+            out.append(UInt8(ascii: ":"))
+            out.append(contentsOf: memo.durable)
+        }
+        out.append(contentsOf: #"},"outputs":{"#.utf8)
+        for (i, (vm, memo)) in zip(vms, memos).enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            JSONValue.writeString(vm.name, into: &out)
+            out.append(UInt8(ascii: ":"))
+            out.append(contentsOf: memo.snapshot)
+        }
+        out.append(contentsOf: "}}".utf8)
+        return out
+    }
+
+    /// `clusterState(of:memos:)` without memos kept (a session's first commit).
+    func clusterState(of s: Session) -> [UInt8] {
+        var memos: [StoredFormMemo] = []
+        return clusterState(of: s, memos: &memos)
     }
 
     /// `GET /state`'s body from a stored snapshot, with this loop's copy of the shared `status` (loop `index`).

@@ -6,6 +6,7 @@ import Glibc
 import JSON
 import Logging
 import RedisClient
+import ViewModels
 
 /// Cluster mode's half of the composition: per loop, a Redis connection with its `RedisSessionStore`,
 /// a subscriber with its `RedisSessionEventFeed`, and the loop's cluster state (the sessions whose
@@ -183,6 +184,8 @@ final class OwnedSession: @unchecked Sendable {  // loop-bound by convention (ow
     var committedInputSeq: Int
     /// Duplicates (`Idempotency-Key`) of inputs whose commit is still in flight: answered once it lands.
     var waiters: [(inputSeq: Int, answer: (Bool) -> Void)] = []
+    /// Each view model's stored form as of the last commit (`Application.clusterState(of:memos:)`).
+    var storedForms: [StoredFormMemo] = []
 
     init(session: Session, lease: Lease, committedInputSeq: Int) {
         self.session = session
