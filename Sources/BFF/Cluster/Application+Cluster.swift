@@ -61,6 +61,7 @@ extension Application {
     {
         let owned = OwnedSession(session: session, lease: lease, committedInputSeq: committedInputSeq)
         let state = cluster.perLoop[home.loop.index]
+        state.value.heldElsewhere[session.id] = nil
         let store = cluster.stores[home.loop.index]
         // The session keeps `owned` (and `owned` the session) until it ends: `Session.end` drops the sink.
         session.eventSink = { [unowned self] name, data, isSignal in
@@ -200,16 +201,26 @@ extension Application {
         guard let home = home(of: id) else { return res.send(Application.noSession(id)) }
         let reply: @Sendable (HTTPResponse) -> Void = { res.sendFromAnyLoop($0) }
         home.loop.runOrExecute { [unowned self] in
-            self.withOwned(
-                id, cluster: cluster, home: home, reply: reply,
-                onHeld: { ms in
-                    let input = ForwardedInput(
-                        sessionID: id, viewModel: vmName, input: input, value: value, idempotencyKey: key)
-                    self.forward(input, cluster: cluster, home: home, remainingMilliseconds: ms, reply: reply)
+            let forwarded = ForwardedInput(
+                sessionID: id, viewModel: vmName, input: input, value: value, idempotencyKey: key)
+            // `acquire`, then apply here or forward; when the forward reaches nobody (the owner has just
+            // released the session, or is not subscribed yet), `acquire` once more.
+            func acquireFirst(retries: Int) {
+                self.withOwned(
+                    id, cluster: cluster, home: home, reply: reply,
+                    onHeld: { ms in
+                        self.rememberHolder(id, remainingMilliseconds: ms, cluster: cluster, home: home)
+                        self.forward(
+                            forwarded, cluster: cluster, home: home, remainingMilliseconds: ms, reply: reply,
+                            onNobody: retries > 0 ? { acquireFirst(retries: retries - 1) } : nil)
+                    }
+                ) { owned in
+                    self.applyInput(
+                        owned, cluster: cluster, viewModel: vmName, input: input, value: value, key: key, reply: reply)
                 }
-            ) { owned in
-                self.applyInput(
-                    owned, cluster: cluster, viewModel: vmName, input: input, value: value, key: key, reply: reply)
+            }
+            self.forwardToKnownHolder(forwarded, cluster: cluster, home: home, reply: reply) {
+                acquireFirst(retries: 1)
             }
         }
     }

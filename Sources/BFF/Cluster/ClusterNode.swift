@@ -167,6 +167,9 @@ struct ClusterLoopState {
     var fed: [String: FedSession] = [:]
     /// Inputs forwarded from this loop to other nodes, waiting for their answers.
     var forwards: [Int: PendingForward] = [:]
+    /// Sessions whose live lease another node held when this loop last asked (`acquire`), until when
+    /// (`Application.now()`): their inputs are forwarded without asking again (`forwardToKnownHolder`).
+    var heldElsewhere: [String: Double] = [:]
     var nextForward = 0
     /// The timer that looks for orphaned sessions among those streamed here.
     var orphanTimer: LoopTimer?
