@@ -24,7 +24,15 @@ public final class RedisSubscriber: @unchecked Sendable {
     }
     private var channels: [String: Subscription] = [:]
     private var patterns: [String: Subscription] = [:]
-    private var unsubscribing: [String: UInt] = [:]
+    /// Channels whose `UNSUBSCRIBE` Redis has not confirmed yet: their messages still reach the handler
+    /// they had (Redis delivers what was published before the unsubscribe, then confirms it).
+    private var unsubscribing: [String: Draining] = [:]
+
+    private struct Draining {
+        var id: UInt
+        var handler: (RedisMessage) -> Void
+        var onUnsubscribed: [() -> Void]
+    }
 
     /// A subscriber connecting to `configuration` on `loop`; call `start()` on the loop.
     public init(loop: EventLoop, configuration: RedisConfiguration, logger: Logger = Logger(label: "redis.sub")) {
@@ -32,7 +40,7 @@ public final class RedisSubscriber: @unchecked Sendable {
         connection.onStateChange = { [weak self] state in
             guard let self else { return }
             for observe in self.stateObservers { observe(state) }
-            if state == .ready { self.resubscribeAll() }
+            if state == .ready { self.resubscribeAll() } else { self.completeUnsubscribes() }
         }
     }
 
@@ -50,6 +58,7 @@ public final class RedisSubscriber: @unchecked Sendable {
         channels.removeAll()
         patterns.removeAll()
         connection.close()
+        completeUnsubscribes()
     }
 
     /// Subscribes `handler` to `channel` (replacing an earlier handler). `onSubscribed` runs each
@@ -79,17 +88,49 @@ public final class RedisSubscriber: @unchecked Sendable {
         issue(pattern: pattern)
     }
 
-    /// Stops delivering `channel`. Loop thread only.
-    public func unsubscribe(channel: String) {
-        guard let sub = channels.removeValue(forKey: channel) else { return }
-        if let id = sub.id {
-            unsubscribing[channel] = id
-            connection.sendWithoutReply(["UNSUBSCRIBE", RedisArg(channel)])
+    /// Stops delivering `channel`. Messages Redis sends before it confirms the unsubscribe (those
+    /// published before Redis processed it) still reach the channel's handler; `onUnsubscribed` runs once
+    /// Redis has confirmed it, i.e. once no later `PUBLISH` to the channel can reach this subscriber (at
+    /// once when the channel was not subscribed on the connection; on a reconnect, when the connection
+    /// dropped, which ends every subscription). Loop thread only.
+    public func unsubscribe(channel: String, onUnsubscribed: (() -> Void)? = nil) {
+        guard let sub = channels.removeValue(forKey: channel) else {
+            if let onUnsubscribed {
+                if unsubscribing[channel] != nil {
+                    unsubscribing[channel]?.onUnsubscribed.append(onUnsubscribed)
+                } else {
+                    onUnsubscribed()
+                }
+            }
+            return
+        }
+        guard let id = sub.id, connection.state == .ready else {
+            onUnsubscribed?()
+            return
+        }
+        unsubscribing[channel] = Draining(
+            id: id, handler: sub.handler, onUnsubscribed: onUnsubscribed.map { [$0] } ?? [])
+        connection.sendWithoutReply(["UNSUBSCRIBE", RedisArg(channel)])
+    }
+
+    /// Waits until Redis confirms the unsubscribe of `channel` (see `unsubscribe(channel:onUnsubscribed:)`).
+    /// Any thread.
+    public func unsubscribe(channel: String) async {
+        await withCheckedContinuation { (k: CheckedContinuation<Void, Never>) in
+            connection.loop.runOrExecute { self.unsubscribe(channel: channel) { k.resume() } }
         }
     }
 
-    private func resubscribeAll() {
+    /// The connection is gone (or made again): nothing is subscribed on it, so every unsubscribe under
+    /// way is complete.
+    private func completeUnsubscribes() {
+        let drained = unsubscribing
         unsubscribing.removeAll()
+        for d in drained.values { for done in d.onUnsubscribed { done() } }
+    }
+
+    private func resubscribeAll() {
+        completeUnsubscribes()
         for channel in channels.keys { issue(channel: channel) }
         for pattern in patterns.keys { issue(pattern: pattern) }
     }
@@ -114,7 +155,12 @@ public final class RedisSubscriber: @unchecked Sendable {
         switch (kind, items.count) {
         case ("message", 3):
             guard let channel = items[1].string, let payload = items[2].bytes else { return }
-            channels[channel]?.handler(RedisMessage(channel: channel, payload: payload))
+            let message = RedisMessage(channel: channel, payload: payload)
+            if let sub = channels[channel] {
+                sub.handler(message)
+            } else {
+                unsubscribing[channel]?.handler(message)
+            }
         case ("pmessage", 4):
             guard let pattern = items[1].string, let channel = items[2].string, let payload = items[3].bytes else {
                 return
@@ -125,8 +171,9 @@ public final class RedisSubscriber: @unchecked Sendable {
         case ("psubscribe", 3):
             if let pattern = items[1].string { patterns[pattern]?.onSubscribed?() }
         case ("unsubscribe", 3):
-            if let channel = items[1].string, let id = unsubscribing.removeValue(forKey: channel) {
-                connection.forget(id)
+            if let channel = items[1].string, let d = unsubscribing.removeValue(forKey: channel) {
+                connection.forget(d.id)
+                for done in d.onUnsubscribed { done() }
             }
         default: break
         }

@@ -30,6 +30,17 @@ enum DurableCoding {
         }
     }
 
+    /// `value` as JSON text, straight from `JSONEncoder` (no parse and serialize again): what `encode`
+    /// gives, as text. Its object members may come in any order (Foundation's keyed containers do not keep
+    /// one, even between two calls), as they already did through `encode`; readers parse it.
+    static func encodeBytes<T: Encodable>(_ value: T) -> [UInt8] {
+        do {
+            return Array(try JSONEncoder().encode(value))
+        } catch {
+            preconditionFailure("durable state of type \(T.self) does not encode: \(error)")
+        }
+    }
+
     /// A `T` decoded from `json`; a `malformed` error naming the field otherwise.
     static func decode<T: Decodable>(_ type: T.Type, from json: JSONValue, viewModel: String)
         throws(DurableStateError) -> T

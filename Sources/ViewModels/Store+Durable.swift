@@ -9,13 +9,37 @@ extension Store {
     /// Handles (tasks, timers) are never stored. Read it before `close()`, which forgets the effects under
     /// way (a loading search stored after it still resumes, but its answer then carries no `inputSeq`).
     public var durableState: JSONValue {
+        let effects = durableEffects
+        return [
+            "version": .int(feature.stateVersion), "state": DurableCoding.encode(state), "effects": .object(effects),
+        ]
+    }
+
+    /// `durableState` as JSON text, built without the `JSONValue` round trip: the envelope's members in
+    /// the same order, the state as `JSONEncoder` wrote it (its members in Foundation's order, which
+    /// `durableState.bytes` does not keep either). Parses to a value equal to `durableState`. Owner only.
+    public var durableStateBytes: [UInt8] {
+        let effects = durableEffects
+        let state = DurableCoding.encodeBytes(self.state)
+        var out: [UInt8] = []
+        out.reserveCapacity(state.count + 48)
+        out.append(contentsOf: #"{"version":"#.utf8)
+        JSONValue.writeInt(feature.stateVersion, into: &out)
+        out.append(contentsOf: #","state":"#.utf8)
+        out.append(contentsOf: state)
+        out.append(contentsOf: #","effects":"#.utf8)
+        effects.write(into: &out)
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
+    /// `effects` of the stored form: each cancellable effect under way and its `inputSeq`, by name.
+    private var durableEffects: JSONObject {
         var effects = JSONObject()
         for (id, inputSeq) in effectInputSeqs.sorted(by: { $0.key.name < $1.key.name }) {
             effects[id.name] = .optional(inputSeq)
         }
-        return [
-            "version": .int(feature.stateVersion), "state": DurableCoding.encode(state), "effects": .object(effects),
-        ]
+        return effects
     }
 
     /// Restores the state from `durableState`'s form (owner only) and resumes the work the feature says was
@@ -51,5 +75,57 @@ extension Store {
         }
         let decoded = try DurableCoding.decode(Feature.State.self, from: stored, viewModel: name)
         replaceState(with: decoded, inputSeqs: inputSeqs)
+    }
+}
+
+/// A view model's stored form as JSON text — `durableState` and `snapshot` — kept while the view model's
+/// state and the effects under way are unchanged (cluster mode stores both on every commit of a session,
+/// though an input usually changes one view model of several). Owner only, like its view model.
+public final class StoredFormMemo {
+    /// `durableState`'s compact JSON text (as of the last `refresh`).
+    public private(set) var durable: [UInt8] = []
+    /// `snapshot`'s compact JSON text, an object (as of the last `refresh`).
+    public private(set) var snapshot: [UInt8] = []
+    /// How many times `refresh` encoded (tests).
+    public private(set) var encodings = 0
+    /// True while the bytes above still describe the view model they were made from.
+    private var isCurrent: (() -> Bool)?
+
+    public init() {}
+
+    /// Makes `durable` and `snapshot` describe `vm` now: encodes only when its state or its effects under
+    /// way changed since the last call (a `Store` compares its `Equatable` state with the copy kept here,
+    /// which costs little while nothing changed: unchanged arrays and strings share their storage).
+    /// `snapshot` is exactly `JSONValue.object(vm.snapshot).bytes`; `durable` is `durableStateBytes` (it
+    /// parses to `vm.durableState`).
+    public func refresh(_ vm: some ViewModel) {
+        if let isCurrent, isCurrent() { return }
+        encodings += 1
+        snapshot = JSONValue.object(vm.snapshot).bytes
+        guard let source = vm as? any StoredFormSource else {
+            durable = vm.durableState.bytes
+            isCurrent = nil
+            return
+        }
+        durable = source.durableStateBytes
+        isCurrent = source.unchangedSince()
+    }
+}
+
+/// A view model that can tell whether it changed since a moment (`StoredFormMemo`).
+protocol StoredFormSource: AnyObject {
+    var durableStateBytes: [UInt8] { get }
+    /// A test, for later, of whether the stored form is still what it is now.
+    func unchangedSince() -> () -> Bool
+}
+
+extension Store: StoredFormSource {
+    func unchangedSince() -> () -> Bool {
+        let state = self.state
+        let effects = effectInputSeqs
+        return { [weak self] in
+            guard let self else { return false }
+            return self.state == state && self.effectInputSeqs == effects
+        }
     }
 }

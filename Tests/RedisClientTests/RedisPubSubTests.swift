@@ -1,3 +1,4 @@
+import Dispatch
 import EventHTTP
 import RedisClient
 import RedisTestSupport
@@ -77,6 +78,59 @@ final class RedisPubSubTests: XCTestCase {
             sub.close()
             publisher.close()
         }
+    }
+
+    /// Messages Redis sent before it processed an `UNSUBSCRIBE` still reach the handler, and the
+    /// confirmation callback runs after them: once it has run, a `PUBLISH` reaches nobody. The subscriber's
+    /// loop is held while three messages are published (their `PUBLISH`es, on another loop, report one
+    /// receiver), so they arrive after `unsubscribe` was called.
+    func testMessagesSentBeforeTheUnsubscribeReachTheHandlerAndThenItIsConfirmed() async throws {
+        let publisherLoop = startedLoop()
+        defer { publisherLoop.stop() }
+        let publisher = RedisConnection(loop: publisherLoop, configuration: configuration)
+        publisher.startFromAnyThread()
+        let (sub, iterator, out) = makeSubscriber()
+        var seen = iterator
+        loop.execute {
+            sub.subscribe(channel: "in:1", onSubscribed: { out.yield(.subscribed("in:1")) }) { out.yield(.message($0)) }
+        }
+        let subscribed = await seen.next()
+        XCTAssertEqual(subscribed, .subscribed("in:1"))
+        _ = await waitForState(publisher, .ready)
+        let published = DispatchSemaphore(value: 0)
+        loop.execute {
+            // Hold the subscriber's loop until Redis has sent the three messages to its socket.
+            _ = published.wait(timeout: .now() + 10)
+            sub.unsubscribe(channel: "in:1", onUnsubscribed: { out.yield(.subscribed("unsubscribed")) })
+        }
+        for i in 1...3 {
+            let n = await publisher.send(["PUBLISH", "in:1", RedisArg("m\(i)")])
+            XCTAssertEqual(n, .success(.integer(1)))
+        }
+        published.signal()
+        var delivered: [Seen] = []
+        while let next = await seen.next() {
+            delivered.append(next)
+            if next == .subscribed("unsubscribed") { break }
+        }
+        let expected = (1...3).map { Seen.message(RedisMessage(channel: "in:1", payload: Array("m\($0)".utf8))) }
+        XCTAssertEqual(
+            delivered, expected + [.subscribed("unsubscribed")], "confirmed after the messages sent before it")
+        let none = await publisher.send(["PUBLISH", "in:1", "late"])
+        XCTAssertEqual(none, .success(.integer(0)), "nobody receives once the unsubscribe is confirmed")
+
+        // The async form; unsubscribing a channel that is not subscribed completes at once.
+        loop.execute {
+            sub.subscribe(channel: "in:2", onSubscribed: { out.yield(.subscribed("in:2")) }) { out.yield(.message($0)) }
+        }
+        let again = await seen.next()
+        XCTAssertEqual(again, .subscribed("in:2"))
+        await sub.unsubscribe(channel: "in:2")
+        let gone = await publisher.send(["PUBLISH", "in:2", "late"])
+        XCTAssertEqual(gone, .success(.integer(0)))
+        await sub.unsubscribe(channel: "never-subscribed")
+        loop.execute { sub.close() }
+        await publisher.closeFromAnyThread()
     }
 
     func testSubscriptionsComeBackAfterARestart() async throws {

@@ -61,6 +61,7 @@ extension Application {
     {
         let owned = OwnedSession(session: session, lease: lease, committedInputSeq: committedInputSeq)
         let state = cluster.perLoop[home.loop.index]
+        state.value.heldElsewhere[session.id] = nil
         let store = cluster.stores[home.loop.index]
         // The session keeps `owned` (and `owned` the session) until it ends: `Session.end` drops the sink.
         session.eventSink = { [unowned self] name, data, isSignal in
@@ -120,7 +121,7 @@ extension Application {
         let events = owned.pending
         owned.pending = []
         let c = SessionCommit(
-            lease: owned.lease, events: events, state: clusterState(of: s), isInput: isInput,
+            lease: owned.lease, events: events, state: clusterState(of: s, memos: &owned.storedForms), isInput: isInput,
             idempotencyKey: idempotencyKey)
         cluster.stores[s.home.loop.index].commit(c) { result in
             switch result {
@@ -200,16 +201,26 @@ extension Application {
         guard let home = home(of: id) else { return res.send(Application.noSession(id)) }
         let reply: @Sendable (HTTPResponse) -> Void = { res.sendFromAnyLoop($0) }
         home.loop.runOrExecute { [unowned self] in
-            self.withOwned(
-                id, cluster: cluster, home: home, reply: reply,
-                onHeld: { ms in
-                    let input = ForwardedInput(
-                        sessionID: id, viewModel: vmName, input: input, value: value, idempotencyKey: key)
-                    self.forward(input, cluster: cluster, home: home, remainingMilliseconds: ms, reply: reply)
+            let forwarded = ForwardedInput(
+                sessionID: id, viewModel: vmName, input: input, value: value, idempotencyKey: key)
+            // `acquire`, then apply here or forward; when the forward reaches nobody (the owner has just
+            // released the session, or is not subscribed yet), `acquire` once more.
+            func acquireFirst(retries: Int) {
+                self.withOwned(
+                    id, cluster: cluster, home: home, reply: reply,
+                    onHeld: { ms in
+                        self.rememberHolder(id, remainingMilliseconds: ms, cluster: cluster, home: home)
+                        self.forward(
+                            forwarded, cluster: cluster, home: home, remainingMilliseconds: ms, reply: reply,
+                            onNobody: retries > 0 ? { acquireFirst(retries: retries - 1) } : nil)
+                    }
+                ) { owned in
+                    self.applyInput(
+                        owned, cluster: cluster, viewModel: vmName, input: input, value: value, key: key, reply: reply)
                 }
-            ) { owned in
-                self.applyInput(
-                    owned, cluster: cluster, viewModel: vmName, input: input, value: value, key: key, reply: reply)
+            }
+            self.forwardToKnownHolder(forwarded, cluster: cluster, home: home, reply: reply) {
+                acquireFirst(retries: 1)
             }
         }
     }
@@ -328,17 +339,45 @@ extension Application {
     // MARK: stored form
 
     /// The bytes stored as a session's state: its durable envelope (`Session.durableState`'s shape) plus
-    /// `outputs`, the view models' snapshot outputs, so any node answers `GET /state` without running them.
-    func clusterState(of s: Session) -> [UInt8] {
-        var durable = JSONObject()
-        var outputs = JSONObject()
-        for vm in s.viewModels {
-            durable[vm.name] = vm.durableState
-            outputs[vm.name] = .object(vm.snapshot)
+    /// `outputs`, the view models' snapshot outputs, so any node answers `GET /state` without running them:
+    /// `{"version":1,"viewModels":{name: durableState, …},"outputs":{name: snapshot, …}}`, the same bytes as
+    /// building that `JSONValue` and serializing it. Each view model's parts come from its memo in `memos`
+    /// (made on first use, one per view model, kept by the owner between commits), so a commit encodes
+    /// only the view models that changed since the last one (owner loop).
+    func clusterState(of s: Session, memos: inout [StoredFormMemo]) -> [UInt8] {
+        let vms = s.viewModels
+        if memos.count != vms.count { memos = vms.map { _ in StoredFormMemo() } }
+        var size = 48
+        for (vm, memo) in zip(vms, memos) {
+            memo.refresh(vm)
+            size += 2 * vm.name.utf8.count + memo.durable.count + memo.snapshot.count + 8
         }
-        return JSONValue.object([
-            "version": .int(Session.durableVersion), "viewModels": .object(durable), "outputs": .object(outputs),
-        ]).bytes
+        var out: [UInt8] = []
+        out.reserveCapacity(size)
+        out.append(contentsOf: #"{"version":"#.utf8)
+        JSONValue.writeInt(Session.durableVersion, into: &out)
+        out.append(contentsOf: #","viewModels":{"#.utf8)
+        for (i, (vm, memo)) in zip(vms, memos).enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            JSONValue.writeString(vm.name, into: &out)
+            out.append(UInt8(ascii: ":"))
+            out.append(contentsOf: memo.durable)
+        }
+        out.append(contentsOf: #"},"outputs":{"#.utf8)
+        for (i, (vm, memo)) in zip(vms, memos).enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            JSONValue.writeString(vm.name, into: &out)
+            out.append(UInt8(ascii: ":"))
+            out.append(contentsOf: memo.snapshot)
+        }
+        out.append(contentsOf: "}}".utf8)
+        return out
+    }
+
+    /// `clusterState(of:memos:)` without memos kept (a session's first commit).
+    func clusterState(of s: Session) -> [UInt8] {
+        var memos: [StoredFormMemo] = []
+        return clusterState(of: s, memos: &memos)
     }
 
     /// `GET /state`'s body from a stored snapshot, with this loop's copy of the shared `status` (loop `index`).

@@ -34,16 +34,22 @@ struct ForwardedInput {
 }
 
 /// An answer on its way back: the correlation number and the HTTP response to send.
+/// `moved` (`"m": true`) marks the answer of a node that does not run the session (any more): the input
+/// was not applied there, and another receiver of the same `PUBLISH` may be applying it (a node that
+/// just took the session over while the one it took it from was still unsubscribing). Nodes that do not
+/// know the mark ignore it.
 enum ForwardedReply {
-    static func encode(correlation: Int, _ r: HTTPResponse) -> [UInt8] {
+    static func encode(correlation: Int, _ r: HTTPResponse, moved: Bool = false) -> [UInt8] {
         let headers = r.headers.map { JSONValue.array([.string($0.0), .string($0.1)]) }
-        return JSONValue.object([
+        var object: JSONObject = [
             "c": .int(correlation), "s": .int(r.status), "h": .array(headers),
             "b": .string(String(decoding: r.body, as: UTF8.self)),
-        ]).bytes
+        ]
+        if moved { object["m"] = .bool(true) }
+        return JSONValue.object(object).bytes
     }
 
-    static func decode(_ bytes: [UInt8]) -> (correlation: Int, response: HTTPResponse)? {
+    static func decode(_ bytes: [UInt8]) -> (correlation: Int, response: HTTPResponse, moved: Bool)? {
         guard let v = try? JSONValue.parse(bytes), let c = v["c"]?.intValue, let s = v["s"]?.intValue,
             case .array(let hs)? = v["h"], let b = v["b"]?.stringValue
         else { return nil }
@@ -53,7 +59,7 @@ enum ForwardedReply {
             else { return nil }
             headers.append((k, value))
         }
-        return (c, HTTPResponse(status: s, headers: headers, body: Array(b.utf8)))
+        return (c, HTTPResponse(status: s, headers: headers, body: Array(b.utf8)), v["m"] == .bool(true))
     }
 }
 
@@ -61,14 +67,21 @@ enum ForwardedReply {
 struct PendingForward {
     var reply: (HTTPResponse) -> Void
     var timer: LoopTimer
+    var sessionID: String
+    /// How many subscribers the `PUBLISH` reached (nil until its reply is in).
+    var receivers: Int?
+    /// `moved` answers so far, and the last one: used only once every receiver has answered `moved`.
+    var movedAnswers = 0
+    var moved: HTTPResponse?
 }
 
 extension Application {
     /// Sends `input` to the session's owner through Redis and answers with the owner's answer, or `503`
-    /// (nobody runs it right now, or no answer in time) (loop `home`).
+    /// (nobody runs it right now, or no answer in time) (loop `home`). When the `PUBLISH` reaches nobody
+    /// (the input went nowhere) and `onNobody` is given, `onNobody` runs instead of the `503`.
     func forward(
         _ input: ForwardedInput, cluster: ClusterNode, home: SessionLoop, remainingMilliseconds ms: Int,
-        reply: @escaping (HTTPResponse) -> Void
+        reply: @escaping (HTTPResponse) -> Void, onNobody: (() -> Void)? = nil
     ) {
         let index = home.loop.index
         let state = cluster.perLoop[index]
@@ -82,17 +95,25 @@ extension Application {
                     detail: "the node running session '\(input.sessionID)' did not answer in time; the input may have "
                         + "been applied: retry with the same Idempotency-Key", headers: [("Retry-After", "1")]))
         }
-        state.value.forwards[correlation] = PendingForward(reply: reply, timer: timer)
+        state.value.forwards[correlation] = PendingForward(reply: reply, timer: timer, sessionID: input.sessionID)
         let payload = input.encode(replyTo: cluster.replyChannels[index], correlation: correlation)
         cluster.stores[index].connection.send([
             "PUBLISH", RedisArg(cluster.inputChannel(input.sessionID)), RedisArg(bytes: payload),
         ]) { result in
-            if case .success(let v) = result, (v.int ?? 0) > 0 {
+            if case .success(let v) = result, let n = v.int, n > 0 {
                 cluster.metrics.crossNodeInputs.increment()
-                return  // the owner got it: its answer (or the timer) completes the request
+                // The owner got it: its answer (or the timer) completes the request.
+                guard var pending = state.value.forwards[correlation] else { return }
+                pending.receivers = Int(n)
+                state.value.forwards[correlation] = pending
+                if let moved = pending.moved, pending.movedAnswers >= n {
+                    Application.complete(correlation, with: moved, cluster: cluster, loop: index)
+                }
+                return
             }
             guard let pending = state.value.forwards.removeValue(forKey: correlation) else { return }
             pending.timer.cancel()
+            if case .success = result, let onNobody { return onNobody() }
             if case .failure = result {
                 cluster.metrics.redisErrors.increment()
                 return pending.reply(
@@ -114,13 +135,14 @@ extension Application {
     func receiveForwarded(_ payload: [UInt8], cluster: ClusterNode, home: SessionLoop) {
         guard let (input, replyTo, correlation) = ForwardedInput.decode(payload) else { return }
         let store = cluster.stores[home.loop.index]
-        let reply: (HTTPResponse) -> Void = { response in
-            let bytes = ForwardedReply.encode(correlation: correlation, response)
+        let publish: (HTTPResponse, Bool) -> Void = { response, moved in
+            let bytes = ForwardedReply.encode(correlation: correlation, response, moved: moved)
             store.connection.send(["PUBLISH", RedisArg(replyTo), RedisArg(bytes: bytes)]) { _ in }
         }
+        let reply: (HTTPResponse) -> Void = { publish($0, false) }
         guard let owned = cluster.perLoop[home.loop.index].value.owned[input.sessionID] else {
-            return reply(
-                Application.response(to: .unavailable("moved"), cluster: cluster, sessionID: input.sessionID))
+            return publish(
+                Application.response(to: .unavailable("moved"), cluster: cluster, sessionID: input.sessionID), true)
         }
         if input.isDelete { return deleteOwned(owned, cluster: cluster, reply: reply) }
         applyInput(
@@ -128,13 +150,67 @@ extension Application {
             key: input.idempotencyKey, reply: reply)
     }
 
-    /// The sender's side: an owner answered a forwarded input (loop `index`).
+    /// The sender's side: an owner answered a forwarded input (loop `index`). A `moved` answer completes
+    /// the request only once every receiver of the `PUBLISH` has answered `moved` (another receiver may
+    /// be the session's new owner, applying the input); the session's remembered holder is forgotten.
     func receiveForwardReply(_ payload: [UInt8], cluster: ClusterNode, loop index: Int) {
-        guard let (correlation, response) = ForwardedReply.decode(payload),
-            let pending = cluster.perLoop[index].value.forwards.removeValue(forKey: correlation)
+        let state = cluster.perLoop[index]
+        guard let (correlation, response, moved) = ForwardedReply.decode(payload),
+            var pending = state.value.forwards[correlation]
         else { return }
+        guard moved else { return Application.complete(correlation, with: response, cluster: cluster, loop: index) }
+        state.value.heldElsewhere[pending.sessionID] = nil
+        pending.movedAnswers += 1
+        pending.moved = response
+        state.value.forwards[correlation] = pending
+        if let n = pending.receivers, pending.movedAnswers >= n {
+            Application.complete(correlation, with: response, cluster: cluster, loop: index)
+        }
+    }
+
+    /// Answers the forwarded input `correlation` of loop `index` with `response` (once).
+    static func complete(_ correlation: Int, with response: HTTPResponse, cluster: ClusterNode, loop index: Int) {
+        guard let pending = cluster.perLoop[index].value.forwards.removeValue(forKey: correlation) else { return }
         pending.timer.cancel()
         pending.reply(response)
+    }
+
+    /// Forwards `input` without asking Redis who holds the lease when this loop saw another node's live
+    /// lease on the session recently (`ClusterLoopState.heldElsewhere`, until that lease's remaining time
+    /// then): one round trip less per forwarded input. Otherwise, or when the `PUBLISH` reaches nobody
+    /// (the owner released the session and unsubscribed, or died), runs `otherwise` (the `acquire`, which
+    /// may take the session over). Nothing is lost or applied twice by skipping `acquire`: whoever
+    /// receives the input is subscribed because it runs the session (its commits are fenced), a
+    /// `PUBLISH` that reached nobody delivered the input nowhere, and a node that no longer runs the
+    /// session answers `moved` (loop `home`).
+    func forwardToKnownHolder(
+        _ input: ForwardedInput, cluster: ClusterNode, home: SessionLoop, reply: @escaping (HTTPResponse) -> Void,
+        otherwise: @escaping () -> Void
+    ) {
+        let state = cluster.perLoop[home.loop.index]
+        let id = input.sessionID
+        guard state.value.owned[id] == nil, let until = state.value.heldElsewhere[id] else { return otherwise() }
+        let left = until - now()
+        guard left > 0 else {
+            state.value.heldElsewhere[id] = nil
+            return otherwise()
+        }
+        forward(
+            input, cluster: cluster, home: home, remainingMilliseconds: Int(left * 1000), reply: reply,
+            onNobody: {
+                state.value.heldElsewhere[id] = nil
+                otherwise()
+            })
+    }
+
+    /// Remembers that another node holds session `id`'s lease for `ms` more milliseconds (loop `home`).
+    func rememberHolder(_ id: String, remainingMilliseconds ms: Int, cluster: ClusterNode, home: SessionLoop) {
+        let state = cluster.perLoop[home.loop.index]
+        let t = now()
+        if state.value.heldElsewhere.count >= 4096 {
+            state.value.heldElsewhere = state.value.heldElsewhere.filter { $0.value > t }
+        }
+        state.value.heldElsewhere[id] = t + Double(ms) / 1000
     }
 
     /// Every `streamedCheckInterval`, each loop tries to acquire the sessions it streams but nobody here

@@ -6,6 +6,7 @@ import Glibc
 import JSON
 import Logging
 import RedisClient
+import ViewModels
 
 /// Cluster mode's half of the composition: per loop, a Redis connection with its `RedisSessionStore`,
 /// a subscriber with its `RedisSessionEventFeed`, and the loop's cluster state (the sessions whose
@@ -90,9 +91,17 @@ final class ClusterNode: @unchecked Sendable {
         if case .unavailable = error { metrics.redisErrors.increment() }
     }
 
-    /// Releases every lease this node holds at once (graceful shutdown), waiting at most `timeout`
-    /// seconds for Redis to confirm. Any thread but a loop's.
-    func handOverAll(timeout: Double) {
+    /// Graceful shutdown (any thread but a loop's): every loop releases the leases it holds at once
+    /// (waiting at most `timeout` seconds for Redis), so other nodes take those sessions over without
+    /// waiting for the TTL; then it unsubscribes their input channels and waits, at most `drainTimeout`
+    /// seconds, for Redis to confirm. A node that found the lease just before its release may still
+    /// `PUBLISH` an input to this node: Redis delivers every message published before the unsubscribe
+    /// before confirming it, and each is answered at once with `503` ("moved", the session is no longer
+    /// owned here: its sender retries and takes it over). Last, one `PING` on the loop's command
+    /// connection, whose reply comes after those of the answers published on it, so they have reached
+    /// Redis before the loops stop. After a confirmed unsubscribe a `PUBLISH` reaches nobody and its
+    /// sender answers at once too: no forwarded input waits for the forward time-out.
+    func handOverAll(timeout: Double, drainTimeout: Double = 1) {
         let done = Countdown()
         for (i, state) in perLoop.enumerated() {
             let loop = state.loop
@@ -101,21 +110,53 @@ final class ClusterNode: @unchecked Sendable {
             loop.execute {
                 let owned = state.value.owned
                 state.value.owned = [:]
+                let steps = HandOverSteps()
+                let flush = {
+                    guard !steps.flushed else { return }
+                    steps.flushed = true
+                    self.stores[i].connection.send(["PING"], timeout: drainTimeout) { _ in done.finish() }
+                }
+                let drain = {
+                    guard !steps.draining else { return }
+                    steps.draining = true
+                    var left = owned.count
+                    if left == 0 { return flush() }
+                    let bound = loop.schedule(after: drainTimeout) { flush() }
+                    for id in owned.keys {
+                        self.subscribers[i].unsubscribe(channel: self.inputChannel(id)) {
+                            left -= 1
+                            if left == 0 {
+                                bound.cancel()
+                                flush()
+                            }
+                        }
+                    }
+                }
                 var left = owned.count
-                if left == 0 { return done.finish() }
+                if left == 0 { return drain() }
+                let bound = loop.schedule(after: timeout) { drain() }
                 for o in owned.values {
                     o.keeper?.stop()
                     o.keeper = nil
                     self.stores[i].release(o.lease) { r in
                         if case .success(true) = r { m.handOvers.increment() }
                         left -= 1
-                        if left == 0 { done.finish() }
+                        if left == 0 {
+                            bound.cancel()
+                            drain()
+                        }
                     }
                 }
             }
         }
-        done.wait(seconds: timeout)
+        done.wait(seconds: timeout + drainTimeout * 2 + 0.5)
     }
+}
+
+/// Where one loop's `handOverAll` is (that loop only).
+private final class HandOverSteps {
+    var draining = false
+    var flushed = false
 }
 
 /// One loop's cluster state (that loop only).
@@ -126,6 +167,9 @@ struct ClusterLoopState {
     var fed: [String: FedSession] = [:]
     /// Inputs forwarded from this loop to other nodes, waiting for their answers.
     var forwards: [Int: PendingForward] = [:]
+    /// Sessions whose live lease another node held when this loop last asked (`acquire`), until when
+    /// (`Application.now()`): their inputs are forwarded without asking again (`forwardToKnownHolder`).
+    var heldElsewhere: [String: Double] = [:]
     var nextForward = 0
     /// The timer that looks for orphaned sessions among those streamed here.
     var orphanTimer: LoopTimer?
@@ -143,6 +187,8 @@ final class OwnedSession: @unchecked Sendable {  // loop-bound by convention (ow
     var committedInputSeq: Int
     /// Duplicates (`Idempotency-Key`) of inputs whose commit is still in flight: answered once it lands.
     var waiters: [(inputSeq: Int, answer: (Bool) -> Void)] = []
+    /// Each view model's stored form as of the last commit (`Application.clusterState(of:memos:)`).
+    var storedForms: [StoredFormMemo] = []
 
     init(session: Session, lease: Lease, committedInputSeq: Int) {
         self.session = session

@@ -1,0 +1,127 @@
+import EventHTTP
+import Foundation
+import JSON
+import RedisClient
+import RedisTestSupport
+import WireClient
+import XCTest
+
+@testable import BFF
+
+/// Forwarding to a live owner: a node that saw another node's live lease forwards the next inputs
+/// without asking Redis again (one `acquire` round trip less), falls back to `acquire` when its `PUBLISH`
+/// reaches nobody, and a `moved` answer from a node that no longer runs the session does not hide the
+/// answer of the node that does.
+final class ClusterForwardingTests: XCTestCase {
+    var redis: RedisServerProcess!
+
+    override func setUpWithError() throws {
+        redis = try RedisServerProcess()
+    }
+
+    override func tearDown() {
+        redis?.kill()
+        redis = nil
+    }
+
+    private func node(_ name: String) throws -> LiveApp {
+        let url = redis.url
+        let app = try LiveApp { c in c.cluster = ClusterSettings(redisURL: url, nodeID: name, leaseTTL: 10) }
+        try waitUntil("\(name) ready", within: 10) {
+            (try? WireConnection.get(port: app.port, path: "/readyz").status) == 200
+        }
+        return app
+    }
+
+    private func name(_ app: LiveApp, _ id: String, _ value: String) throws -> WireResponse {
+        try app.post(id, "greeting", "name", #"{"value":"\#(value)"}"#)
+    }
+
+    private func inputSeq(_ r: WireResponse) -> Int? { (try? JSONValue.parse(r.body))?["inputSeq"]?.intValue }
+
+    /// Calls of `command` Redis has run so far, scripts' commands included (`INFO commandstats`).
+    private func calls(_ command: String) throws -> Int {
+        let port = String(redis.url.split(separator: ":").last ?? "")
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["redis-cli", "-p", port, "INFO", "commandstats"]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        for line in text.split(whereSeparator: \.isNewline) where line.hasPrefix("cmdstat_\(command):calls=") {
+            let digits = line.dropFirst("cmdstat_\(command):calls=".count).prefix { $0.isNumber }
+            return Int(digits) ?? 0
+        }
+        return 0
+    }
+
+    func testInputsAtANonOwnerAskWhoHoldsTheLeaseOnceThenGoStraightToTheOwner() throws {
+        let a = try node("a")
+        let b = try node("b")
+        let id = try a.createSession()
+        // `PTTL` runs only in `acquire`, when another node holds the lease (not in renewals or commits).
+        let before = try calls("pttl")
+        for i in 1...10 {
+            let r = try name(b, id, "n\(i)")
+            XCTAssertEqual(r.status, 202, "\(r)")
+            XCTAssertEqual(inputSeq(r), i)
+        }
+        XCTAssertEqual(try calls("pttl") - before, 1, "one acquire for ten forwarded inputs")
+        XCTAssertEqual(try a.state(id)["viewModels"]?["greeting"]?["buttonEnabled"], true)
+    }
+
+    func testAForwardThatReachesNobodyAcquiresAgainAndTakesTheSessionOver() throws {
+        let a = try node("a")
+        let b = try node("b")
+        let id = try a.createSession()
+        XCTAssertEqual(inputSeq(try name(b, id, "ann")), 1, "forwarded to A; B remembers A's lease")
+        a.app.shutdown()  // releases the lease and unsubscribes: B's next PUBLISH reaches nobody
+        let started = Date()
+        let r = try name(b, id, "bob")
+        XCTAssertEqual(r.status, 202, "B took the session over instead of answering 503: \(r)")
+        XCTAssertEqual(inputSeq(r), 2)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 1)
+        XCTAssertEqual(try b.state(id)["viewModels"]?["greeting"]?["buttonEnabled"], true)
+    }
+
+    func testAMovedAnswerFromAnotherReceiverDoesNotHideTheOwnersAnswer() async throws {
+        let a = try node("a")
+        let b = try node("b")
+        let id = try a.createSession()
+        let channel = try XCTUnwrap(a.app.cluster).inputChannel(id)
+        // A second subscriber of the session's input channel that answers every input at once with
+        // `moved`, as a node does that has just handed the session over and is still unsubscribing.
+        let loop = startedLoop()
+        defer { loop.stop() }
+        var configuration = try XCTUnwrap(RedisConfiguration(url: redis.url))
+        configuration.reconnectBase = 0.02
+        let publisher = RedisConnection(loop: loop, configuration: configuration)
+        let subscriber = RedisSubscriber(loop: loop, configuration: configuration)
+        let (subscribed, confirm) = AsyncStream<Void>.makeStream()
+        loop.execute {
+            publisher.start()
+            subscriber.start()
+            subscriber.subscribe(channel: channel, onSubscribed: { confirm.yield() }) { message in
+                guard let (_, replyTo, correlation) = ForwardedInput.decode(message.payload) else { return }
+                let moved = HTTPResponse.problem(
+                    status: 503, detail: "moved", headers: [("Retry-After", "1")])
+                let bytes = ForwardedReply.encode(correlation: correlation, moved, moved: true)
+                publisher.send(["PUBLISH", RedisArg(replyTo), RedisArg(bytes: bytes)]) { _ in }
+            }
+        }
+        var confirmations = subscribed.makeAsyncIterator()
+        _ = await confirmations.next()
+        _ = await waitForState(publisher, .ready)
+        for i in 1...5 {
+            let r = try name(b, id, "n\(i)")
+            XCTAssertEqual(r.status, 202, "the owner's answer, not the other receiver's moved: \(r)")
+            XCTAssertEqual(inputSeq(r), i)
+        }
+        loop.execute {
+            subscriber.close()
+            publisher.close()
+        }
+    }
+}

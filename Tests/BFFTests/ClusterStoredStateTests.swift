@@ -1,0 +1,67 @@
+import Foundation
+import JSON
+import ViewModels
+import XCTest
+
+@testable import BFF
+
+/// The stored state of a cluster commit, assembled from each view model's memoized parts, is the
+/// document it replaces (it parses to the same value: older nodes read it, and a node reads what they
+/// wrote; `JSONEncoder` never kept the members of an object in one order, so the bytes never were
+/// stable), and a commit that changes one view model encodes only that one.
+final class ClusterStoredStateTests: XCTestCase {
+    /// The stored state as it was built before the memos: one `JSONValue`, serialized.
+    private static func reference(_ s: Session) -> [UInt8] {
+        var durable = JSONObject()
+        var outputs = JSONObject()
+        for vm in s.viewModels {
+            durable[vm.name] = vm.durableState
+            outputs[vm.name] = .object(vm.snapshot)
+        }
+        return JSONValue.object([
+            "version": .int(Session.durableVersion), "viewModels": .object(durable), "outputs": .object(outputs),
+        ]).bytes
+    }
+
+    func testTheAssembledStateIsTheDocumentItReplacesAndOnlyChangedViewModelsAreEncoded() throws {
+        let t = try LiveApp()
+        let id = try t.createSession()
+        let kept = Memos()
+        /// (assembled, reference, encodings per view model) on the session's loop.
+        func commitNow() -> ([UInt8], [UInt8], [Int]) {
+            let home = t.app.home(of: id)!
+            let done = DispatchSemaphore(value: 0)
+            nonisolated(unsafe) var result: ([UInt8], [UInt8], [Int]) = ([], [], [])
+            home.loop.execute {
+                let s = home.sessions[id]!
+                let bytes = t.app.clusterState(of: s, memos: &kept.memos)
+                result = (bytes, Self.reference(s), kept.memos.map(\.encodings))
+                done.signal()
+            }
+            XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
+            return result
+        }
+        var (bytes, reference, first) = commitNow()
+        XCTAssertEqual(try JSONValue.parse(bytes), try JSONValue.parse(reference))
+        XCTAssertEqual(first, [1, 1])
+        (bytes, reference, first) = commitNow()
+        XCTAssertEqual(try JSONValue.parse(bytes), try JSONValue.parse(reference))
+        XCTAssertEqual(first, [1, 1], "nothing changed: nothing encoded")
+
+        _ = try t.post(id, "greeting", "name", #"{"value":"ann \"quoted\" / ü"}"#)
+        let (afterName, referenceAfterName, encodings) = commitNow()
+        XCTAssertEqual(try JSONValue.parse(afterName), try JSONValue.parse(referenceAfterName))
+        XCTAssertNotEqual(try JSONValue.parse(afterName), try JSONValue.parse(bytes))
+        XCTAssertEqual(encodings.reduce(0, +), 3, "one view model changed, one encoded again: \(encodings)")
+        _ = try t.post(id, "search", "query", #"{"value":"swift"}"#)
+        _ = try t.post(id, "greeting", "greet")
+        let (last, referenceLast, _) = commitNow()
+        XCTAssertEqual(try JSONValue.parse(last), try JSONValue.parse(referenceLast))
+        XCTAssertNotNil(try JSONValue.parse(last)["outputs"]?["greeting"]?["label"])
+    }
+}
+
+/// The memos a test keeps between "commits" (used on the session's loop only).
+private final class Memos: @unchecked Sendable {
+    var memos: [StoredFormMemo] = []
+}
