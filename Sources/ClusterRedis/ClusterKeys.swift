@@ -18,6 +18,8 @@ public struct ClusterKeys: Sendable, Equatable {
     public func events(_ id: String) -> String { "\(prefix):s:{\(id)}:ev" }
     /// STRING inputSeq, EX idempotency seconds: one `Idempotency-Key`.
     public func idempotency(_ id: String, _ key: String) -> String { "\(prefix):s:{\(id)}:idem:\(key)" }
+    /// ZSET member "<holder>/<stream>" → deadline (Redis ms): the session's open event streams, every node's.
+    public func streams(_ id: String) -> String { "\(prefix):s:{\(id)}:streams" }
     /// Pub/sub channel of the session's committed events ("<event id>\n<payload>").
     public func channel(_ id: String) -> String { "\(prefix):s:{\(id)}:ch" }
     /// Pub/sub channel of inputs forwarded to the node running the session (it subscribes while it does).

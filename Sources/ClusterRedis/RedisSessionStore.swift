@@ -5,6 +5,7 @@ import RedisClient
 ///
 /// Threading: bound to its connection's loop; call it there, completions run there.
 /// Each operation is one round trip (one script or one command).
+/// Stream deadlines are on Redis's clock (`TIME`), one clock for every node.
 public final class RedisSessionStore: SessionStore, @unchecked Sendable {
     /// The loop-bound connection used.
     public let connection: RedisConnection
@@ -65,14 +66,6 @@ public final class RedisSessionStore: SessionStore, @unchecked Sendable {
         connection.evalScript(
             SessionScripts.renew, keys: [RedisArg(keys.lease(lease.sessionID))],
             args: [RedisArg("\(lease.holder)|\(lease.token)"), RedisArg(limits.leaseMilliseconds)]
-        ) { r in completion(r.store { $0.int.map { $0 == 1 } }) }
-    }
-
-    /// Gives session `id` and its history their idle expiry again (one round trip); false if it is gone.
-    public func touch(sessionID id: String, completion: @escaping (Result<Bool, StoreError>) -> Void) {
-        connection.evalScript(
-            SessionScripts.touch, keys: [RedisArg(keys.session(id)), RedisArg(keys.events(id))],
-            args: [RedisArg(limits.idleTimeout)]
         ) { r in completion(r.store { $0.int.map { $0 == 1 } }) }
     }
 
@@ -163,8 +156,43 @@ public final class RedisSessionStore: SessionStore, @unchecked Sendable {
         let id = lease.sessionID
         connection.evalScript(
             SessionScripts.delete,
-            keys: [RedisArg(keys.session(id)), RedisArg(keys.events(id)), RedisArg(keys.lease(id))],
+            keys: [
+                RedisArg(keys.session(id)), RedisArg(keys.events(id)), RedisArg(keys.lease(id)),
+                RedisArg(keys.streams(id)),
+            ],
             args: [RedisArg(Int(lease.token))]
         ) { r in completion(r.store { _ in () }) }
+    }
+
+    public func admitStream(
+        sessionID: String, member: String, limit: Int, ttlMilliseconds: Int,
+        completion: @escaping (Result<Bool, StoreError>) -> Void
+    ) {
+        connection.evalScript(
+            SessionScripts.admitStream, keys: [RedisArg(keys.session(sessionID)), RedisArg(keys.streams(sessionID))],
+            args: [RedisArg(member), RedisArg(limit), RedisArg(ttlMilliseconds), RedisArg(limits.idleTimeout)]
+        ) { r in completion(r.store { $0.int.map { $0 == 1 } }) }
+    }
+
+    public func renewStreams(
+        sessionID: String, members: [String], ttlMilliseconds: Int,
+        completion: @escaping (Result<String?, StoreError>) -> Void
+    ) {
+        connection.evalScript(
+            SessionScripts.renewStreams,
+            keys: [
+                RedisArg(keys.session(sessionID)), RedisArg(keys.events(sessionID)),
+                RedisArg(keys.streams(sessionID)), RedisArg(keys.lease(sessionID)),
+            ],
+            args: [RedisArg(ttlMilliseconds), RedisArg(limits.idleTimeout)] + members.map { RedisArg($0) }
+        ) { r in completion(r.store { v -> String?? in v.isNull ? .some(nil) : v.string.map { .some($0) } }) }
+    }
+
+    public func releaseStream(
+        sessionID: String, member: String, completion: @escaping (Result<Void, StoreError>) -> Void
+    ) {
+        connection.send(["ZREM", RedisArg(keys.streams(sessionID)), RedisArg(member)]) { r in
+            completion(r.store { _ in () })
+        }
     }
 }

@@ -39,13 +39,46 @@ enum SessionScripts {
         return {1, token, m[1], m[2], m[3]}
         """)
 
-    /// KEYS: session, events. ARGV: idle s. The idle expiry again (a session streamed by the node that
-    /// runs it); 0 if the session is gone.
-    static let touch = RedisScript(
+    /// KEYS: session, streams. ARGV: member, limit, deadline ms, idle s.
+    /// The cluster-wide stream limit: drops the members whose deadline (a score, Redis ms) passed,
+    /// then adds `member` with the deadline now + ARGV[3] if it is there already or fewer than
+    /// `limit` remain. 1 if admitted, 0 if refused; `GONE` if the session does not exist.
+    static let admitStream = RedisScript(
         """
-        local n = redis.call('EXPIRE', KEYS[1], ARGV[1])
-        redis.call('EXPIRE', KEYS[2], ARGV[1])
-        return n
+        if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('GONE session') end
+        local t = redis.call('TIME')
+        local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+        redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', string.format('%.0f', now))
+        if not redis.call('ZSCORE', KEYS[2], ARGV[1]) and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[2]) then
+          return 0
+        end
+        local ttl = tonumber(ARGV[3])
+        redis.call('ZADD', KEYS[2], string.format('%.0f', now + ttl), ARGV[1])
+        redis.call('PEXPIRE', KEYS[2], string.format('%.0f', math.max(tonumber(ARGV[4]) * 1000, ttl)))
+        return 1
+        """)
+
+    /// KEYS: session, events, streams, lease. ARGV: deadline ms, idle s, member 1 … member n.
+    /// A streamed session's periodic check: the idle expiry of the session and its history again,
+    /// expired stream members dropped, this node's members given the deadline now + ARGV[1] (added
+    /// again if they were dropped), and the lease's holder (nil if no lease). `GONE` if no session.
+    static let renewStreams = RedisScript(
+        """
+        if redis.call('EXPIRE', KEYS[1], ARGV[2]) == 0 then return redis.error_reply('GONE session') end
+        redis.call('EXPIRE', KEYS[2], ARGV[2])
+        local t = redis.call('TIME')
+        local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+        local ttl = tonumber(ARGV[1])
+        redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', string.format('%.0f', now))
+        if #ARGV > 2 then
+          local deadline = string.format('%.0f', now + ttl)
+          for i = 3, #ARGV do redis.call('ZADD', KEYS[3], deadline, ARGV[i]) end
+          redis.call('PEXPIRE', KEYS[3], string.format('%.0f', math.max(tonumber(ARGV[2]) * 1000, ttl)))
+        end
+        local cur = redis.call('GET', KEYS[4])
+        if not cur then return false end
+        local sep = string.find(cur, '|[^|]*$')
+        return string.sub(cur, 1, sep - 1)
         """)
 
     /// KEYS: lease. ARGV: "holder|token", lease ms. 1 if renewed, 0 if the lease is not ours.
@@ -114,12 +147,12 @@ enum SessionScripts {
         return {2, entries}
         """)
 
-    /// KEYS: session, events, lease. ARGV: token. Deletes the session if the token is current.
+    /// KEYS: session, events, lease, streams. ARGV: token. Deletes the session if the token is current.
     static let delete = RedisScript(
         """
         local fence = redis.call('HGET', KEYS[1], 'fence')
         if not fence then return redis.error_reply('GONE session') end
         if fence ~= ARGV[1] then return redis.error_reply('FENCED token ' .. ARGV[1] .. ' is not ' .. fence) end
-        return redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+        return redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
         """)
 }

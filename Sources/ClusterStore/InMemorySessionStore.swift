@@ -13,6 +13,8 @@ public final class InMemorySessionStore: SessionStore, @unchecked Sendable {
         var events: [StoredEvent] = []
         var idempotency: [String: (inputSeq: UInt64, until: Int64)] = [:]
         var expiresAt: Int64
+        /// Open event streams, by member: their deadlines (at most the admission limit, plus renewed ones).
+        var streams: [String: Int64] = [:]
     }
 
     /// The bounds applied.
@@ -165,5 +167,42 @@ public final class InMemorySessionStore: SessionStore, @unchecked Sendable {
             return .success(())
         }
         completion(result)
+    }
+
+    public func admitStream(
+        sessionID: String, member: String, limit: Int, ttlMilliseconds: Int,
+        completion: @escaping (Result<Bool, StoreError>) -> Void
+    ) {
+        let result: Result<Bool, StoreError> = withRecord(sessionID) { r, t in
+            guard var x = r else { return .failure(.gone) }
+            defer { r = x }
+            x.streams = x.streams.filter { $0.value > t }
+            if x.streams[member] == nil, x.streams.count >= limit { return .success(false) }
+            x.streams[member] = t + Int64(ttlMilliseconds)
+            return .success(true)
+        }
+        completion(result)
+    }
+
+    public func renewStreams(
+        sessionID: String, members: [String], ttlMilliseconds: Int,
+        completion: @escaping (Result<String?, StoreError>) -> Void
+    ) {
+        let result: Result<String?, StoreError> = withRecord(sessionID) { r, t in
+            guard var x = r else { return .failure(.gone) }
+            defer { r = x }
+            x.streams = x.streams.filter { $0.value > t }
+            for m in members { x.streams[m] = t + Int64(ttlMilliseconds) }
+            x.expiresAt = t + Int64(limits.idleTimeout) * 1000
+            return .success(x.leaseUntil > t ? x.leaseHolder : nil)
+        }
+        completion(result)
+    }
+
+    public func releaseStream(
+        sessionID: String, member: String, completion: @escaping (Result<Void, StoreError>) -> Void
+    ) {
+        withRecord(sessionID) { r, _ in _ = r?.streams.removeValue(forKey: member) }
+        completion(.success(()))
     }
 }

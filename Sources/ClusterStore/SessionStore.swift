@@ -13,7 +13,10 @@
 /// - event ids of a session strictly increase and are never reused; a new holder's ids start
 ///   above `token << 32` (see `Lease.firstEventID`), so they jump forward on takeover;
 /// - every stored thing is bounded (history length, value sizes) and expires after the session
-///   idle time-out without writes.
+///   idle time-out without writes;
+/// - a session's open event streams, counted across every node, are at most the limit each admission
+///   names: an admitted stream counts until it is released or its deadline (renewed while it is open)
+///   passes, so the streams of a node that died (`kill -9`) stop counting by themselves.
 public protocol SessionStore: AnyObject {
     /// Creates a session with its initial state and gives `holder` its lease (token 1).
     /// Fails with `.unavailable` if it exists already (ids are random: that is a bug or an attack).
@@ -48,4 +51,25 @@ public protocol SessionStore: AnyObject {
 
     /// Deletes the session if `lease` is current (its streams learn it from the `deleted` event).
     func delete(_ lease: Lease, completion: @escaping (Result<Void, StoreError>) -> Void)
+
+    /// Admits one more open event stream of session `sessionID` (`.gone` if none) under the name
+    /// `member` (unique per node incarnation and stream) if fewer than `limit` streams count now,
+    /// dropping first those whose deadline passed; an admitted stream counts until it is released or
+    /// `ttlMilliseconds` pass without `renewStreams`. True if admitted (a member admitted already is
+    /// admitted again, its deadline renewed), false if the session has its `limit` of streams.
+    func admitStream(
+        sessionID: String, member: String, limit: Int, ttlMilliseconds: Int,
+        completion: @escaping (Result<Bool, StoreError>) -> Void)
+
+    /// The periodic check of a session streamed on a node: gives its stream `members` (those still
+    /// open there) a new deadline `ttlMilliseconds` from now (re-counting one dropped meanwhile, e.g.
+    /// after a store outage longer than its deadline), gives the session and its history their idle
+    /// expiry again (an open stream keeps a session alive), and answers who holds its lease (nil if
+    /// nobody: its owner died or released it, so the streaming node may take it over). `.gone` if none.
+    func renewStreams(
+        sessionID: String, members: [String], ttlMilliseconds: Int,
+        completion: @escaping (Result<String?, StoreError>) -> Void)
+
+    /// Stops counting stream `member` of session `sessionID` (its stream closed); no error if unknown.
+    func releaseStream(sessionID: String, member: String, completion: @escaping (Result<Void, StoreError>) -> Void)
 }

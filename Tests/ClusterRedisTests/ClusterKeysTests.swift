@@ -11,6 +11,7 @@ final class ClusterKeysTests: XCTestCase {
         XCTAssertEqual(k.lease("i"), "p:s:{i}:lease")
         XCTAssertEqual(k.events("i"), "p:s:{i}:ev")
         XCTAssertEqual(k.idempotency("i", "k"), "p:s:{i}:idem:k")
+        XCTAssertEqual(k.streams("i"), "p:s:{i}:streams")
         XCTAssertEqual(k.channel("i"), "p:s:{i}:ch")
         XCTAssertEqual(k.inputs("i"), "p:s:{i}:in")
         XCTAssertEqual(k.replies("node#n#0"), "p:reply:node#n#0")

@@ -13,13 +13,16 @@ final class InMemorySessionStoreTests: XCTestCase {
     func harness(history: Int = 256) -> SessionStoreHarness {
         let clock = self.clock
         let store = InMemorySessionStore(limits: SessionStoreLimits(historyEvents: history)) { clock.now }
-        return SessionStoreHarness(loop: loop, store: store) { _ in clock.advance(10_001) }
+        let h = SessionStoreHarness(loop: loop, store: store) { _ in clock.advance(10_001) }
+        h.passStreamDeadlines = { _ in clock.advance(Int64(SessionStoreContract.streamTTL)) }
+        return h
     }
 
     func testCreateCommitReplay() async throws { try await SessionStoreContract.createCommitReplay(harness()) }
     func testLeaseFencingAndTakeover() async throws {
         try await SessionStoreContract.leaseFencingAndTakeover(harness())
     }
+    func testStreamLimit() async throws { try await SessionStoreContract.streamLimit(harness()) }
     func testHistoryIsBounded() async throws {
         try await SessionStoreContract.historyIsBounded(harness(history: 10), history: 10)
     }

@@ -64,6 +64,26 @@ final class FlakyStore: SessionStore {
     func delete(_ lease: Lease, completion: @escaping (Result<Void, StoreError>) -> Void) {
         inner.delete(lease, completion: completion)
     }
+    func admitStream(
+        sessionID: String, member: String, limit: Int, ttlMilliseconds: Int,
+        completion: @escaping (Result<Bool, StoreError>) -> Void
+    ) {
+        inner.admitStream(
+            sessionID: sessionID, member: member, limit: limit, ttlMilliseconds: ttlMilliseconds,
+            completion: completion)
+    }
+    func renewStreams(
+        sessionID: String, members: [String], ttlMilliseconds: Int,
+        completion: @escaping (Result<String?, StoreError>) -> Void
+    ) {
+        inner.renewStreams(
+            sessionID: sessionID, members: members, ttlMilliseconds: ttlMilliseconds, completion: completion)
+    }
+    func releaseStream(
+        sessionID: String, member: String, completion: @escaping (Result<Void, StoreError>) -> Void
+    ) {
+        inner.releaseStream(sessionID: sessionID, member: member, completion: completion)
+    }
 }
 
 final class LeaseKeeperTests: XCTestCase {

@@ -32,14 +32,48 @@ final class RedisSessionStoreTests: XCTestCase {
             connection: connection, limits: SessionStoreLimits(historyEvents: history), keys: keys)
         let connection = self.connection!
         let keys = self.keys
-        return SessionStoreHarness(loop: loop, store: store) { id in
+        let h = SessionStoreHarness(loop: loop, store: store) { id in
             _ = await connection.send(["DEL", RedisArg(keys.lease(id))])
         }
+        h.passStreamDeadlines = { id in
+            // Every score (deadline, Redis ms) becomes 0: long past.
+            let key = RedisArg(keys.streams(id))
+            _ = await connection.send(["ZUNIONSTORE", key, "1", key, "WEIGHTS", "0"])
+        }
+        return h
     }
 
     func testCreateCommitReplay() async throws { try await SessionStoreContract.createCommitReplay(harness()) }
     func testLeaseFencingAndTakeover() async throws {
         try await SessionStoreContract.leaseFencingAndTakeover(harness())
+    }
+
+    func testStreamLimit() async throws { try await SessionStoreContract.streamLimit(harness()) }
+
+    /// Deadlines are on Redis's clock, in milliseconds: a stream admitted for 400 ms counts until then
+    /// (a second one is refused) and stops counting by itself afterwards (one is admitted).
+    func testAStreamStopsCountingAtItsDeadlineOnRedisTime() async throws {
+        let h = harness()
+        _ = try await h.create("d", "n").get()
+        let admit: @Sendable (String) async -> Result<Bool, StoreError> = { member in
+            await h.call { s, done in
+                s.admitStream(sessionID: "d", member: member, limit: 1, ttlMilliseconds: 400, completion: done)
+            }
+        }
+        let started = Date()
+        let first = await admit("dead/1")
+        XCTAssertEqual(first, .success(true))
+        let second = await admit("b/1")
+        XCTAssertEqual(second, .success(false), "within its deadline the first one counts")
+        let deadline = Date().addingTimeInterval(10)
+        while try await admit("b/1").get() == false {
+            if Date() > deadline { return XCTFail("the deadline never passed") }
+            try await Task.sleep(nanoseconds: 20_000_000)
+        }
+        let waited = Date().timeIntervalSince(started)
+        XCTAssertGreaterThanOrEqual(waited, 0.35, "counted until its deadline (\(waited) s)")
+        let third = await admit("c/1")
+        XCTAssertEqual(third, .success(false), "the new one counts")
     }
 
     func testHistoryIsBounded() async throws {
@@ -53,13 +87,22 @@ final class RedisSessionStoreTests: XCTestCase {
         let h = harness()
         let lease = try await h.create("x", "n").get()
         _ = try await h.commit(lease, ["e"], state: "s", input: true, key: "k").get()
+        let admitted = try await h.admitStream("x", "n/1", limit: 4).get()
+        XCTAssertTrue(admitted)
         let all = try await connection.send(["KEYS", "t:*"]).get().array ?? []
-        XCTAssertEqual(all.count, 4, "session, lease, events, idempotency key: \(all)")
+        XCTAssertEqual(all.count, 5, "session, lease, events, idempotency key, streams: \(all)")
         for key in all {
             let ttl = try await connection.send(["PTTL", RedisArg(bytes: key.bytes ?? [])]).get().int ?? -1
             XCTAssertGreaterThan(ttl, 0, "\(key.string ?? "") must expire")
             XCTAssertLessThanOrEqual(ttl, 1800 * 1000)
         }
+        _ = try await h.renewStreams("x", ["n/1"]).get()
+        let renewedTTL = try await connection.send(["PTTL", RedisArg(keys.streams("x"))]).get().int ?? -1
+        XCTAssertGreaterThan(renewedTTL, 0, "the renewal keeps the expiry")
+        let deleted = await h.delete(lease)
+        XCTAssertTrue(deleted)
+        let left = try await connection.send(["KEYS", "t:*"]).get().array ?? []
+        XCTAssertEqual(left.map { $0.string ?? "" }, [keys.idempotency("x", "k")], "delete removes the streams too")
     }
 
     func testCommitPublishesTheSameEventItAppends() async throws {
@@ -110,9 +153,9 @@ final class RedisSessionStoreTests: XCTestCase {
                 + "redis \(line)")
     }
 
-    /// A streamed session's check is one round trip: an acquisition, granted or refused, renews the
-    /// idle expiry of the session and its history; `touch` does the same for the node running it.
-    func testEveryAcquisitionAttemptAndTouchRenewTheIdleExpiry() async throws {
+    /// A streamed session's check is one round trip: `renewStreams` renews the idle expiry of the
+    /// session and its history; an acquisition, granted or refused, does too (an input here).
+    func testEveryAcquisitionAttemptAndStreamRenewalRenewTheIdleExpiry() async throws {
         let h = harness()
         let lease = try await h.create("w", "node-a").get()
         _ = try await h.commit(lease, ["e"], state: "s").get()
@@ -132,15 +175,11 @@ final class RedisSessionStoreTests: XCTestCase {
         guard case .heldBy = try await h.acquire("w", "node-b").get() else { return XCTFail("A holds it") }
         try await assertRenewed("a refused acquisition")
         try await shorten()
-        let touched: Result<Bool, StoreError> = await h.call { s, done in
-            (s as! RedisSessionStore).touch(sessionID: "w", completion: done)
-        }
-        XCTAssertEqual(touched, .success(true))
-        try await assertRenewed("touch")
-        let gone: Result<Bool, StoreError> = await h.call { s, done in
-            (s as! RedisSessionStore).touch(sessionID: "nobody", completion: done)
-        }
-        XCTAssertEqual(gone, .success(false))
+        let renewed = await h.renewStreams("w", [])
+        XCTAssertEqual(renewed, .success("node-a"))
+        try await assertRenewed("a stream renewal")
+        let gone = await h.renewStreams("nobody", [])
+        XCTAssertEqual(gone, .failure(.gone))
     }
 }
 

@@ -92,6 +92,70 @@ enum SessionStoreContract {
         XCTAssertEqual(afterCommit, .failure(.gone))
     }
 
+    /// The deadline the stream contract admits and renews with (ms).
+    static let streamTTL = 60_000
+
+    /// The cluster-wide stream limit: admitted up to the limit and refused past it; a release frees a
+    /// place at once; a stream whose deadline passed (its node died) stops counting, while one renewed
+    /// since keeps counting; the renewal names the lease's holder; a deleted session has no streams.
+    static func streamLimit(_ h: SessionStoreHarness) async throws {
+        let lease = try await h.create("st", "node-a").get()
+        for m in ["a/1", "a/2", "b/1"] {
+            let admitted = try await h.admitStream("st", m, limit: 3).get()
+            XCTAssertTrue(admitted, "\(m): under the limit")
+        }
+        let fourth = try await h.admitStream("st", "c/1", limit: 3).get()
+        XCTAssertFalse(fourth, "a fourth stream on any node is refused")
+        let again = try await h.admitStream("st", "a/1", limit: 3).get()
+        XCTAssertTrue(again, "a stream admitted already is admitted again, not counted twice")
+        let stillFull = try await h.admitStream("st", "c/1", limit: 3).get()
+        XCTAssertFalse(stillFull)
+
+        // A closed stream frees its place at once; releasing twice or an unknown one is harmless.
+        try await h.releaseStream("st", "a/2").get()
+        try await h.releaseStream("st", "a/2").get()
+        try await h.releaseStream("st", "x/9").get()
+        let freed = try await h.admitStream("st", "c/1", limit: 3).get()
+        XCTAssertTrue(freed, "the released place is taken by a stream on another node")
+        let full = try await h.admitStream("st", "c/2", limit: 3).get()
+        XCTAssertFalse(full)
+
+        // Node b dies: its stream is never renewed. Every deadline passes; nodes a and c renew theirs
+        // (the periodic check), so only b's place is free again.
+        let holder = try await h.renewStreams("st", ["a/1"]).get()
+        XCTAssertEqual(holder, "node-a", "the renewal names the lease's holder")
+        await h.passStreamDeadlines("st")
+        _ = try await h.renewStreams("st", ["a/1"]).get()
+        _ = try await h.renewStreams("st", ["c/1"]).get()
+        let afterDeath = try await h.admitStream("st", "c/2", limit: 3).get()
+        XCTAssertTrue(afterDeath, "the dead node's stream stopped counting at its deadline")
+        let overAgain = try await h.admitStream("st", "c/3", limit: 3).get()
+        XCTAssertFalse(overAgain, "the renewed streams still count")
+
+        // A renewal counts a stream again whose deadline passed while it stayed open (a store outage).
+        await h.passStreamDeadlines("st")
+        _ = try await h.renewStreams("st", ["a/1", "c/1", "c/2"]).get()
+        let recounted = try await h.admitStream("st", "c/3", limit: 3).get()
+        XCTAssertFalse(recounted, "renewed members are counted again")
+
+        await h.expireLease("st")
+        let nobody = try await h.renewStreams("st", []).get()
+        XCTAssertNil(nobody, "no lease: the renewal says so (a streaming node takes the session over)")
+
+        let gone = await h.admitStream("nope", "a/1", limit: 3)
+        XCTAssertEqual(gone, .failure(.gone))
+        let goneRenewal = await h.renewStreams("nope", ["a/1"])
+        XCTAssertEqual(goneRenewal, .failure(.gone))
+        guard case .acquired(let current, _) = try await h.acquire("st", "node-a").get() else {
+            return XCTFail("the lease is free")
+        }
+        XCTAssertGreaterThan(current.token, lease.token)
+        let deleted = await h.delete(current)
+        XCTAssertTrue(deleted)
+        let afterDelete = await h.admitStream("st", "a/1", limit: 3)
+        XCTAssertEqual(afterDelete, .failure(.gone))
+    }
+
     static func historyIsBounded(_ h: SessionStoreHarness, history: Int) async throws {
         let lease = try await h.create("c", "n").get()
         for i in 0..<(history * 3) { _ = try await h.commit(lease, ["e\(i)"], state: "s").get() }

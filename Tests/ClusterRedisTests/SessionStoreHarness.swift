@@ -4,6 +4,7 @@ import EventHTTP
 import Foundation
 import RedisClient
 import RedisTestSupport
+import XCTest
 
 /// One `SessionStore` under test, called on its loop from async tests, with the hooks the shared
 /// contract needs that the protocol does not offer (expiring a lease without waiting for it).
@@ -13,6 +14,9 @@ final class SessionStoreHarness: @unchecked Sendable {
     /// Ends the lease of a session as its TTL would (in-memory: advance the clock; Redis: delete
     /// the key, which is what expiry does).
     let expireLease: (String) async -> Void
+    /// Makes every stream deadline of a session pass (in-memory: advance the clock past
+    /// `SessionStoreContract.streamTTL`; Redis: set every score to 0, a time long past).
+    var passStreamDeadlines: (String) async -> Void = { _ in XCTFail("passStreamDeadlines not set") }
 
     init(loop: EventLoop, store: SessionStore, expireLease: @escaping (String) async -> Void) {
         self.loop = loop
@@ -59,6 +63,22 @@ final class SessionStoreHarness: @unchecked Sendable {
     }
     func inputSeq(_ id: String, key: String) async -> Result<UInt64?, StoreError> {
         await call { s, done in s.inputSeq(sessionID: id, idempotencyKey: key, completion: done) }
+    }
+    func admitStream(_ id: String, _ member: String, limit: Int) async -> Result<Bool, StoreError> {
+        await call { s, done in
+            s.admitStream(
+                sessionID: id, member: member, limit: limit, ttlMilliseconds: SessionStoreContract.streamTTL,
+                completion: done)
+        }
+    }
+    func renewStreams(_ id: String, _ members: [String]) async -> Result<String?, StoreError> {
+        await call { s, done in
+            s.renewStreams(
+                sessionID: id, members: members, ttlMilliseconds: SessionStoreContract.streamTTL, completion: done)
+        }
+    }
+    func releaseStream(_ id: String, _ member: String) async -> Result<Void, StoreError> {
+        await call { s, done in s.releaseStream(sessionID: id, member: member, completion: done) }
     }
     func delete(_ lease: Lease) async -> Bool {
         let r: Result<Void, StoreError> = await call { s, done in s.delete(lease, completion: done) }

@@ -213,33 +213,43 @@ extension Application {
         state.value.heldElsewhere[id] = t + Double(ms) / 1000
     }
 
-    /// Every `streamedCheckInterval`, each loop tries to acquire the sessions it streams but nobody here
-    /// runs: one whose owner died (`kill -9`) is taken over when its lease has run out even if no request
-    /// comes (a search it was loading completes, the streams see it). While another node holds the lease,
-    /// the session's keys get their idle expiry again (in the same script), so a session watched on any
-    /// node does not expire (as in single-process mode). Cost per streamed session and loop: one round
-    /// trip per interval (`acquire`, or `touch` when this loop runs the session).
+    /// Every `streamedCheckInterval`, each loop checks the sessions it streams, one round trip each
+    /// (`renewStreams`, on the loop's own connection): their streams here get a new deadline in the
+    /// session's cluster-wide set of open streams, the session's keys their idle expiry (a session
+    /// watched on any node does not expire, as in single-process mode), and the answer names the lease's
+    /// holder. One whose lease nobody holds (its owner died, `kill -9`) is then acquired and taken over
+    /// even if no request comes (a search it was loading completes, the streams see it): one more round
+    /// trip, only then.
     func startOrphanChecks(_ cluster: ClusterNode) {
         for (index, state) in cluster.perLoop.enumerated() {
             let loop = state.loop
             loop.execute { [unowned self] in
                 state.value.orphanTimer = loop.scheduleRepeating(every: cluster.streamedCheckInterval) {
                     [unowned self] in
-                    for id in state.value.fed.keys { self.checkStreamed(id, cluster: cluster, from: index) }
+                    for (id, fed) in state.value.fed {
+                        self.checkStreamed(id, members: fed.streams.map(\.member), cluster: cluster, from: index)
+                    }
                 }
             }
         }
     }
 
-    private func checkStreamed(_ id: String, cluster: ClusterNode, from index: Int) {
+    private func checkStreamed(_ id: String, members: [String], cluster: ClusterNode, from index: Int) {
         guard let home = home(of: id) else { return }
-        home.loop.runOrExecute { [unowned self] in
-            if let owned = cluster.perLoop[home.loop.index].value.owned[id] {
-                owned.session.lastActivity = self.now()  // watched here: not idle
-                return cluster.stores[home.loop.index].touch(sessionID: id) { _ in }
+        cluster.stores[index].renewStreams(
+            sessionID: id, members: members, ttlMilliseconds: cluster.streamDeadlineMilliseconds
+        ) { [unowned self] result in
+            home.loop.runOrExecute { [unowned self] in
+                if let owned = cluster.perLoop[home.loop.index].value.owned[id] {
+                    owned.session.lastActivity = self.now()  // watched here: not idle
+                    return
+                }
+                // A live lease elsewhere: nothing to do. Free, or this loop's own (the session left this
+                // node after a failed commit): acquire it.
+                guard case .success(let holder) = result, holder == nil || holder == cluster.holders[home.loop.index]
+                else { return }
+                self.withOwned(id, cluster: cluster, home: home, reply: { _ in }, onHeld: { _ in }) { _ in }
             }
-            // Granted or not, the attempt renews the session's idle expiry.
-            self.withOwned(id, cluster: cluster, home: home, reply: { _ in }, onHeld: { _ in }) { _ in }
         }
     }
 

@@ -55,6 +55,7 @@ final class ClusterNode: @unchecked Sendable {
         self.keys = keys
         forwardTimeout = min(2, settings.leaseTTL)
         streamedCheckInterval = max(0.05, min(settings.leaseTTL, configuration.sessionIdleTimeout / 4))
+        streamDeadlineMilliseconds = max(1, Int((3 * streamedCheckInterval * 1000).rounded(.up)))
         metrics = ClusterMetrics(factory: factory)
         for (c, subscriber) in zip(group.connections, subscribers) {
             let m = metrics
@@ -78,6 +79,15 @@ final class ClusterNode: @unchecked Sendable {
     /// Seconds between two checks, per loop, of the sessions streamed there: orphans are acquired, and
     /// the expiry of a session run elsewhere is renewed (an open stream keeps a session alive).
     let streamedCheckInterval: Double
+
+    /// How long an open stream counts towards its session's cluster-wide limit without a renewal
+    /// (three check intervals: a live node renews it every interval; a dead node's streams stop
+    /// counting at most this long after its last check).
+    let streamDeadlineMilliseconds: Int
+
+    /// The name of stream `n` of loop `index` in its session's set of open streams: unique per process
+    /// incarnation (the holder name carries the boot nonce).
+    func streamMember(loop index: Int, _ n: Int) -> String { "\(holders[index])/\(n)" }
 
     /// The channel the owner of session `id` takes forwarded inputs from.
     func inputChannel(_ id: String) -> String { keys.inputs(id) }
@@ -171,6 +181,8 @@ struct ClusterLoopState {
     /// (`Application.now()`): their inputs are forwarded without asking again (`forwardToKnownHolder`).
     var heldElsewhere: [String: Double] = [:]
     var nextForward = 0
+    /// The number of this loop's next stream (its member name in the session's set of open streams).
+    var nextStream = 0
     /// The timer that looks for orphaned sessions among those streamed here.
     var orphanTimer: LoopTimer?
 }

@@ -10,6 +10,8 @@ import RedisClient
 final class ClusterStream: @unchecked Sendable {  // host loop only
     let sessionID: String
     let stream: SessionStream
+    /// This stream's name in the session's cluster-wide set of open streams (`SessionStore.admitStream`).
+    let member: String
     private var catchUp: StreamCatchUp
     /// True until the first snapshot was written, for a client without `Last-Event-ID`.
     private var needsSnapshot: Bool
@@ -21,10 +23,11 @@ final class ClusterStream: @unchecked Sendable {  // host loop only
     private var retryTimer: LoopTimer?
 
     init(
-        sessionID: String, lastEventID: Int?, stream: SessionStream, responder: HTTPResponder, app: Application,
-        cluster: ClusterNode
+        sessionID: String, member: String, lastEventID: Int?, stream: SessionStream, responder: HTTPResponder,
+        app: Application, cluster: ClusterNode
     ) {
         self.sessionID = sessionID
+        self.member = member
         self.stream = stream
         self.responder = responder
         self.app = app
@@ -174,27 +177,63 @@ extension Application {
             return res.send(Application.response(to: .unavailable("not connected"), cluster: cluster, sessionID: id))
         }
         let state = cluster.perLoop[index]
-        let fed = state.value.fed[id] ?? FedSession()
-        guard fed.streams.count < configuration.maxStreamsPerSession else {
-            return res.send(
-                .problem(
-                    status: 429,
-                    detail:
-                        "session '\(id)' already has \(configuration.maxStreamsPerSession) open event streams (the limit)",
-                    headers: [("Retry-After", "5")]))
+        let limit = configuration.maxStreamsPerSession
+        // This loop's own count is a lower bound of the cluster's: refused without a round trip.
+        guard (state.value.fed[id]?.streams.count ?? 0) < limit else {
+            return res.send(Application.tooManyStreams(id, limit))
         }
+        // The limit is cluster-wide: the session's set of open streams in the store admits this one (one
+        // round trip), or refuses it when `limit` streams on any nodes count.
+        let member = cluster.streamMember(loop: index, state.value.nextStream)
+        state.value.nextStream += 1
+        cluster.stores[index].admitStream(
+            sessionID: id, member: member, limit: limit, ttlMilliseconds: cluster.streamDeadlineMilliseconds
+        ) { [unowned self] result in
+            switch result {
+            case .success(true):
+                self.clusterStartStream(cluster, id: id, member: member, home: home, req, res)
+            case .success(false):
+                res.send(Application.tooManyStreams(id, limit))
+            case .failure(let error):
+                cluster.failed(error)
+                res.send(Application.response(to: error, cluster: cluster, sessionID: id))
+            }
+        }
+    }
+
+    /// `429`: session `id` has its `limit` of open event streams.
+    static func tooManyStreams(_ id: String, _ limit: Int) -> HTTPResponse {
+        .problem(
+            status: 429,
+            detail: "session '\(id)' already has \(limit) open event streams (the limit, counted across the cluster)",
+            headers: [("Retry-After", "5")])
+    }
+
+    /// Starts an admitted stream: fed by the session's subscription on this loop (made by its first
+    /// stream), released from the session's set of open streams when it closes (request loop).
+    private func clusterStartStream(
+        _ cluster: ClusterNode, id: String, member: String, home: SessionLoop, _ req: HTTPRequest,
+        _ res: HTTPResponder
+    ) {
+        let index = req.loop.index
+        let state = cluster.perLoop[index]
+        let fed = state.value.fed[id] ?? FedSession()
         let lastEventID = req.header("Last-Event-ID").flatMap { Int($0.trimmingHTTPWhitespace()) }
         let stream = SessionStream(sessionID: id, sessionHome: home, host: sessionLoops[index])
         let cs = ClusterStream(
-            sessionID: id, lastEventID: lastEventID, stream: stream, responder: res, app: self, cluster: cluster)
+            sessionID: id, member: member, lastEventID: lastEventID, stream: stream, responder: res, app: self,
+            cluster: cluster)
         stream.snapshotSource = { [unowned cs] done in cs.snapshotFrame(done) }
         let feed = cluster.feeds[index]
+        let store = cluster.stores[index]
         stream.onClosed = { [unowned fed, unowned cs] in
             fed.streams.removeAll { $0 === cs }
             if fed.streams.isEmpty, state.value.fed[id] === fed {
                 state.value.fed[id] = nil
                 feed.unsubscribe(sessionID: id)
             }
+            // Best effort: if this is lost (Redis away, the node killed), the deadline ends the count.
+            store.releaseStream(sessionID: id, member: member) { _ in }
         }
         fed.streams.append(cs)
         if state.value.fed[id] == nil {
