@@ -140,15 +140,7 @@ final class ConnectionState {
         owner.metrics.unreadInputCloses.increment()
         evbuffer_drain(input, evbuffer_get_length(input))
         bufferevent_disable(bev, Int16(EV_READ))
-        var now = timeval(tv_sec: 0, tv_usec: 0)
-        event_base_once(
-            owner.loop.base, -1, Int16(EV_TIMEOUT),
-            { _, _, arg in
-                let state = Unmanaged<ConnectionState>.fromOpaque(arg!).takeRetainedValue()
-                guard !state.isClosed, let evcon = state.evcon else { return }
-                state.freeingOurselves = true
-                evhttp_connection_free(evcon)
-            }, Unmanaged.passRetained(self).toOpaque(), &now)
+        later(afterMilliseconds: 0) { $0.closeNow() }
     }
 
     /// Feeds the last `added` bytes of the input buffer to `framing` (in place, no copy).
@@ -189,23 +181,52 @@ final class ConnectionState {
     }
 
     private func answerRejection(afterMilliseconds ms: Int) {
+        later(afterMilliseconds: ms) { $0.sendRejection() }
+    }
+
+    /// Runs `action` on this connection from a one-shot loop timer: for what must not happen inside
+    /// libevent's read callback (answering and freeing the connection). Rare paths: one small box each.
+    private func later(afterMilliseconds ms: Int, _ action: @escaping (ConnectionState) -> Void) {
+        final class Deferred {
+            let state: ConnectionState
+            let action: (ConnectionState) -> Void
+            init(_ state: ConnectionState, _ action: @escaping (ConnectionState) -> Void) {
+                self.state = state
+                self.action = action
+            }
+        }
         var tv = timeval(tv_sec: 0, tv_usec: ms * 1000)
         event_base_once(
             owner.loop.base, -1, Int16(EV_TIMEOUT),
             { _, _, arg in
-                Unmanaged<ConnectionState>.fromOpaque(arg!).takeRetainedValue().sendRejection()
-            }, Unmanaged.passRetained(self).toOpaque(), &tv)
+                let d = Unmanaged<Deferred>.fromOpaque(arg!).takeRetainedValue()
+                d.action(d.state)
+            }, Unmanaged.passRetained(Deferred(self, action)).toOpaque(), &tv)
+    }
+
+    /// Frees the evhttp connection now (libevent then frees a request it still holds).
+    private func closeNow() {
+        guard !isClosed, let evcon else { return }
+        freeingOurselves = true
+        evhttp_connection_free(evcon)
     }
 
     /// Sends the problem response after whatever is still queued, then closes the connection.
     private func sendRejection() {
-        guard !isClosed, let evcon, let rejection else { return }
+        guard !isClosed, evcon != nil, let rejection else { return }
         if let output = bufferevent_get_output(bev), evbuffer_get_length(output) > 0 {
             flushOutput()  // an earlier response's tail goes first
             if evbuffer_get_length(output) > 0 { return answerRejection(afterMilliseconds: 10) }
         }
-        let body = HTTPResponse.problem(status: rejection.status, detail: rejection.detail).body
-        var head = "HTTP/1.1 \(rejection.status) \(HTTPStatus.reason(rejection.status))\r\n"
+        answerAndClose(status: rejection.status, detail: rejection.detail)
+    }
+
+    /// Writes `status` problem JSON straight to the socket (`Connection: close`, the common headers)
+    /// and frees the connection: the answers evhttp cannot give, for a request it never parsed or
+    /// never received completely.
+    private func answerAndClose(status: Int, detail: String) {
+        let body = HTTPResponse.problem(status: status, detail: detail).body
+        var head = "HTTP/1.1 \(status) \(HTTPStatus.reason(status))\r\n"
         head += "Content-Type: application/problem+json\r\nConnection: close\r\n"
         for (name, value) in owner.config.commonHeaders { head += "\(name): \(value)\r\n" }
         head += "Content-Length: \(body.count)\r\n\r\n"
@@ -216,8 +237,7 @@ final class ConnectionState {
         var sink = [UInt8](repeating: 0, count: 16 * 1024)
         var reads = 0
         while reads < 64 && recv(fd, &sink, sink.count, Int32(MSG_DONTWAIT)) > 0 { reads += 1 }
-        freeingOurselves = true
-        evhttp_connection_free(evcon)
+        closeNow()
     }
 
     private func armReadDeadline() {
@@ -277,17 +297,10 @@ final class ConnectionState {
     }
 
     private func readTimedOut() {
-        guard !handling, let evcon else { return }
+        guard !handling, evcon != nil else { return }
         owner.metrics.readTimeouts.increment()
-        let body = HTTPResponse.problem(
+        answerAndClose(
             status: 408, detail: "the request was not received completely within \(owner.config.requestReadTimeout) s")
-        var head = "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/problem+json\r\nConnection: close\r\n"
-        head += "Content-Length: \(body.body.count)\r\n\r\n"
-        let fd = bufferevent_getfd(bev)
-        let bytes = Array(head.utf8) + body.body
-        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
-        freeingOurselves = true
-        evhttp_connection_free(evcon)
     }
 
     /// Writes what is queued on the socket now, from inside the handler, instead of when the loop

@@ -52,6 +52,7 @@ final class LimitTests: XCTestCase {
         for _ in 0..<10 { XCTAssertEqual(try WireConnection.get(port: t.port, path: "/hello").status, 200) }
         let r = try slow.readResponse()  // the server answers 408 and closes
         _ = TestServer.problem(r, status: 408)
+        XCTAssertEqual(r.header("X-Content-Type-Options"), "nosniff")  // the common headers, as every answer
         XCTAssertTrue(slow.waitForClose(timeout: 5))
     }
 
