@@ -2,20 +2,11 @@ import JSON
 import ViewModels
 
 extension Session {
-    /// The version of the session envelope (`durableState`).
+    /// The version of the session envelope (`Application.clusterState(of:)` writes it, `restore` reads it).
     static let durableVersion = 1
 
-    /// The session's own view models in stored form, the bytes cluster mode keeps as a session's state
-    /// (`SessionSnapshot.state`, `SessionCommit.state`): `{"version": 1, "viewModels": {name: envelope}}`,
-    /// each envelope a view model's `durableState`. The shared `status` is app-wide, so it is not included;
-    /// `seq` and `inputSeq` are stored beside the state, not in it. Owner loop only.
-    var durableState: [UInt8] {
-        var states = JSONObject()
-        for vm in viewModels { states[vm.name] = vm.durableState }
-        return JSONValue.object(["version": .int(Session.durableVersion), "viewModels": .object(states)]).bytes
-    }
-
-    /// Restores the view models from `durableState`'s bytes (owner loop only): each resumes its work under
+    /// Restores the view models from a stored session state (`Application.clusterState(of:)`'s bytes:
+    /// `{"version": 1, "viewModels": {name: envelope}, …}`; owner loop only): each resumes its work under
     /// way (a loading search issues its request again). A view model the bytes do not name keeps its state
     /// (it was added after they were written); names no view model has are ignored. All or nothing: when
     /// one view model refuses its part, those already restored are put back as they were, and the error

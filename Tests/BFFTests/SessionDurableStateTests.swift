@@ -37,7 +37,7 @@ final class SessionDurableStateTests: XCTestCase {
         _ = try t.post(a, "greeting", "name", #"{"value":"ann"}"#)
         _ = try t.post(a, "greeting", "greet")
         _ = try t.post(a, "search", "query", #"{"value":"swift"}"#)
-        let bytes = onOwner(t, a) { $0.durableState }
+        let bytes = onOwner(t, a) { t.app.clusterState(of: $0) }
         let stored = try JSONValue.parse(bytes)
         XCTAssertEqual(stored["version"], 1)
         XCTAssertEqual(stored["viewModels"]?.objectValue?.keys, ["search", "greeting"], "status is app-wide")
@@ -47,7 +47,7 @@ final class SessionDurableStateTests: XCTestCase {
         XCTAssertNil(restore(t, b, bytes))
         XCTAssertNotEqual(try t.state(b)["viewModels"], fresh["viewModels"])
         XCTAssertEqual(try t.state(b)["viewModels"], try t.state(a)["viewModels"])
-        XCTAssertEqual(try JSONValue.parse(onOwner(t, b) { $0.durableState }), stored)
+        XCTAssertEqual(try JSONValue.parse(onOwner(t, b) { t.app.clusterState(of: $0) }), stored)
         XCTAssertEqual(try t.state(b)["seq"], 0, "a restore emits no event")
     }
 
@@ -55,7 +55,7 @@ final class SessionDurableStateTests: XCTestCase {
         let t = try LiveApp()
         let a = try t.createSession()
         _ = try t.post(a, "search", "query", #"{"value":"swift"}"#)
-        var good = try JSONValue.parse(onOwner(t, a) { $0.durableState }).objectValue!
+        var good = try JSONValue.parse(onOwner(t, a) { t.app.clusterState(of: $0) }).objectValue!
         let b = try t.createSession()
         _ = try t.post(b, "greeting", "name", #"{"value":"bob"}"#)
         let before = try t.state(b)
