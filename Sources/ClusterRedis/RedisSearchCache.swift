@@ -75,9 +75,7 @@ public final class RedisSearchCache: SharedSearchCache, @unchecked Sendable {
     private func eval(_ script: RedisScript, _ keys: [String], _ args: [RedisArg]) async -> Result<
         RESPValue, RedisError
     > {
-        await onLoop { [connection] done in
-            connection.evalScript(script, keys: keys.map { RedisArg($0) }, args: args, done)
-        }
+        await connection.evalScript(script, keys: keys.map { RedisArg($0) }, args: args)
     }
 
     public func get(_ key: String) async -> Result<CachedPage?, StoreError> {
@@ -104,8 +102,7 @@ public final class RedisSearchCache: SharedSearchCache, @unchecked Sendable {
         let command: [RedisArg] = [
             "SET", RedisArg(keys.cacheLock(key)), RedisArg(holder), "NX", "PX", RedisArg(Int(limits.lockTTL * 1000)),
         ]
-        let r: Result<RESPValue, RedisError> = await onLoop { [connection] done in connection.send(command, done) }
-        return r.store { v in v.isNull ? false : true }
+        return await connection.send(command).store { v in v.isNull ? false : true }
     }
 
     public func unlock(_ key: String, holder: String) async -> Result<Void, StoreError> {

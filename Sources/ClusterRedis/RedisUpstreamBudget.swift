@@ -22,11 +22,7 @@ public final class RedisUpstreamBudget: UpstreamBudget, @unchecked Sendable {
     private func run(_ script: RedisScript, _ extra: [RedisArg]) async -> Result<RESPValue, RedisError> {
         let args = [RedisArg(shape.capacity), RedisArg(shape.refillPerSecond)] + extra
         let key = RedisArg(key)
-        return await withCheckedContinuation { k in
-            connection.loop.execute { [connection] in
-                connection.evalScript(script, keys: [key], args: args) { k.resume(returning: $0) }
-            }
-        }
+        return await connection.evalScript(script, keys: [key], args: args)
     }
 
     public func take(cost: Int) async -> Result<BudgetDecision, StoreError> {

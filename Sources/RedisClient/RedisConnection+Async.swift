@@ -10,6 +10,17 @@ extension RedisConnection {
         }
     }
 
+    /// Runs a script (`evalScript`) from any thread or task: hops to the connection's loop and back.
+    public func evalScript(_ script: RedisScript, keys: [RedisArg], args: [RedisArg], timeout: Double? = nil) async
+        -> Result<RESPValue, RedisError>
+    {
+        await withCheckedContinuation { continuation in
+            loop.execute { [self] in
+                evalScript(script, keys: keys, args: args, timeout: timeout) { continuation.resume(returning: $0) }
+            }
+        }
+    }
+
     /// Starts the connection from any thread (hops to its loop).
     public func startFromAnyThread() { loop.execute { [self] in start() } }
 
