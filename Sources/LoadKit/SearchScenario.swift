@@ -121,18 +121,14 @@ public struct SearchScenario {
             }
         }
         func complete(_ session: Session, at arrival: UInt64) {
-            guard session.scheduled >= measuredFrom else {  // warm-up: not counted
-                if session.outcome.showedResults { served.insert(session.key) }
-                session.waitingFor = nil
-                scheduleNext(session)
-                return
+            if session.scheduled >= measuredFrom {  // warm-up searches are not counted
+                all.record(nanoseconds: arrival &- session.scheduled)
+                outcomes.record(session.outcome)
+                if session.outcome.showedResults && session.repeatSearch {
+                    repeats.record(nanoseconds: arrival &- session.scheduled)
+                }
             }
-            all.record(nanoseconds: arrival &- session.scheduled)
-            outcomes.record(session.outcome)
-            if session.outcome.showedResults {
-                if session.repeatSearch { repeats.record(nanoseconds: arrival &- session.scheduled) }
-                served.insert(session.key)
-            }
+            if session.outcome.showedResults { served.insert(session.key) }
             session.waitingFor = nil
             scheduleNext(session)
         }
