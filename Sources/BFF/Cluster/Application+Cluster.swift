@@ -357,21 +357,22 @@ extension Application {
         out.reserveCapacity(size)
         out.append(contentsOf: #"{"version":"#.utf8)
         JSONValue.writeInt(Session.durableVersion, into: &out)
-        out.append(contentsOf: #","viewModels":{"#.utf8)
-        for (i, (vm, memo)) in zip(vms, memos).enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            JSONValue.writeString(vm.name, into: &out)
-            out.append(UInt8(ascii: ":"))
-            out.append(contentsOf: memo.durable)
+        /// `{name: part, …}` of every view model, `part` already JSON text.
+        func members(_ part: (StoredFormMemo) -> [UInt8]) {
+            out.append(UInt8(ascii: "{"))
+            for (i, (vm, memo)) in zip(vms, memos).enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                JSONValue.writeString(vm.name, into: &out)
+                out.append(UInt8(ascii: ":"))
+                out.append(contentsOf: part(memo))
+            }
+            out.append(UInt8(ascii: "}"))
         }
-        out.append(contentsOf: #"},"outputs":{"#.utf8)
-        for (i, (vm, memo)) in zip(vms, memos).enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            JSONValue.writeString(vm.name, into: &out)
-            out.append(UInt8(ascii: ":"))
-            out.append(contentsOf: memo.snapshot)
-        }
-        out.append(contentsOf: "}}".utf8)
+        out.append(contentsOf: #","viewModels":"#.utf8)
+        members(\.durable)
+        out.append(contentsOf: #","outputs":"#.utf8)
+        members(\.snapshot)
+        out.append(UInt8(ascii: "}"))
         return out
     }
 
