@@ -12,33 +12,7 @@ import XCTest
 /// without asking Redis again (one `acquire` round trip less), falls back to `acquire` when its `PUBLISH`
 /// reaches nobody, and a `moved` answer from a node that no longer runs the session does not hide the
 /// answer of the node that does.
-final class ClusterForwardingTests: XCTestCase {
-    var redis: RedisServerProcess!
-
-    override func setUpWithError() throws {
-        redis = try RedisServerProcess()
-    }
-
-    override func tearDown() {
-        redis?.kill()
-        redis = nil
-    }
-
-    private func node(_ name: String) throws -> LiveApp {
-        let url = redis.url
-        let app = try LiveApp { c in c.cluster = ClusterSettings(redisURL: url, nodeID: name, leaseTTL: 10) }
-        try waitUntil("\(name) ready", within: 10) {
-            (try? WireConnection.get(port: app.port, path: "/readyz").status) == 200
-        }
-        return app
-    }
-
-    private func name(_ app: LiveApp, _ id: String, _ value: String) throws -> WireResponse {
-        try app.post(id, "greeting", "name", #"{"value":"\#(value)"}"#)
-    }
-
-    private func inputSeq(_ r: WireResponse) -> Int? { (try? JSONValue.parse(r.body))?["inputSeq"]?.intValue }
-
+final class ClusterForwardingTests: ClusterTestCase {
     /// Calls of `command` Redis has run so far, scripts' commands included (`INFO commandstats`).
     private func calls(_ command: String) throws -> Int {
         let port = String(redis.url.split(separator: ":").last ?? "")

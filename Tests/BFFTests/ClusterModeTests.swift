@@ -11,46 +11,7 @@ import XCTest
 /// `redis-server` (started on a free port per test). Waiting for Redis readiness and for a lease to
 /// expire polls a condition with a deadline (the guarantees are "within N seconds"); everything else
 /// awaits a response or an event.
-final class ClusterModeTests: XCTestCase {
-    var redis: RedisServerProcess!
-
-    override func setUpWithError() throws {
-        redis = try RedisServerProcess()
-    }
-
-    override func tearDown() {
-        redis?.kill()
-        redis = nil
-    }
-
-    func node(
-        _ name: String, leaseTTL: Double = 10, search: any RepositorySearching = UnexpectedSearch(),
-        idleTimeout: Double? = nil
-    ) throws -> LiveApp {
-        let url = redis.url
-        let app = try LiveApp(search: search) { c in
-            c.cluster = ClusterSettings(redisURL: url, nodeID: name, leaseTTL: leaseTTL)
-            if let idleTimeout { c.sessionIdleTimeout = idleTimeout }
-        }
-        try waitUntil("\(name) ready", within: 10) {
-            (try? WireConnection.get(port: app.port, path: "/readyz").status) == 200
-        }
-        return app
-    }
-
-    func name(_ app: LiveApp, _ id: String, _ value: String, key: String? = nil) throws -> WireResponse {
-        try app.post(
-            id, "greeting", "name", #"{"value":"\#(value)"}"#, headers: key.map { [("Idempotency-Key", $0)] } ?? [])
-    }
-
-    func greet(_ app: LiveApp, _ id: String) throws -> WireResponse { try app.post(id, "greeting", "greet") }
-
-    func label(_ app: LiveApp, _ id: String) throws -> JSONValue? {
-        try app.state(id)["viewModels"]?["greeting"]?["label"]
-    }
-
-    func inputSeq(_ r: WireResponse) -> Int? { (try? JSONValue.parse(r.body))?["inputSeq"]?.intValue }
-
+final class ClusterModeTests: ClusterTestCase {
     func testSessionCreatedOnAIsReadOnEveryNodeAndInputsAtTheOwnerAreAcknowledgedOnceStored() throws {
         let a = try node("a")
         let b = try node("b")

@@ -10,17 +10,7 @@ import XCTest
 
 /// "One upstream, shared" in cluster mode: several in-process `Application.live` nodes on one real
 /// `redis-server`, the GitHub simulator (over real HTTP) as upstream, counting the calls it receives.
-final class ClusterUpstreamTests: XCTestCase {
-    var redis: RedisServerProcess!
-
-    override func setUpWithError() throws {
-        redis = try RedisServerProcess()
-    }
-
-    override func tearDown() {
-        redis?.kill()
-        redis = nil
-    }
+final class ClusterUpstreamTests: ClusterTestCase {
 
     func node(
         _ name: String, sim: SearchEndToEndTests.Simulator, requestTimeout: Double? = nil, cacheTTL: Double? = nil

@@ -1,0 +1,52 @@
+import Foundation
+import GitHubSearch
+import JSON
+import RedisTestSupport
+import WireClient
+import XCTest
+
+@testable import BFF
+
+/// What the in-process cluster suites share: a real `redis-server` per test (free port), nodes
+/// (`Application`s on 127.0.0.1:0 in cluster mode) returned once `/readyz` says ready, and the input
+/// helpers. Has no tests of its own.
+class ClusterTestCase: XCTestCase {
+    var redis: RedisServerProcess!
+
+    override func setUpWithError() throws {
+        redis = try RedisServerProcess()
+    }
+
+    override func tearDown() {
+        redis?.kill()
+        redis = nil
+    }
+
+    func node(
+        _ name: String, leaseTTL: Double = 10, search: any RepositorySearching = UnexpectedSearch(),
+        idleTimeout: Double? = nil
+    ) throws -> LiveApp {
+        let url = redis.url
+        let app = try LiveApp(search: search) { c in
+            c.cluster = ClusterSettings(redisURL: url, nodeID: name, leaseTTL: leaseTTL)
+            if let idleTimeout { c.sessionIdleTimeout = idleTimeout }
+        }
+        try waitUntil("\(name) ready", within: 10) {
+            (try? WireConnection.get(port: app.port, path: "/readyz").status) == 200
+        }
+        return app
+    }
+
+    func name(_ app: LiveApp, _ id: String, _ value: String, key: String? = nil) throws -> WireResponse {
+        try app.post(
+            id, "greeting", "name", #"{"value":"\#(value)"}"#, headers: key.map { [("Idempotency-Key", $0)] } ?? [])
+    }
+
+    func greet(_ app: LiveApp, _ id: String) throws -> WireResponse { try app.post(id, "greeting", "greet") }
+
+    func label(_ app: LiveApp, _ id: String) throws -> JSONValue? {
+        try app.state(id)["viewModels"]?["greeting"]?["label"]
+    }
+
+    func inputSeq(_ r: WireResponse) -> Int? { (try? JSONValue.parse(r.body))?["inputSeq"]?.intValue }
+}
