@@ -5,19 +5,7 @@ import RedisClient
 import RedisTestSupport
 import XCTest
 
-final class RedisConnectionTests: XCTestCase {
-    var server: RedisServerProcess!
-    var loop: EventLoop!
-
-    override func setUp() async throws {
-        server = try RedisServerProcess()
-        loop = startedLoop()
-    }
-
-    override func tearDown() async throws {
-        loop.stop()
-        server.kill()
-    }
+final class RedisConnectionTests: RedisLoopTestCase {
 
     func connect(_ url: String? = nil, timeout: Double = 2) async -> RedisConnection {
         var config = RedisConfiguration(url: url ?? server.url)!

@@ -4,19 +4,7 @@ import RedisClient
 import RedisTestSupport
 import XCTest
 
-final class RedisPubSubTests: XCTestCase {
-    var server: RedisServerProcess!
-    var loop: EventLoop!
-
-    override func setUp() async throws {
-        server = try RedisServerProcess()
-        loop = startedLoop()
-    }
-
-    override func tearDown() async throws {
-        loop.stop()
-        server.kill()
-    }
+final class RedisPubSubTests: RedisLoopTestCase {
 
     private var configuration: RedisConfiguration {
         var c = RedisConfiguration(url: server.url)!
