@@ -6,7 +6,7 @@ extension RESPValue {
         let reply = r.pointee
         func text() -> [UInt8] {
             guard let str = reply.str else { return [] }
-            return UnsafeRawBufferPointer(start: str, count: reply.len).map { $0 }
+            return Array(UnsafeRawBufferPointer(start: str, count: reply.len))  // one copy (`map` went byte by byte)
         }
         switch reply.type {
         case REDIS_REPLY_STRING: self = .bulkString(text())

@@ -6,7 +6,13 @@ extension RedisConnection {
         _ script: RedisScript, keys: [RedisArg], args: [RedisArg], timeout: Double? = nil,
         _ callback: @escaping Callback
     ) {
-        let command: [RedisArg] = ["EVALSHA", RedisArg(script.sha1), RedisArg(keys.count)] + keys + args
+        var command: [RedisArg] = []
+        command.reserveCapacity(3 + keys.count + args.count)
+        command.append("EVALSHA")
+        command.append(script.sha1Argument)
+        command.append(RedisArg(keys.count))
+        command.append(contentsOf: keys)
+        command.append(contentsOf: args)
         send(command, timeout: timeout) { [self] result in
             guard case .failure(let error) = result, error.serverCode == "NOSCRIPT" else { return callback(result) }
             var loadFailure: RedisError?

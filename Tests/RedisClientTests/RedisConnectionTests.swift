@@ -1,9 +1,10 @@
 import EventHTTP
 import Foundation
 import Glibc
-import RedisClient
 import RedisTestSupport
 import XCTest
+
+@testable import RedisClient
 
 final class RedisConnectionTests: RedisLoopTestCase {
 
@@ -36,6 +37,32 @@ final class RedisConnectionTests: RedisLoopTestCase {
         XCTAssertEqual(c.state, .ready)
         await c.closeFromAnyThread()
         XCTAssertEqual(c.state, .closed)
+    }
+
+    /// The RESP form written for hiredis: `*N`, then `$len` and the bytes of each argument, CRLF after each,
+    /// and a NUL after the command (hiredis's parser of subscribe commands needs one).
+    func testCommandsAreWrittenAsRESP() {
+        XCTAssertEqual(
+            String(decoding: respCommand(["SET", "k", RedisArg(bytes: []), 10]), as: UTF8.self),
+            "*4\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n$2\r\n10\r\n\0")
+        let big = [UInt8](repeating: 13, count: 1_234)
+        let resp = respCommand(Array(repeating: RedisArg(bytes: big), count: 12))
+        XCTAssertEqual(Array(resp.prefix(12)), Array("*12\r\n$1234\r\n".utf8))
+        XCTAssertEqual(resp.count, 5 + 12 * (7 + 1_234 + 2) + 1)
+        XCTAssertEqual(resp.last, 0)
+    }
+
+    /// Many arguments, long ones (lengths of several digits) and binary bytes reach Redis intact.
+    func testLongAndManyArgumentsRoundTrip() async throws {
+        let c = await connect()
+        let ready = await waitForState(c, .ready)
+        XCTAssertTrue(ready)
+        let values: [[UInt8]] = (0..<12).map { i in (0..<(i * 9_001)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) } }
+        let pushed = await c.send(["RPUSH", "many"] + values.map { RedisArg(bytes: $0) })
+        XCTAssertEqual(pushed, .success(.integer(12)))
+        let range = await c.send(["LRANGE", "many", 0, -1])
+        XCTAssertEqual(range, .success(.array(values.map { .bulkString($0) })))
+        await c.closeFromAnyThread()
     }
 
     func testErrorRepliesAreFailuresAndKeepTheConnection() async throws {
