@@ -47,6 +47,21 @@ public struct GreetingFeature: ViewModelFeature {
         [.bool("buttonEnabled") { $0.buttonEnabled }, .optionalString("label") { $0.label }]
     }
 
+    /// The stored state by hand: `{"name":…}` plus `"label":…` when there is one, as `JSONEncoder` writes
+    /// it (a nil optional is left out). Stored on every commit in cluster mode (`ViewModelFeature`).
+    public func durableJSON(_ state: State) -> [UInt8]? {
+        var out: [UInt8] = []
+        out.reserveCapacity(24 + state.name.utf8.count + (state.label?.utf8.count ?? 0))
+        out.append(contentsOf: #"{"name":"#.utf8)
+        JSONValue.writeString(state.name, into: &out)
+        if let label = state.label {
+            out.append(contentsOf: #","label":"#.utf8)
+            JSONValue.writeString(label, into: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
     /// Parses a named input into an action (see `ViewModelFeature`).
     public func action(forInput input: String, value: JSONValue) throws(InputError) -> Action {
         let v = InputValue(viewModel: name, input: input, value: value)

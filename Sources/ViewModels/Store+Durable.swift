@@ -20,7 +20,7 @@ extension Store {
     /// `durableState.bytes` does not keep either). Parses to a value equal to `durableState`. Owner only.
     public var durableStateBytes: [UInt8] {
         let effects = durableEffects
-        let state = DurableCoding.encodeBytes(self.state)
+        let state = feature.durableJSON(self.state) ?? DurableCoding.encodeBytes(self.state)
         var out: [UInt8] = []
         out.reserveCapacity(state.count + 48)
         out.append(contentsOf: #"{"version":"#.utf8)

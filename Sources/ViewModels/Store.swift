@@ -161,7 +161,7 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
     }
 
     /// The `inputSeq` of each cancellable effect under way, by id (owner only).
-    var effectInputSeqs: [EffectID: Int?] { book?.taskIDs.mapValues(\.inputSeq) ?? [:] }
+    var effectInputSeqs: [EffectID: Int?] { book?.taskIDs.mapValues { $0.inputSeq } ?? [:] }
 
     /// Replaces the state with a restored one (owner only) and starts what the feature resumes, each
     /// effect reporting under the `inputSeq` stored for its id. Work under way is cancelled first: a

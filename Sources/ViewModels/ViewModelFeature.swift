@@ -31,6 +31,12 @@ public protocol ViewModelFeature: Sendable {
     /// or old data cannot be read by the new code. A restore refuses any other version.
     var stateVersion: Int { get }
 
+    /// `state` as the JSON text stored for it, written by hand, or nil (the default) for `JSONEncoder`'s.
+    /// For a state that changes on almost every input (cluster mode stores it on each commit; `JSONEncoder`
+    /// costs ~17,000 instructions for the greeting's two strings). Must parse to the value `JSONEncoder`
+    /// writes for `state` (a test per feature checks it), so either reader restores it.
+    func durableJSON(_ state: State) -> [UInt8]?
+
     /// Called once right after `state` was restored: returns the effects that were under way when it was
     /// stored (e.g. the search request being waited for) so they run again. A restored state carries no
     /// effect handle; this is the only way work resumes. Signals returned here are ignored.
@@ -44,6 +50,9 @@ public protocol ViewModelFeature: Sendable {
 extension ViewModelFeature {
     /// Version 1 unless a feature says otherwise.
     public var stateVersion: Int { 1 }
+
+    /// `JSONEncoder`'s text unless a feature says otherwise.
+    public func durableJSON(_ state: State) -> [UInt8]? { nil }
 
     /// Nothing resumes unless a feature says otherwise.
     public func resume(_ state: inout State) -> [Effect<Action>] { [] }

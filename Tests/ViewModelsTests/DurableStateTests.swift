@@ -1,3 +1,4 @@
+import Foundation
 import GitHubSearch
 import JSON
 import ViewModels
@@ -146,6 +147,27 @@ final class DurableStateTests: XCTestCase {
         XCTAssertEqual(b.snapshot, a.snapshot)
         XCTAssertEqual(
             a.durableState, ["version": 1, "state": ["name": "bob", "label": "Hello, ANN!"], "effects": [:]])
+    }
+
+    /// The greeting's hand-written stored form parses to what `JSONEncoder` writes, for names and labels
+    /// that need escaping, and restores to the same state.
+    func testGreetingHandWrittenStoredFormIsJSONEncodersValue() throws {
+        let texts = ["", "ann", "quote \" back\\slash", "line\nfeed\ttab\u{01}", "ünïcødé 🙂", "</script>"]
+        let feature = GreetingFeature()
+        for name in texts {
+            for label in [nil] + texts.map(Optional.some) {
+                let state = GreetingFeature.State(name: name, label: label)
+                let mine = try XCTUnwrap(feature.durableJSON(state))
+                let foundation = try JSONEncoder().encode(state)
+                XCTAssertEqual(
+                    try JSONValue.parse(mine), try JSONValue.parse(foundation), "\(name) / \(label ?? "nil")")
+                XCTAssertEqual(try JSONDecoder().decode(GreetingFeature.State.self, from: Data(mine)), state)
+            }
+        }
+        let vm = GreetingViewModel()
+        try vm.send(input: "name", value: "zoë", inputSeq: 1)
+        try vm.send(input: "greet", value: nil, inputSeq: 2)
+        XCTAssertEqual(try JSONValue.parse(vm.durableStateBytes), vm.durableState)
     }
 
     func testStatusStateRoundTrips() throws {

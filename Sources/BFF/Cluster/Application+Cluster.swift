@@ -369,9 +369,9 @@ extension Application {
             out.append(UInt8(ascii: "}"))
         }
         out.append(contentsOf: #","viewModels":"#.utf8)
-        members(\.durable)
+        members { $0.durable }
         out.append(contentsOf: #","outputs":"#.utf8)
-        members(\.snapshot)
+        members { $0.snapshot }
         out.append(UInt8(ascii: "}"))
         return out
     }
