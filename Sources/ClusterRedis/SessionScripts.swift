@@ -98,16 +98,18 @@ enum SessionScripts {
     /// KEYS: session, events, idempotency key (or any key of the session when unused).
     /// ARGV: token, state, history max, idle s, is input (0/1), idempotency s, has key (0/1),
     /// channel, n, event 1 … event n.
-    /// Fenced: nothing happens unless `fence` equals the token. Then, for each event, the id is
+    /// Fenced: nothing happens unless `fence` equals the token (one `HMGET` reads fence, seq and
+    /// inputSeq; one `HSET` writes state, seq and the next inputSeq). Then, for each event, the id is
     /// max(seq + 1, token * 2^32 + 1), and XADD and PUBLISH carry the same id and bytes (one
     /// atomic step: a live reader and a replaying reader see the same event). Returns
     /// {inputSeq or -1, {ids as strings}}.
     static let commit = RedisScript(
         #"""
-        local fence = redis.call('HGET', KEYS[1], 'fence')
+        local m = redis.call('HMGET', KEYS[1], 'fence', 'seq', 'inputSeq')
+        local fence = m[1]
         if not fence then return redis.error_reply('GONE session') end
         if fence ~= ARGV[1] then return redis.error_reply('FENCED token ' .. ARGV[1] .. ' is not ' .. fence) end
-        local seq = tonumber(redis.call('HGET', KEYS[1], 'seq'))
+        local seq = tonumber(m[2])
         local first = tonumber(ARGV[1]) * 4294967296 + 1
         local n = tonumber(ARGV[9])
         local ids = {}
@@ -122,10 +124,13 @@ enum SessionScripts {
         end
         local inputSeq = -1
         if ARGV[5] == '1' then
-          inputSeq = redis.call('HINCRBY', KEYS[1], 'inputSeq', 1)
-          if ARGV[7] == '1' then redis.call('SET', KEYS[3], inputSeq, 'EX', ARGV[6]) end
+          inputSeq = tonumber(m[3]) + 1
+          local text = string.format('%.0f', inputSeq)
+          redis.call('HSET', KEYS[1], 'state', ARGV[2], 'seq', string.format('%.0f', seq), 'inputSeq', text)
+          if ARGV[7] == '1' then redis.call('SET', KEYS[3], text, 'EX', ARGV[6]) end
+        else
+          redis.call('HSET', KEYS[1], 'state', ARGV[2], 'seq', string.format('%.0f', seq))
         end
-        redis.call('HSET', KEYS[1], 'state', ARGV[2], 'seq', string.format('%.0f', seq))
         redis.call('EXPIRE', KEYS[1], ARGV[4])
         if n > 0 then redis.call('EXPIRE', KEYS[2], ARGV[4]) end
         return {inputSeq, ids}
