@@ -166,6 +166,78 @@ final class ClusterUpstreamTests: ClusterTestCase {
         XCTAssertEqual(try counter(b, #"bff_cluster_search_cache_total{outcome="miss"}"#), 1)
     }
 
+    /// A node posts a block with a short end (GitHub's secondary limit, `Retry-After: 2`) and dies before it
+    /// ends: the other node's `status` returns to "available" by itself at the end, with no further post
+    /// (the board still holds the block), and its sessions may search again.
+    func testADeadPostersBlockMessageEndsWithTheBlockOnTheOtherNodes() throws {
+        let sim = try SearchEndToEndTests.Simulator(token: SearchEndToEndTests.token)
+        let a = try node("a", sim: sim)
+        let b = try node("b", sim: sim)
+        let idB = try b.createSession()
+        sim.sim.faults.secondaryRateLimit = true
+        sim.sim.faults.retryAfterSeconds = 2
+        XCTAssertTrue(
+            try WireConnection.get(port: a.port, path: "/api/search/repositories?q=rust").problem(503).contains(
+                "rate limit"))
+        let block = try XCTUnwrap(boardValue(), "A posted the block")
+        let until = try XCTUnwrap(block.blockedUntil)
+        XCTAssertNotNil(block.message)
+        a.app.server.shutdown(gracePeriod: 0)  // "kill -9" in process: A posts nothing more
+        try waitUntil("B's session shows the block", within: 5) {
+            try b.state(idB)["viewModels"]?["status"]?["message"]?.stringValue?.contains("rate limit") == true
+        }
+        try waitUntil("B's status is available again", within: Double(until) - Date().timeIntervalSince1970 + 5) {
+            let status = try b.state(idB)["viewModels"]?["status"]
+            return (status?["message"] ?? .null) == .null && status?["reachable"] == true
+        }
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince1970, Double(until), "not before the block's end")
+        XCTAssertEqual(try boardValue(), block, "no post cleared it: the board still holds A's block")
+        XCTAssertEqual(try b.state(idB)["viewModels"]?["search"]?["retryAt"] ?? .null, .null, "no longer blocked")
+        XCTAssertEqual(sim.sim.stats.requests, 1)
+    }
+
+    /// A newer post applied before a block's end replaces it, timer included: a block that ends later
+    /// (posted over the board by a node that then died too) keeps `status` blocked past the first end.
+    func testANewerPostBeforeTheBlocksEndWins() throws {
+        let sim = try SearchEndToEndTests.Simulator(token: SearchEndToEndTests.token)
+        let b = try node("b", sim: sim)
+        let idB = try b.createSession()
+        let message = "GitHub's search rate limit is exhausted; searching resumes when it resets."
+        let first = Int(Date().timeIntervalSince1970.rounded(.up)) + 2
+        try post(UpstreamStatus(reachable: true, message: message, blockedUntil: first))
+        var retryAt: JSONValue?
+        try waitUntil("B applies the first block", within: 5) {
+            let vms = try b.state(idB)["viewModels"]
+            retryAt = vms?["search"]?["retryAt"]
+            return vms?["status"]?["message"]?.stringValue == message && retryAt?.stringValue != nil
+        }
+        let second = first + 2
+        try post(UpstreamStatus(reachable: true, message: message, blockedUntil: second))
+        try waitUntil("B applies the second block", within: 5) {
+            let r = try b.state(idB)["viewModels"]?["search"]?["retryAt"]
+            return r?.stringValue != nil && r != retryAt
+        }
+        XCTAssertLessThan(Date().timeIntervalSince1970, Double(first), "the second post came before the first end")
+        try waitUntil("B's status is available again", within: Double(second) - Date().timeIntervalSince1970 + 5) {
+            (try b.state(idB)["viewModels"]?["status"]?["message"] ?? .null) == .null
+        }
+        XCTAssertGreaterThanOrEqual(
+            Date().timeIntervalSince1970, Double(second), "the first block's end did not clear the second")
+    }
+
+    /// Posts `status` to the board as a node does (SET and PUBLISH in one script).
+    func post(_ status: UpstreamStatus) throws {
+        let json = String(decoding: try JSONEncoder().encode(status), as: UTF8.self)
+        let script = "redis.call('SET', KEYS[1], ARGV[1], 'EX', 600) return redis.call('PUBLISH', KEYS[1], ARGV[1])"
+        XCTAssertNotEqual(try redisCLI("EVAL", script, "1", "bff:status:github", json), "0\n", "B subscribes")
+    }
+
+    /// The status on the board (the last post), nil when none.
+    func boardValue() throws -> UpstreamStatus? {
+        let text = try redisCLI("--raw", "GET", "bff:status:github").trimmingCharacters(in: .whitespacesAndNewlines)
+        return text.isEmpty ? nil : try JSONDecoder().decode(UpstreamStatus.self, from: Data(text.utf8))
+    }
+
     /// The value of the sample `name` (with its labels) in `/metrics`; 0 when absent.
     func counter(_ app: LiveApp, _ name: String) throws -> Int {
         let text = String(decoding: try WireConnection.get(port: app.port, path: "/metrics").body, as: UTF8.self)
