@@ -131,4 +131,11 @@ final class ClusterRateBudget: SharedRateBudget {
             logger.warning("shared GitHub budget not corrected", metadata: ["error": "\(e)"])
         }
     }
+
+    func refund() async {
+        guard let (b, _) = budget.withLock({ $0 }) else { return }
+        if case .failure(let e) = await b.refund(cost: 1) {
+            logger.warning("shared GitHub budget not refunded", metadata: ["error": "\(e)"])
+        }
+    }
 }

@@ -40,6 +40,8 @@ public actor RateLimiter {
     let shared: (any SharedRateBudget)?
     /// What the last observed response said, not yet reported to `shared`.
     private var unreported: (remaining: Int?, blockedUntil: Double?)?
+    /// The last observed response was a `304`, which GitHub does not count: `shared` gets its share back.
+    private var unreportedFree = false
 
     /// No upstream call before this wall-clock time (seconds since 1970).
     private(set) var blockedUntil: Double?
@@ -136,10 +138,16 @@ public actor RateLimiter {
         }
     }
 
-    /// Reports what the last observed response said to the shared budget (no-op without one). The
-    /// gateway calls it before `release`, so the next call anywhere sees the correction.
+    /// Reports what the last observed response said to the shared budget (no-op without one), giving
+    /// back the call's share first when it was a `304`. The gateway calls it before `release`, so the
+    /// next call anywhere sees the correction.
     public func reportShared() async {
-        guard let shared, let report = unreported else { return }
+        guard let shared else { return }
+        if unreportedFree {
+            unreportedFree = false
+            await shared.refund()
+        }
+        guard let report = unreported else { return }
         unreported = nil
         await shared.report(remaining: report.remaining, blockedUntil: report.blockedUntil)
     }
@@ -178,6 +186,9 @@ public actor RateLimiter {
     /// error when the response is a primary or secondary limit, else nil.
     public func observe(status: Int, headers: [String: String], bodyMentionsRateLimit: Bool = false) -> SearchError? {
         let now = clock.now()
+        // GitHub does not count a conditional request answered `304` against the limit. This limiter
+        // spends nothing of its own per call (it follows GitHub's headers), so only `shared` gives back.
+        unreportedFree = status == 304
         if let limit = headers["x-ratelimit-limit"].flatMap(Int.init),
             let remaining = headers["x-ratelimit-remaining"].flatMap(Int.init),
             let reset = headers["x-ratelimit-reset"].flatMap(Int.init)
@@ -221,6 +232,7 @@ public actor RateLimiter {
 
     /// Records that GitHub could not be reached (connection failure, time-out) or answered garbage.
     public func observeUnreachable(message: String) {
+        unreportedFree = false
         publish(UpstreamStatus(reachable: false, message: message, rateLimit: rateLimit))
     }
 
@@ -293,4 +305,7 @@ public protocol SharedRateBudget: Sendable {
     /// What GitHub answered: `X-RateLimit-Remaining`, and the wall time (seconds since 1970) before
     /// which no call may be made (reset or `Retry-After`), nil when not blocked.
     func report(remaining: Int?, blockedUntil: Double?) async
+    /// Gives back the share `admit` took for a call GitHub did not count (a `304` to a conditional
+    /// request); called before that answer's `report`.
+    func refund() async
 }

@@ -1,4 +1,5 @@
 import BFF
+import ClusterStore
 import Foundation
 import GitHubSearch
 import JSON
@@ -13,7 +14,8 @@ import XCTest
 final class ClusterUpstreamTests: ClusterTestCase {
 
     func node(
-        _ name: String, sim: SearchEndToEndTests.Simulator, requestTimeout: Double? = nil, cacheTTL: Double? = nil
+        _ name: String, sim: SearchEndToEndTests.Simulator, requestTimeout: Double? = nil, cacheTTL: Double? = nil,
+        sharedBudget: TokenBucketShape? = nil
     ) throws -> LiveApp {
         var c = AppConfiguration()
         c.http.port = 0
@@ -25,6 +27,7 @@ final class ClusterUpstreamTests: ClusterTestCase {
         g.cachePath = nil
         if let requestTimeout { g.requestTimeout = requestTimeout }
         if let cacheTTL { g.cacheTTL = cacheTTL }
+        if let sharedBudget { g.sharedBudget = sharedBudget }
         var quiet = Logger(label: name)
         quiet.logLevel = .error
         let app = try LiveApp(app: Application.live(configuration: c, github: g, logger: quiet))
@@ -166,6 +169,25 @@ final class ClusterUpstreamTests: ClusterTestCase {
         XCTAssertEqual(try counter(b, #"bff_cluster_search_cache_total{outcome="miss"}"#), 1)
     }
 
+    /// GitHub does not count a `304` against its limit: the revalidating node's token goes back to the
+    /// shared bucket (read in Redis), so the bucket holds what it held before the call.
+    func testA304RevalidationLeavesTheSharedBucketAsItWas() throws {
+        let sim = try SearchEndToEndTests.Simulator(token: SearchEndToEndTests.token)
+        let slow = TokenBucketShape(capacity: 30, refillPerSecond: 0.0001)  // no refill to speak of in the test
+        let a = try node("a", sim: sim, cacheTTL: 0.5, sharedBudget: slow)
+        let b = try node("b", sim: sim, cacheTTL: 0.5, sharedBudget: slow)
+        XCTAssertEqual(try WireConnection.get(port: a.port, path: "/api/search/repositories?q=refund").status, 200)
+        let before = try tokens()
+        XCTAssertEqual(before, 29, accuracy: 0.01, "A's call took one token of 30")
+        usleep(700_000)  // the entry's freshness (0.5 s) has to run out: time itself is what is tested
+        XCTAssertEqual(try WireConnection.get(port: b.port, path: "/api/search/repositories?q=refund").status, 200)
+        XCTAssertEqual(sim.sim.stats.notModified, 1, "B's call was answered 304")
+        XCTAssertEqual(try tokens(), before, accuracy: 0.01, "the 304's token was given back")
+        // A counted call still costs its token.
+        XCTAssertEqual(try WireConnection.get(port: b.port, path: "/api/search/repositories?q=other").status, 200)
+        XCTAssertEqual(try tokens(), before - 1, accuracy: 0.01)
+    }
+
     /// A node posts a block with a short end (GitHub's secondary limit, `Retry-After: 2`) and dies before it
     /// ends: the other node's `status` returns to "available" by itself at the end, with no further post
     /// (the board still holds the block), and its sessions may search again.
@@ -236,6 +258,12 @@ final class ClusterUpstreamTests: ClusterTestCase {
     func boardValue() throws -> UpstreamStatus? {
         let text = try redisCLI("--raw", "GET", "bff:status:github").trimmingCharacters(in: .whitespacesAndNewlines)
         return text.isEmpty ? nil : try JSONDecoder().decode(UpstreamStatus.self, from: Data(text.utf8))
+    }
+
+    /// The tokens of the shared GitHub bucket as Redis last stored them.
+    func tokens() throws -> Double {
+        let text = try redisCLI("--raw", "HGET", "bff:rl:github-search", "tokens")
+        return try XCTUnwrap(Double(text.trimmingCharacters(in: .whitespacesAndNewlines)), "tokens: '\(text)'")
     }
 
     /// The value of the sample `name` (with its labels) in `/metrics`; 0 when absent.
