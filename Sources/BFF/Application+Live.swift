@@ -38,7 +38,11 @@ extension Application {
         let sink = StatusSink()
         let budget = configuration.cluster == nil ? nil : ClusterRateBudget(logger: logger)
         let gateway = try GitHubGateway(
-            configuration: .init(baseURL: github.baseURL, token: github.token, requestTimeout: github.requestTimeout),
+            // Cluster mode: every report is posted, a repeat too (the board's last post may be another
+            // node's), so "last post wins" holds for what this node sees as well.
+            configuration: .init(
+                baseURL: github.baseURL, token: github.token, requestTimeout: github.requestTimeout,
+                rateLimiter: .init(publishesRepeats: budget != nil)),
             logger: logger, onStatus: { sink.forward($0) }, sharedBudget: budget)
         func cache<U: RepositorySearching>(over upstream: U) -> SearchCache<U> {
             SearchCache(

@@ -9,7 +9,8 @@ import GitHubSearch
 ///   seconds. Calls in that time are answered `rateLimited` at once, without touching GitHub.
 /// - Never causes a secondary limit itself: at most `maxConcurrentRequests` calls in flight
 ///   (FIFO queue behind them) and at least `minimumSpacing` between the starts of two calls.
-/// - Publishes `UpstreamStatus` changes (deduplicated) through the injected callback.
+/// - Publishes `UpstreamStatus` changes (deduplicated unless `publishesRepeats`) through the injected
+///   callback.
 ///
 /// An actor: its state is touched only on its own executor; the status callback is invoked from
 /// it and must be cheap and thread-safe (hand the value to its owner).
@@ -22,15 +23,20 @@ public actor RateLimiter {
         public var minimumSpacing: Duration
         /// Back-off after a secondary limit that gave no `Retry-After` (GitHub says at least a minute).
         public var secondaryBackoffSeconds: Double
+        /// Publishes every status, a repeat of the last one included (cluster mode: what every node shows
+        /// is the shared board's last post, which may be another node's since this limiter's last report,
+        /// so a repeat is news there). False: only changes.
+        public var publishesRepeats: Bool
 
-        /// Defaults: 1 in flight, 100 ms spacing, 60 s secondary back-off.
+        /// Defaults: 1 in flight, 100 ms spacing, 60 s secondary back-off, changes only.
         public init(
             maxConcurrentRequests: Int = 1, minimumSpacing: Duration = .milliseconds(100),
-            secondaryBackoffSeconds: Double = 60
+            secondaryBackoffSeconds: Double = 60, publishesRepeats: Bool = false
         ) {
             self.maxConcurrentRequests = max(1, maxConcurrentRequests)
             self.minimumSpacing = minimumSpacing
             self.secondaryBackoffSeconds = secondaryBackoffSeconds
+            self.publishesRepeats = publishesRepeats
         }
     }
 
@@ -275,7 +281,7 @@ public actor RateLimiter {
     private func publish(_ status: UpstreamStatus) {
         var status = status
         status.blockedUntil = blockedError() == nil ? nil : blockedUntil.map { Int($0.rounded(.up)) }
-        guard status != published else { return }
+        guard status != published || configuration.publishesRepeats else { return }
         published = status
         onStatus(status)
     }

@@ -247,6 +247,26 @@ final class ClusterUpstreamTests: ClusterTestCase {
             Date().timeIntervalSince1970, Double(second), "the first block's end did not clear the second")
     }
 
+    /// Last post wins, a node's repeat included: A reports an outage, B's successful call then posts
+    /// "available", and A's next failure (the same report as its first) is posted again and shows on B.
+    func testARepeatedReportIsPostedAgainAfterAnotherNodesPost() throws {
+        let sim = try SearchEndToEndTests.Simulator(token: SearchEndToEndTests.token)
+        let a = try node("a", sim: sim)
+        let b = try node("b", sim: sim)
+        let idB = try b.createSession()
+        func reachable() throws -> JSONValue? { try b.state(idB)["viewModels"]?["status"]?["reachable"] }
+        sim.sim.faults.serverError = true
+        XCTAssertEqual(try WireConnection.get(port: a.port, path: "/api/search/repositories?q=one").status, 502)
+        try waitUntil("A's outage shows on B", within: 5) { try reachable() == false }
+        sim.sim.faults.serverError = false
+        XCTAssertEqual(try WireConnection.get(port: b.port, path: "/api/search/repositories?q=two").status, 200)
+        try waitUntil("B's success shows on B", within: 5) { try reachable() == true }
+        sim.sim.faults.serverError = true
+        XCTAssertEqual(try WireConnection.get(port: a.port, path: "/api/search/repositories?q=three").status, 502)
+        try waitUntil("A's second outage shows on B", within: 5) { try reachable() == false }
+        XCTAssertEqual(sim.sim.stats.requests, 3)
+    }
+
     /// Posts `status` to the board as a node does (SET and PUBLISH in one script).
     func post(_ status: UpstreamStatus) throws {
         let json = String(decoding: try JSONEncoder().encode(status), as: UTF8.self)
