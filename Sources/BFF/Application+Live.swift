@@ -38,7 +38,11 @@ extension Application {
         let sink = StatusSink()
         let budget = configuration.cluster == nil ? nil : ClusterRateBudget(logger: logger)
         let gateway = try GitHubGateway(
-            configuration: .init(baseURL: github.baseURL, token: github.token, requestTimeout: github.requestTimeout),
+            // Cluster mode: every report is posted, a repeat too (the board's last post may be another
+            // node's), so "last post wins" holds for what this node sees as well.
+            configuration: .init(
+                baseURL: github.baseURL, token: github.token, requestTimeout: github.requestTimeout,
+                rateLimiter: .init(publishesRepeats: budget != nil)),
             logger: logger, onStatus: { sink.forward($0) }, sharedBudget: budget)
         func cache<U: RepositorySearching>(over upstream: U) -> SearchCache<U> {
             SearchCache(
@@ -129,6 +133,13 @@ final class ClusterRateBudget: SharedRateBudget {
         guard let (b, _) = budget.withLock({ $0 }) else { return }
         if case .failure(let e) = await b.correct(remaining: remaining, blockedUntil: blockedUntil) {
             logger.warning("shared GitHub budget not corrected", metadata: ["error": "\(e)"])
+        }
+    }
+
+    func refund() async {
+        guard let (b, _) = budget.withLock({ $0 }) else { return }
+        if case .failure(let e) = await b.refund(cost: 1) {
+            logger.warning("shared GitHub budget not refunded", metadata: ["error": "\(e)"])
         }
     }
 }

@@ -48,4 +48,13 @@ enum BudgetScripts {
             save()
             return 1
             """)
+
+    /// KEYS: bucket. ARGV: capacity, refill per second, cost. Gives back `cost` tokens taken for a call
+    /// GitHub did not count (a `304`), never above the capacity. Returns the whole tokens now held.
+    static let refund = RedisScript(
+        prologue + """
+            tokens = math.min(cap, tokens + tonumber(ARGV[3]))
+            save()
+            return math.floor(tokens)
+            """)
 }

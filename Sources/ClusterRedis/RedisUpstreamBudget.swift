@@ -38,4 +38,8 @@ public final class RedisUpstreamBudget: UpstreamBudget, @unchecked Sendable {
         let untilMs = blockedUntil.map { Int(($0 * 1000).rounded(.up)) } ?? 0
         return await run(BudgetScripts.correct, [RedisArg(remaining ?? -1), RedisArg(untilMs)]).store { _ in () }
     }
+
+    public func refund(cost: Int) async -> Result<Void, StoreError> {
+        await run(BudgetScripts.refund, [RedisArg(cost)]).store { _ in () }
+    }
 }

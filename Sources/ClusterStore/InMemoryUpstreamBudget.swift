@@ -56,4 +56,14 @@ public final class InMemoryUpstreamBudget: UpstreamBudget, @unchecked Sendable {
         }
         return .success(())
     }
+
+    public func refund(cost: Int) async -> Result<Void, StoreError> {
+        let t = now()
+        bucket.withLock { b in
+            var x = refilled(&b, t)
+            x.tokens = min(shape.capacity, x.tokens + Double(cost))
+            b = x
+        }
+        return .success(())
+    }
 }

@@ -11,6 +11,10 @@ public protocol UpstreamBudget: Sendable {
     /// the tokens to at most that; `blockedUntil` (seconds since 1970: `X-RateLimit-Reset` when
     /// remaining is 0, or now + `Retry-After`) refuses every call before then, on every node.
     func correct(remaining: Int?, blockedUntil: Double?) async -> Result<Void, StoreError>
+
+    /// Gives back `cost` tokens taken for a call that GitHub did not count against its limit (a `304`
+    /// to a conditional request), in one step and never above the bucket's capacity.
+    func refund(cost: Int) async -> Result<Void, StoreError>
 }
 
 /// The answer of `UpstreamBudget.take`.

@@ -9,7 +9,8 @@ import GitHubSearch
 ///   seconds. Calls in that time are answered `rateLimited` at once, without touching GitHub.
 /// - Never causes a secondary limit itself: at most `maxConcurrentRequests` calls in flight
 ///   (FIFO queue behind them) and at least `minimumSpacing` between the starts of two calls.
-/// - Publishes `UpstreamStatus` changes (deduplicated) through the injected callback.
+/// - Publishes `UpstreamStatus` changes (deduplicated unless `publishesRepeats`) through the injected
+///   callback.
 ///
 /// An actor: its state is touched only on its own executor; the status callback is invoked from
 /// it and must be cheap and thread-safe (hand the value to its owner).
@@ -22,15 +23,20 @@ public actor RateLimiter {
         public var minimumSpacing: Duration
         /// Back-off after a secondary limit that gave no `Retry-After` (GitHub says at least a minute).
         public var secondaryBackoffSeconds: Double
+        /// Publishes every status, a repeat of the last one included (cluster mode: what every node shows
+        /// is the shared board's last post, which may be another node's since this limiter's last report,
+        /// so a repeat is news there). False: only changes.
+        public var publishesRepeats: Bool
 
-        /// Defaults: 1 in flight, 100 ms spacing, 60 s secondary back-off.
+        /// Defaults: 1 in flight, 100 ms spacing, 60 s secondary back-off, changes only.
         public init(
             maxConcurrentRequests: Int = 1, minimumSpacing: Duration = .milliseconds(100),
-            secondaryBackoffSeconds: Double = 60
+            secondaryBackoffSeconds: Double = 60, publishesRepeats: Bool = false
         ) {
             self.maxConcurrentRequests = max(1, maxConcurrentRequests)
             self.minimumSpacing = minimumSpacing
             self.secondaryBackoffSeconds = secondaryBackoffSeconds
+            self.publishesRepeats = publishesRepeats
         }
     }
 
@@ -40,6 +46,8 @@ public actor RateLimiter {
     let shared: (any SharedRateBudget)?
     /// What the last observed response said, not yet reported to `shared`.
     private var unreported: (remaining: Int?, blockedUntil: Double?)?
+    /// The last observed response was a `304`, which GitHub does not count: `shared` gets its share back.
+    private var unreportedFree = false
 
     /// No upstream call before this wall-clock time (seconds since 1970).
     private(set) var blockedUntil: Double?
@@ -136,10 +144,16 @@ public actor RateLimiter {
         }
     }
 
-    /// Reports what the last observed response said to the shared budget (no-op without one). The
-    /// gateway calls it before `release`, so the next call anywhere sees the correction.
+    /// Reports what the last observed response said to the shared budget (no-op without one), giving
+    /// back the call's share first when it was a `304`. The gateway calls it before `release`, so the
+    /// next call anywhere sees the correction.
     public func reportShared() async {
-        guard let shared, let report = unreported else { return }
+        guard let shared else { return }
+        if unreportedFree {
+            unreportedFree = false
+            await shared.refund()
+        }
+        guard let report = unreported else { return }
         unreported = nil
         await shared.report(remaining: report.remaining, blockedUntil: report.blockedUntil)
     }
@@ -178,6 +192,9 @@ public actor RateLimiter {
     /// error when the response is a primary or secondary limit, else nil.
     public func observe(status: Int, headers: [String: String], bodyMentionsRateLimit: Bool = false) -> SearchError? {
         let now = clock.now()
+        // GitHub does not count a conditional request answered `304` against the limit. This limiter
+        // spends nothing of its own per call (it follows GitHub's headers), so only `shared` gives back.
+        unreportedFree = status == 304
         if let limit = headers["x-ratelimit-limit"].flatMap(Int.init),
             let remaining = headers["x-ratelimit-remaining"].flatMap(Int.init),
             let reset = headers["x-ratelimit-reset"].flatMap(Int.init)
@@ -221,6 +238,7 @@ public actor RateLimiter {
 
     /// Records that GitHub could not be reached (connection failure, time-out) or answered garbage.
     public func observeUnreachable(message: String) {
+        unreportedFree = false
         publish(UpstreamStatus(reachable: false, message: message, rateLimit: rateLimit))
     }
 
@@ -263,7 +281,7 @@ public actor RateLimiter {
     private func publish(_ status: UpstreamStatus) {
         var status = status
         status.blockedUntil = blockedError() == nil ? nil : blockedUntil.map { Int($0.rounded(.up)) }
-        guard status != published else { return }
+        guard status != published || configuration.publishesRepeats else { return }
         published = status
         onStatus(status)
     }
@@ -293,4 +311,7 @@ public protocol SharedRateBudget: Sendable {
     /// What GitHub answered: `X-RateLimit-Remaining`, and the wall time (seconds since 1970) before
     /// which no call may be made (reset or `Retry-After`), nil when not blocked.
     func report(remaining: Int?, blockedUntil: Double?) async
+    /// Gives back the share `admit` took for a call GitHub did not count (a `304` to a conditional
+    /// request); called before that answer's `report`.
+    func refund() async
 }

@@ -1,4 +1,5 @@
 import BFF
+import ClusterStore
 import Foundation
 import GitHubSearch
 import JSON
@@ -13,7 +14,8 @@ import XCTest
 final class ClusterUpstreamTests: ClusterTestCase {
 
     func node(
-        _ name: String, sim: SearchEndToEndTests.Simulator, requestTimeout: Double? = nil, cacheTTL: Double? = nil
+        _ name: String, sim: SearchEndToEndTests.Simulator, requestTimeout: Double? = nil, cacheTTL: Double? = nil,
+        sharedBudget: TokenBucketShape? = nil
     ) throws -> LiveApp {
         var c = AppConfiguration()
         c.http.port = 0
@@ -25,6 +27,7 @@ final class ClusterUpstreamTests: ClusterTestCase {
         g.cachePath = nil
         if let requestTimeout { g.requestTimeout = requestTimeout }
         if let cacheTTL { g.cacheTTL = cacheTTL }
+        if let sharedBudget { g.sharedBudget = sharedBudget }
         var quiet = Logger(label: name)
         quiet.logLevel = .error
         let app = try LiveApp(app: Application.live(configuration: c, github: g, logger: quiet))
@@ -164,6 +167,123 @@ final class ClusterUpstreamTests: ClusterTestCase {
         XCTAssertEqual(sim.sim.stats.notModified, 1, "B's call was conditional and answered 304")
         XCTAssertEqual(sim.sim.stats.requests, 2)
         XCTAssertEqual(try counter(b, #"bff_cluster_search_cache_total{outcome="miss"}"#), 1)
+    }
+
+    /// GitHub does not count a `304` against its limit: the revalidating node's token goes back to the
+    /// shared bucket (read in Redis), so the bucket holds what it held before the call.
+    func testA304RevalidationLeavesTheSharedBucketAsItWas() throws {
+        let sim = try SearchEndToEndTests.Simulator(token: SearchEndToEndTests.token)
+        let slow = TokenBucketShape(capacity: 30, refillPerSecond: 0.0001)  // no refill to speak of in the test
+        let a = try node("a", sim: sim, cacheTTL: 0.5, sharedBudget: slow)
+        let b = try node("b", sim: sim, cacheTTL: 0.5, sharedBudget: slow)
+        XCTAssertEqual(try WireConnection.get(port: a.port, path: "/api/search/repositories?q=refund").status, 200)
+        let before = try tokens()
+        XCTAssertEqual(before, 29, accuracy: 0.01, "A's call took one token of 30")
+        usleep(700_000)  // the entry's freshness (0.5 s) has to run out: time itself is what is tested
+        XCTAssertEqual(try WireConnection.get(port: b.port, path: "/api/search/repositories?q=refund").status, 200)
+        XCTAssertEqual(sim.sim.stats.notModified, 1, "B's call was answered 304")
+        XCTAssertEqual(try tokens(), before, accuracy: 0.01, "the 304's token was given back")
+        // A counted call still costs its token.
+        XCTAssertEqual(try WireConnection.get(port: b.port, path: "/api/search/repositories?q=other").status, 200)
+        XCTAssertEqual(try tokens(), before - 1, accuracy: 0.01)
+    }
+
+    /// A node posts a block with a short end (GitHub's secondary limit, `Retry-After: 2`) and dies before it
+    /// ends: the other node's `status` returns to "available" by itself at the end, with no further post
+    /// (the board still holds the block), and its sessions may search again.
+    func testADeadPostersBlockMessageEndsWithTheBlockOnTheOtherNodes() throws {
+        let sim = try SearchEndToEndTests.Simulator(token: SearchEndToEndTests.token)
+        let a = try node("a", sim: sim)
+        let b = try node("b", sim: sim)
+        let idB = try b.createSession()
+        sim.sim.faults.secondaryRateLimit = true
+        sim.sim.faults.retryAfterSeconds = 2
+        XCTAssertTrue(
+            try WireConnection.get(port: a.port, path: "/api/search/repositories?q=rust").problem(503).contains(
+                "rate limit"))
+        let block = try XCTUnwrap(boardValue(), "A posted the block")
+        let until = try XCTUnwrap(block.blockedUntil)
+        XCTAssertNotNil(block.message)
+        a.app.server.shutdown(gracePeriod: 0)  // "kill -9" in process: A posts nothing more
+        try waitUntil("B's session shows the block", within: 5) {
+            try b.state(idB)["viewModels"]?["status"]?["message"]?.stringValue?.contains("rate limit") == true
+        }
+        try waitUntil("B's status is available again", within: Double(until) - Date().timeIntervalSince1970 + 5) {
+            let status = try b.state(idB)["viewModels"]?["status"]
+            return (status?["message"] ?? .null) == .null && status?["reachable"] == true
+        }
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince1970, Double(until), "not before the block's end")
+        XCTAssertEqual(try boardValue(), block, "no post cleared it: the board still holds A's block")
+        XCTAssertEqual(try b.state(idB)["viewModels"]?["search"]?["retryAt"] ?? .null, .null, "no longer blocked")
+        XCTAssertEqual(sim.sim.stats.requests, 1)
+    }
+
+    /// A newer post applied before a block's end replaces it, timer included: a block that ends later
+    /// (posted over the board by a node that then died too) keeps `status` blocked past the first end.
+    func testANewerPostBeforeTheBlocksEndWins() throws {
+        let sim = try SearchEndToEndTests.Simulator(token: SearchEndToEndTests.token)
+        let b = try node("b", sim: sim)
+        let idB = try b.createSession()
+        let message = "GitHub's search rate limit is exhausted; searching resumes when it resets."
+        let first = Int(Date().timeIntervalSince1970.rounded(.up)) + 2
+        try post(UpstreamStatus(reachable: true, message: message, blockedUntil: first))
+        var retryAt: JSONValue?
+        try waitUntil("B applies the first block", within: 5) {
+            let vms = try b.state(idB)["viewModels"]
+            retryAt = vms?["search"]?["retryAt"]
+            return vms?["status"]?["message"]?.stringValue == message && retryAt?.stringValue != nil
+        }
+        let second = first + 2
+        try post(UpstreamStatus(reachable: true, message: message, blockedUntil: second))
+        try waitUntil("B applies the second block", within: 5) {
+            let r = try b.state(idB)["viewModels"]?["search"]?["retryAt"]
+            return r?.stringValue != nil && r != retryAt
+        }
+        XCTAssertLessThan(Date().timeIntervalSince1970, Double(first), "the second post came before the first end")
+        try waitUntil("B's status is available again", within: Double(second) - Date().timeIntervalSince1970 + 5) {
+            (try b.state(idB)["viewModels"]?["status"]?["message"] ?? .null) == .null
+        }
+        XCTAssertGreaterThanOrEqual(
+            Date().timeIntervalSince1970, Double(second), "the first block's end did not clear the second")
+    }
+
+    /// Last post wins, a node's repeat included: A reports an outage, B's successful call then posts
+    /// "available", and A's next failure (the same report as its first) is posted again and shows on B.
+    func testARepeatedReportIsPostedAgainAfterAnotherNodesPost() throws {
+        let sim = try SearchEndToEndTests.Simulator(token: SearchEndToEndTests.token)
+        let a = try node("a", sim: sim)
+        let b = try node("b", sim: sim)
+        let idB = try b.createSession()
+        func reachable() throws -> JSONValue? { try b.state(idB)["viewModels"]?["status"]?["reachable"] }
+        sim.sim.faults.serverError = true
+        XCTAssertEqual(try WireConnection.get(port: a.port, path: "/api/search/repositories?q=one").status, 502)
+        try waitUntil("A's outage shows on B", within: 5) { try reachable() == false }
+        sim.sim.faults.serverError = false
+        XCTAssertEqual(try WireConnection.get(port: b.port, path: "/api/search/repositories?q=two").status, 200)
+        try waitUntil("B's success shows on B", within: 5) { try reachable() == true }
+        sim.sim.faults.serverError = true
+        XCTAssertEqual(try WireConnection.get(port: a.port, path: "/api/search/repositories?q=three").status, 502)
+        try waitUntil("A's second outage shows on B", within: 5) { try reachable() == false }
+        XCTAssertEqual(sim.sim.stats.requests, 3)
+    }
+
+    /// Posts `status` to the board as a node does (SET and PUBLISH in one script).
+    func post(_ status: UpstreamStatus) throws {
+        let json = String(decoding: try JSONEncoder().encode(status), as: UTF8.self)
+        let script = "redis.call('SET', KEYS[1], ARGV[1], 'EX', 600) return redis.call('PUBLISH', KEYS[1], ARGV[1])"
+        XCTAssertNotEqual(try redisCLI("EVAL", script, "1", "bff:status:github", json), "0\n", "B subscribes")
+    }
+
+    /// The status on the board (the last post), nil when none.
+    func boardValue() throws -> UpstreamStatus? {
+        let text = try redisCLI("--raw", "GET", "bff:status:github").trimmingCharacters(in: .whitespacesAndNewlines)
+        return text.isEmpty ? nil : try JSONDecoder().decode(UpstreamStatus.self, from: Data(text.utf8))
+    }
+
+    /// The tokens of the shared GitHub bucket as Redis last stored them.
+    func tokens() throws -> Double {
+        let text = try redisCLI("--raw", "HGET", "bff:rl:github-search", "tokens")
+        return try XCTUnwrap(Double(text.trimmingCharacters(in: .whitespacesAndNewlines)), "tokens: '\(text)'")
     }
 
     /// The value of the sample `name` (with its labels) in `/metrics`; 0 when absent.

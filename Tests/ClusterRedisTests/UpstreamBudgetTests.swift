@@ -99,3 +99,52 @@ final class InMemoryUpstreamBudgetTests: XCTestCase {
         XCTAssertEqual(e.retryAfter, 20, accuracy: 1e-9)
     }
 }
+
+extension RedisUpstreamBudgetTests {
+    /// The tokens the bucket holds in Redis now (refill not counted: read right after a script wrote it).
+    func tokensInRedis() async throws -> Double {
+        let v = try await connections[0].send(["HGET", "t:rl:gh", "tokens"]).get()
+        return try XCTUnwrap(v.bytes.flatMap { Double(String(decoding: $0, as: UTF8.self)) })
+    }
+
+    /// A refund (a `304`) gives the token back to every node's bucket, and never fills it past its capacity.
+    func testARefundGivesTheTokenBackUpToTheCapacity() async throws {
+        let nodes = budgets(TokenBucketShape(capacity: 3, refillPerSecond: 0.0001))
+        var allowed = 0
+        for _ in 0..<4 where try await nodes[0].take(cost: 1).get().allowed { allowed += 1 }
+        XCTAssertEqual(allowed, 3, "the bucket is empty")
+        _ = try await nodes[0].refund(cost: 1).get()
+        let afterRefund = try await tokensInRedis()
+        XCTAssertEqual(afterRefund, 1, accuracy: 0.01)
+        let refunded = try await nodes[1].take(cost: 1).get()
+        XCTAssertTrue(refunded.allowed, "the refunded token is there for any node")
+        let next = try await nodes[1].take(cost: 1).get()
+        XCTAssertFalse(next.allowed)
+        for _ in 0..<5 { _ = try await nodes[1].refund(cost: 1).get() }
+        let full = try await tokensInRedis()
+        XCTAssertEqual(full, 3, accuracy: 0.01, "bounded by the capacity")
+        allowed = 0
+        for _ in 0..<5 where try await nodes[0].take(cost: 1).get().allowed { allowed += 1 }
+        XCTAssertEqual(allowed, 3)
+    }
+}
+
+extension InMemoryUpstreamBudgetTests {
+    func testARefundGivesTheTokenBackUpToTheCapacity() async throws {
+        let clock = TestClock()
+        let budget = InMemoryUpstreamBudget(shape: TokenBucketShape(capacity: 2, refillPerSecond: 0.5)) {
+            Double(clock.now) / 1000
+        }
+        var allowed: [Bool] = []
+        for _ in 0..<3 { allowed.append(try await budget.take(cost: 1).get().allowed) }
+        XCTAssertEqual(allowed, [true, true, false])
+        _ = await budget.refund(cost: 1)
+        allowed = []
+        for _ in 0..<2 { allowed.append(try await budget.take(cost: 1).get().allowed) }
+        XCTAssertEqual(allowed, [true, false], "the refunded token, and no more")
+        for _ in 0..<5 { _ = await budget.refund(cost: 1) }
+        let full = try await budget.take(cost: 2).get()
+        XCTAssertTrue(full.allowed)
+        XCTAssertEqual(full.remaining, 0, "bounded by the capacity (2)")
+    }
+}

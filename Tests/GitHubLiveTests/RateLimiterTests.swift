@@ -101,6 +101,20 @@ final class RateLimiterTests: XCTestCase {
                 rateLimit: RateLimit(limit: 30, remaining: 5, resetAt: Int(clock.now() + 50), resource: "search")))
     }
 
+    /// Cluster mode: a repeat is published too (the board's last post may be another node's since).
+    func testRepeatsArePublishedWhenAskedTo() async {
+        let clock = ManualClock()
+        let statuses = Recorder<UpstreamStatus>()
+        let limiter = RateLimiter(
+            configuration: .init(publishesRepeats: true), clock: clock, onStatus: { statuses.append($0) })
+        let h = headers(remaining: 5, reset: clock.now() + 50)
+        _ = await limiter.observe(status: 200, headers: h)
+        _ = await limiter.observe(status: 200, headers: h)
+        await limiter.observeUnreachable(message: "down")
+        await limiter.observeUnreachable(message: "down")
+        XCTAssertEqual(statuses.all.map(\.reachable), [true, true, false, false])
+    }
+
     func testConcurrencyIsCapped() async throws {
         let limiter = RateLimiter(
             configuration: .init(maxConcurrentRequests: 1, minimumSpacing: .zero), clock: ManualClock())

@@ -11,6 +11,7 @@ final class SharedRateBudgetTests: XCTestCase {
         var wait: Double?
         var admits = 0
         var reports: [(remaining: Int?, blockedUntil: Double?)] = []
+        var refunds = 0
 
         func admit() async -> Double? {
             lock.withLock {
@@ -21,6 +22,10 @@ final class SharedRateBudgetTests: XCTestCase {
 
         func report(remaining: Int?, blockedUntil: Double?) async {
             lock.withLock { reports.append((remaining, blockedUntil)) }
+        }
+
+        func refund() async {
+            lock.withLock { refunds += 1 }
         }
     }
 
@@ -71,5 +76,36 @@ final class SharedRateBudgetTests: XCTestCase {
         XCTAssertNil(reports.first?.blockedUntil)
         XCTAssertNil(reports.last?.remaining)
         XCTAssertEqual(reports.last?.blockedUntil, clock.now() + 30)
+    }
+
+    /// GitHub does not count a `304` against its limit: its share goes back to the shared budget, once;
+    /// any other answer keeps it.
+    func testA304GivesItsShareBackAndOtherAnswersDoNot() async throws {
+        let clock = ManualClock()
+        let shared = FakeBudget()
+        let limiter = RateLimiter(configuration: .init(minimumSpacing: .zero), clock: clock, shared: shared)
+        let h = [
+            "x-ratelimit-limit": "30", "x-ratelimit-remaining": "20", "x-ratelimit-reset": "\(Int(clock.now() + 60))",
+        ]
+        for status in [200, 422, 502] {
+            try await limiter.acquire()
+            _ = await limiter.observe(status: status, headers: h)
+            await limiter.reportShared()
+            await limiter.release()
+        }
+        XCTAssertEqual(shared.lock.withLock { shared.refunds }, 0, "a counted answer keeps its share")
+        try await limiter.acquire()
+        _ = await limiter.observe(status: 304, headers: h)
+        await limiter.reportShared()
+        await limiter.reportShared()  // given back once
+        await limiter.release()
+        XCTAssertEqual(shared.lock.withLock { shared.refunds }, 1)
+        XCTAssertEqual(shared.lock.withLock { shared.reports.last?.remaining }, 20, "the 304's headers still correct")
+        XCTAssertEqual(shared.lock.withLock { shared.admits }, 4)
+        try await limiter.acquire()
+        await limiter.observeUnreachable(message: "down")
+        await limiter.reportShared()
+        await limiter.release()
+        XCTAssertEqual(shared.lock.withLock { shared.refunds }, 1, "a call that got no answer is not refunded")
     }
 }

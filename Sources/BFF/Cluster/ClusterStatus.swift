@@ -13,36 +13,80 @@ import Synchronization
 ///
 /// Ordering: a node applies its own reports only as they come back from Redis, so every node applies
 /// the posts in Redis's order (last post wins). When a post fails (Redis unreachable) the report is
-/// applied locally at once, as in single-process mode. On (re)subscription the latest value is read
+/// applied locally at once, as in single-process mode. The gateway's limiter reports repeats too in
+/// cluster mode (`publishesRepeats`): the board's last post may be another node's since its last report. On (re)subscription the latest value is read
 /// and applied unless it is a block already over.
 ///
-/// Threading: the board belongs to loop 0 (its connection and subscriber); `report` may be called
-/// from any thread and hops there.
+/// A block ends by itself: applying a reachable status with a `blockedUntil` arms a timer that applies
+/// "reachable, no message" (the rate limit kept) at that time, unless another post was applied
+/// meanwhile. So the `status` message of a block does not outlive it when its poster dies before the
+/// block ends (the poster's own limiter would have posted the same "available" at that time).
+///
+/// Threading: the board belongs to one loop (loop 0's connection and subscriber); `report` may be called
+/// from any thread and hops there; everything else (applying, the timer) runs there.
 final class ClusterStatus: Sendable {
-    private let board: LoopBound<RedisStatusBoard>
+    /// The wall clock (seconds since 1970) `blockedUntil` is compared with.
+    typealias WallTime = @Sendable () -> Double
+
+    private let board: LoopBound<any StatusBoard>
     private let apply: @Sendable (UpstreamStatus) -> Void
     private let logger: Logger
-    private let lastApplied = Mutex<UpstreamStatus?>(nil)
+    private let now: WallTime
+    /// What this node last applied and the cancellation of the timer that ends its block (loop only).
+    private let applied: LoopBound<Applied>
 
-    init(cluster: ClusterNode, apply: @escaping @Sendable (UpstreamStatus) -> Void, logger: Logger) {
+    private struct Applied {
+        var last: UpstreamStatus?
+        var cancelExpiry: (() -> Void)?
+    }
+
+    /// The board of `cluster` (`<prefix>:status:github` on loop 0), its time the system's.
+    convenience init(cluster: ClusterNode, apply: @escaping @Sendable (UpstreamStatus) -> Void, logger: Logger) {
         let connection = cluster.group.connections[0]
         let board = RedisStatusBoard(
             connection: connection, subscriber: cluster.subscribers[0], name: "github", ttlSeconds: 600,
             keys: ClusterKeys(prefix: cluster.settings.keyPrefix))
-        self.board = LoopBound(board, loop: connection.loop)
+        let loop = connection.loop
+        self.init(
+            board: board, loop: loop, apply: apply, logger: logger, now: { Date().timeIntervalSince1970 },
+            schedule: { seconds, work in
+                let t = loop.schedule(after: seconds, work)
+                return { t.cancel() }
+            })
+    }
+
+    /// Follows `board` (bound to `loop`), applying its values with `apply`. Time is injected: `now` is
+    /// the wall clock, `schedule` runs work on `loop` after some seconds (tests drive both by hand).
+    init(
+        board: any StatusBoard, loop: EventLoop, apply: @escaping @Sendable (UpstreamStatus) -> Void, logger: Logger,
+        now: @escaping WallTime, schedule: @escaping LeaseKeeper.Schedule
+    ) {
+        self.board = LoopBound(board, loop: loop)
         self.apply = apply
         self.logger = logger
-        connection.loop.execute { [self] in
+        self.now = now
+        self.applied = LoopBound(Applied(), loop: loop)
+        self.schedule = UncheckedSchedule(schedule)
+        loop.execute { [self] in
+            let board = self.board.value
             board.observe(onSubscribed: { [self] in
                 board.latest { [self] r in
                     guard case .success(let bytes?) = r, let s = Self.decode(bytes) else { return }
-                    if let until = s.blockedUntil, Double(until) <= Date().timeIntervalSince1970 { return }
+                    if let until = s.blockedUntil, Double(until) <= now() { return }
                     applyOnce(s)
                 }
             }) { [self] bytes in
                 if let s = Self.decode(bytes) { applyOnce(s) }
             }
         }
+    }
+
+    /// The timer facility (called on the loop only, like everything that uses it).
+    private let schedule: UncheckedSchedule
+
+    private struct UncheckedSchedule: @unchecked Sendable {
+        let run: LeaseKeeper.Schedule
+        init(_ run: @escaping LeaseKeeper.Schedule) { self.run = run }
     }
 
     /// Posts a report of this node's gateway to every node.
@@ -59,12 +103,24 @@ final class ClusterStatus: Sendable {
         }
     }
 
+    /// Applies `s` unless it is what was last applied; a new value replaces the pending end of a block.
     private func applyOnce(_ s: UpstreamStatus) {
-        let changed = lastApplied.withLock { last in
-            defer { last = s }
-            return last != s
+        guard applied.value.last != s else { return }
+        applied.value.last = s
+        applied.value.cancelExpiry?()
+        applied.value.cancelExpiry = nil
+        apply(s)
+        if s.reachable, let until = s.blockedUntil { armExpiry(of: s, at: Double(until)) }
+    }
+
+    /// At `until` (wall time), applies the end of the block `s` if `s` is still the last value applied.
+    private func armExpiry(of s: UpstreamStatus, at until: Double) {
+        applied.value.cancelExpiry = schedule.run(max(0, until - now())) { [self] in
+            applied.value.cancelExpiry = nil
+            guard applied.value.last == s else { return }
+            if until > now() { return armExpiry(of: s, at: until) }  // the timer ran ahead of the wall clock
+            applyOnce(UpstreamStatus(reachable: true, message: nil, rateLimit: s.rateLimit))
         }
-        if changed { apply(s) }
     }
 
     static func decode(_ bytes: [UInt8]) -> UpstreamStatus? {
