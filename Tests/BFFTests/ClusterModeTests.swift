@@ -91,6 +91,40 @@ final class ClusterModeTests: ClusterTestCase {
         XCTAssertEqual(missed.data, e2.data)
     }
 
+    /// A stream on the loop running the session is fed by that loop's commits, with the stored ids and
+    /// without a subscription to the session's channel; once the session is taken over elsewhere, the same
+    /// stream follows the new owner through Redis: caught up from the history, then live, nothing
+    /// missed or repeated.
+    func testAStreamAtTheOwnerIsFedByItsCommitsAndFollowsATakeoverThroughRedis() throws {
+        // One loop: the stream is on the session's loop (streams on A's other loops follow the channel).
+        let a = try node("a", leaseTTL: 30, threads: 1)  // renews every 10 s: learns of the takeover when fenced
+        let b = try node("b", leaseTTL: 30)
+        let id = try a.createSession()
+        let channel = "bff:s:{\(id)}:ch"
+        let (conn, events) = try a.stream(id)
+        defer { conn.close() }
+        XCTAssertEqual(try XCTUnwrap(events.next()).event, "snapshot")
+        XCTAssertEqual(try name(a, id, "ann").status, 202)
+        let e1 = try XCTUnwrap(events.next(until: "greeting").last)
+        XCTAssertEqual(e1.id, String((1 << 32) + 1))
+        XCTAssertEqual(try redisCLI("PUBSUB", "NUMSUB", channel), "\(channel)\n0\n", "fed by A's own commits")
+        // A paused past its lease (simulated: the lease key disappears); B takes over with token 2.
+        _ = try redisCLI("DEL", "bff:s:{\(id)}:lease")
+        XCTAssertEqual(try name(b, id, "bob").status, 202)
+        XCTAssertEqual(try greet(b, id).status, 202)
+        XCTAssertEqual(try greet(a, id).status, 503, "A's commit is fenced: the session leaves A")
+        // B's name input changed no output; its greet is B's first event: A's stream reads it from the history.
+        let e2 = try XCTUnwrap(events.next(until: "greeting").last)
+        XCTAssertEqual(e2.id, String((2 << 32) + 1))
+        XCTAssertEqual(try JSONValue.parse(e2.data)["outputs"]?["label"], "Hello, BOB!")
+        XCTAssertEqual(try redisCLI("PUBSUB", "NUMSUB", channel), "\(channel)\n1\n", "A now subscribes")
+        XCTAssertEqual(try name(b, id, "cy").status, 202)
+        XCTAssertEqual(try greet(b, id).status, 202)
+        let e3 = try XCTUnwrap(events.next(until: "greeting").last)
+        XCTAssertEqual(e3.id, String((2 << 32) + 2), "then B's events live, none missed or repeated")
+        XCTAssertEqual(try JSONValue.parse(e3.data)["outputs"]?["label"], "Hello, CY!")
+    }
+
     func testShutdownHandsTheSessionOverAtOnceAndTheNextNodeContinuesWithTheStateAndLaterIds() throws {
         let a = try node("a")
         let b = try node("b")
@@ -232,7 +266,7 @@ final class ClusterModeTests: ClusterTestCase {
         let id = try a.createSession()
         XCTAssertEqual(try name(a, id, "ann").status, 202)
         // A was paused long enough for its lease to expire (simulated: the lease key disappears).
-        try redisCLI("DEL", "bff:s:{\(id)}:lease")
+        _ = try redisCLI("DEL", "bff:s:{\(id)}:lease")
         XCTAssertEqual(try name(b, id, "bob").status, 202)  // B takes over (token 2)
         XCTAssertEqual(inputSeq(try greet(b, id)), 3)
         let zombie = try greet(a, id)
@@ -274,16 +308,6 @@ final class ClusterModeTests: ClusterTestCase {
 
     func metrics(_ app: LiveApp) throws -> String {
         String(decoding: try WireConnection.get(port: app.port, path: "/metrics").body, as: UTF8.self)
-    }
-
-    func redisCLI(_ args: String...) throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
-        p.arguments = ["-p", "\(redis.port)"] + args
-        p.standardOutput = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        XCTAssertEqual(p.terminationStatus, 0)
     }
 }
 

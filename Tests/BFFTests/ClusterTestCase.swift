@@ -24,12 +24,13 @@ class ClusterTestCase: XCTestCase {
 
     func node(
         _ name: String, leaseTTL: Double = 10, search: any RepositorySearching = UnexpectedSearch(),
-        idleTimeout: Double? = nil
+        idleTimeout: Double? = nil, threads: Int? = nil
     ) throws -> LiveApp {
         let url = redis.url
         let app = try LiveApp(search: search) { c in
             c.cluster = ClusterSettings(redisURL: url, nodeID: name, leaseTTL: leaseTTL)
             if let idleTimeout { c.sessionIdleTimeout = idleTimeout }
+            if let threads { c.http.threads = threads }
         }
         try waitUntil("\(name) ready", within: 10) {
             (try? WireConnection.get(port: app.port, path: "/readyz").status) == 200
@@ -46,6 +47,20 @@ class ClusterTestCase: XCTestCase {
 
     func label(_ app: LiveApp, _ id: String) throws -> JSONValue? {
         try app.state(id)["viewModels"]?["greeting"]?["label"]
+    }
+
+    /// Runs `redis-cli` against the test's server (which must exit 0); its output.
+    func redisCLI(_ args: String...) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
+        p.arguments = ["-p", "\(redis.port)"] + args
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationStatus, 0)
+        return String(decoding: data, as: UTF8.self)
     }
 
     func inputSeq(_ r: WireResponse) -> Int? { (try? JSONValue.parse(r.body))?["inputSeq"]?.intValue }

@@ -294,17 +294,4 @@ final class ClusterUpstreamTests: ClusterTestCase {
         }
         return 0
     }
-
-    /// Runs `redis-cli` against the test's server; its output.
-    func redisCLI(_ args: String...) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
-        p.arguments = ["-p", "\(redis.port)"] + args
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
-    }
 }

@@ -72,11 +72,16 @@ extension Application {
         }
         let subscriber = cluster.subscribers[home.loop.index]
         let inputChannel = cluster.inputChannel(session.id)
+        let feed = cluster.feeds[home.loop.index]  // captured instead of `home` (which holds the session)
         session.onEnd = { [unowned owned] in
             owned.failWaiters()
             guard state.value.owned[session.id] === owned else { return }
             state.value.owned[session.id] = nil
             subscriber.unsubscribe(channel: inputChannel)
+            // Streams here fed by this loop's commits now follow whoever runs the session next.
+            if let fed = state.value.fed[session.id], fed.local {
+                fed.follow(feed, sessionID: session.id)
+            }
             let keeper = owned.keeper
             owned.keeper = nil  // the keeper's onLost refers back to `owned`
             keeper?.handOver { r in if case .success(true) = r { cluster.metrics.handOvers.increment() } }
@@ -127,6 +132,7 @@ extension Application {
             switch result {
             case .success(let r):
                 if let last = r.eventIDs.last, !s.isEnded { s.adoptCommitted(seq: Int(last)) }
+                self.deliverLocally(s.id, events, ids: r.eventIDs, cluster: cluster, loop: s.home.loop.index)
             case .failure(let error):
                 cluster.failed(error)
                 if error == .fenced { cluster.metrics.fenced.increment() }

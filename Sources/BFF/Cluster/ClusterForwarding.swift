@@ -227,7 +227,7 @@ extension Application {
                 state.value.orphanTimer = loop.scheduleRepeating(every: cluster.streamedCheckInterval) {
                     [unowned self] in
                     for (id, fed) in state.value.fed {
-                        self.checkStreamed(id, members: fed.streams.map(\.member), cluster: cluster, from: index)
+                        self.checkStreamed(id, members: fed.streams.map { $0.member }, cluster: cluster, from: index)
                     }
                 }
             }

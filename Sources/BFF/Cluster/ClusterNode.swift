@@ -228,6 +228,28 @@ final class OwnedSession: @unchecked Sendable {  // loop-bound by convention (ow
 final class FedSession: @unchecked Sendable {  // host loop only
     var streams: [ClusterStream] = []
     var subscribed = false
+    /// Fed by the commits of this very loop, which runs the session (no subscription to its channel):
+    /// set when the first stream opens while the session is run here; cleared (subscribed, caught up from
+    /// the history) when the session leaves the loop.
+    var local = false
+
+    /// Feeds the streams from the session's Redis channel: subscribe, then each stream catches up from
+    /// the history (`resync`) and goes on with the live events (host loop).
+    func follow(_ feed: any SessionEventFeed, sessionID id: String) {
+        local = false
+        subscribed = false
+        feed.subscribe(
+            sessionID: id,
+            onSubscribed: { [weak self] in
+                guard let self else { return }
+                self.subscribed = true
+                for s in self.streams { s.resync() }
+            },
+            { [weak self] event in
+                guard let self else { return }
+                for s in self.streams { s.live(event) }
+            })
+    }
 }
 
 /// Cluster mode's meters (in the application's registry, so `/metrics` shows them).

@@ -229,8 +229,9 @@ extension Application {
         stream.onClosed = { [unowned fed, unowned cs] in
             fed.streams.removeAll { $0 === cs }
             if fed.streams.isEmpty, state.value.fed[id] === fed {
-                state.value.fed[id] = nil
-                feed.unsubscribe(sessionID: id)
+                let subscribed = !fed.local
+                state.value.fed[id] = nil  // the last reference to `fed`: read nothing of it after this
+                if subscribed { feed.unsubscribe(sessionID: id) }
             }
             // Best effort: if this is lost (Redis away, the node killed), the deadline ends the count.
             store.releaseStream(sessionID: id, member: member) { _ in }
@@ -238,19 +239,28 @@ extension Application {
         fed.streams.append(cs)
         if state.value.fed[id] == nil {
             state.value.fed[id] = fed
-            feed.subscribe(
-                sessionID: id,
-                onSubscribed: { [weak fed] in
-                    guard let fed else { return }
-                    fed.subscribed = true
-                    for s in fed.streams { s.resync() }
-                },
-                { [weak fed] event in
-                    guard let fed else { return }
-                    for s in fed.streams { s.live(event) }
-                })
+            if index == home.loop.index, state.value.owned[id] != nil {
+                // Run on this very loop: its commits feed the streams (`deliverLocally`), without a round
+                // trip through Redis's pub/sub for the node's own events, until the session leaves it.
+                fed.local = true
+                fed.subscribed = true
+                cs.resync()
+            } else {
+                fed.follow(feed, sessionID: id)
+            }
         } else if fed.subscribed {
             cs.resync()
+        }
+    }
+
+    /// Hands the events a commit on this loop just stored (`ids` in order) to the streams of session
+    /// `id` this loop feeds from its own commits (`FedSession.local`); each is written once, in order, as
+    /// if it had come from the channel (owner loop).
+    func deliverLocally(_ id: String, _ events: [[UInt8]], ids: [UInt64], cluster: ClusterNode, loop: Int) {
+        guard let fed = cluster.perLoop[loop].value.fed[id], fed.local, ids.count == events.count else { return }
+        for (i, eventID) in ids.enumerated() {
+            let event = StoredEvent(id: eventID, payload: events[i])
+            for s in fed.streams { s.live(event) }
         }
     }
 }
