@@ -19,6 +19,7 @@ public final class HTTPServer: @unchecked Sendable {
     public let loops: [EventLoop]
     private var loopHTTPs: [LoopHTTP] = []
     private var threads: [pthread_t] = []
+    private let unjoinedThreads = Atomic<Int>(0)
     /// The static file server of `publicDirectory` (set by `start()`), e.g. to await its re-scans.
     public private(set) var staticFiles: StaticFiles?
     private let stateValue = Atomic<Int>(State.starting.rawValue)
@@ -42,6 +43,9 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// Open connections across all loops.
     public var openConnections: Int { metrics.connectionCount.load(ordering: .relaxed) }
+
+    /// Loop threads started and not yet joined: one per loop while running, 0 once `shutdown()` has returned.
+    public var unjoinedLoopThreads: Int { unjoinedThreads.load(ordering: .acquiring) }
 
     /// Binds the sockets and starts the loop threads. Throws `SystemError` when binding fails.
     ///
@@ -76,6 +80,7 @@ public final class HTTPServer: @unchecked Sendable {
         }
         staticFiles?.startWatching(interval: configuration.staticRescanInterval)
         threads = loops.map { $0.startThread(name: "http-loop-\($0.index)") }
+        unjoinedThreads.store(threads.count, ordering: .releasing)
         stateValue.store(State.running.rawValue, ordering: .releasing)
         let budget = CPUBudget.current
         let why = n == budget.count ? "CPUs this process may use: \(budget.reason)" : "configured; CPU budget \(budget)"
@@ -116,6 +121,10 @@ public final class HTTPServer: @unchecked Sendable {
     /// Graceful shutdown: `readyz` turns 503 (state `draining`), accepting stops, `onDrain` ends
     /// long-lived responses, in-flight requests get up to `gracePeriod` seconds, then every
     /// connection is closed and the loop threads exit. Blocks until they have. Idempotent.
+    ///
+    /// Never from one of the server's own loops (it traps): that loop could not run the closing of its
+    /// connections while this waits, and a thread cannot join itself (`pthread_join` fails with
+    /// `EDEADLK`), so its thread would end unjoined.
     public func shutdown(gracePeriod: Double = 10) {
         guard
             stateValue.compareExchange(
@@ -123,6 +132,9 @@ public final class HTTPServer: @unchecked Sendable {
                 ordering: .acquiringAndReleasing
             ).exchanged
         else { return }
+        if let own = loops.first(where: \.inEventLoop) {
+            preconditionFailure("HTTPServer.shutdown() on \(own)'s own thread: call it from a controlling thread")
+        }
         logger.info("draining", metadata: ["openConnections": "\(openConnections)"])
         for lh in loopHTTPs { lh.loop.execute { lh.stopAccepting() } }
         onDrain?()
@@ -136,7 +148,11 @@ public final class HTTPServer: @unchecked Sendable {
                 event_base_loopbreak(lh.loop.base)
             }
         }
-        for t in threads { pthread_join(t, nil) }
+        for t in threads {
+            let rc = pthread_join(t, nil)
+            precondition(rc == 0, "pthread_join of a loop thread failed: \(rc)")
+            unjoinedThreads.subtract(1, ordering: .releasing)
+        }
         threads = []
         staticFiles?.stopWatching()
         stateValue.store(State.stopped.rawValue, ordering: .releasing)

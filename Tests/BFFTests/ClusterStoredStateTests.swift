@@ -28,34 +28,26 @@ final class ClusterStoredStateTests: XCTestCase {
         let id = try t.createSession()
         let kept = Memos()
         /// (assembled, reference, encodings per view model) on the session's loop.
-        func commitNow() -> ([UInt8], [UInt8], [Int]) {
-            let home = t.app.home(of: id)!
-            let done = DispatchSemaphore(value: 0)
-            nonisolated(unsafe) var result: ([UInt8], [UInt8], [Int]) = ([], [], [])
-            home.loop.execute {
-                let s = home.sessions[id]!
-                let bytes = t.app.clusterState(of: s, memos: &kept.memos)
-                result = (bytes, Self.reference(s), kept.memos.map(\.encodings))
-                done.signal()
+        func commitNow() throws -> ([UInt8], [UInt8], [Int]) {
+            try t.onOwner(of: id) { s in
+                (t.app.clusterState(of: s, memos: &kept.memos), Self.reference(s), kept.memos.map(\.encodings))
             }
-            XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
-            return result
         }
-        var (bytes, reference, first) = commitNow()
+        var (bytes, reference, first) = try commitNow()
         XCTAssertEqual(try JSONValue.parse(bytes), try JSONValue.parse(reference))
         XCTAssertEqual(first, [1, 1])
-        (bytes, reference, first) = commitNow()
+        (bytes, reference, first) = try commitNow()
         XCTAssertEqual(try JSONValue.parse(bytes), try JSONValue.parse(reference))
         XCTAssertEqual(first, [1, 1], "nothing changed: nothing encoded")
 
         _ = try t.post(id, "greeting", "name", #"{"value":"ann \"quoted\" / ü"}"#)
-        let (afterName, referenceAfterName, encodings) = commitNow()
+        let (afterName, referenceAfterName, encodings) = try commitNow()
         XCTAssertEqual(try JSONValue.parse(afterName), try JSONValue.parse(referenceAfterName))
         XCTAssertNotEqual(try JSONValue.parse(afterName), try JSONValue.parse(bytes))
         XCTAssertEqual(encodings.reduce(0, +), 3, "one view model changed, one encoded again: \(encodings)")
         _ = try t.post(id, "search", "query", #"{"value":"swift"}"#)
         _ = try t.post(id, "greeting", "greet")
-        let (last, referenceLast, _) = commitNow()
+        let (last, referenceLast, _) = try commitNow()
         XCTAssertEqual(try JSONValue.parse(last), try JSONValue.parse(referenceLast))
         XCTAssertNotNil(try JSONValue.parse(last)["outputs"]?["greeting"]?["label"])
     }

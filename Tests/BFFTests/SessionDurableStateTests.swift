@@ -8,20 +8,8 @@ import XCTest
 
 /// A session's view models stored as bytes and restored into another session, all or nothing.
 final class SessionDurableStateTests: XCTestCase {
-    /// Runs `body` with session `id` on its owner loop and returns the result once it has run.
-    private func onOwner<T: Sendable>(_ t: LiveApp, _ id: String, _ body: @escaping @Sendable (Session) -> T) -> T {
-        let slot = Answer<T>()
-        let home = t.app.home(of: id)!
-        home.loop.execute {
-            slot.value = body(home.sessions[id]!)
-            slot.done.signal()
-        }
-        XCTAssertEqual(slot.done.wait(timeout: .now() + 5), DispatchTimeoutResult.success)
-        return slot.value!
-    }
-
-    private func restore(_ t: LiveApp, _ id: String, _ bytes: [UInt8]) -> DurableStateError? {
-        onOwner(t, id) { s -> DurableStateError? in
+    private func restore(_ t: LiveApp, _ id: String, _ bytes: [UInt8]) throws -> DurableStateError? {
+        try t.onOwner(of: id) { s -> DurableStateError? in
             do throws(DurableStateError) {
                 try s.restore(from: bytes)
                 return nil
@@ -37,17 +25,17 @@ final class SessionDurableStateTests: XCTestCase {
         _ = try t.post(a, "greeting", "name", #"{"value":"ann"}"#)
         _ = try t.post(a, "greeting", "greet")
         _ = try t.post(a, "search", "query", #"{"value":"swift"}"#)
-        let bytes = onOwner(t, a) { t.app.clusterState(of: $0) }
+        let bytes = try t.onOwner(of: a) { t.app.clusterState(of: $0) }
         let stored = try JSONValue.parse(bytes)
         XCTAssertEqual(stored["version"], 1)
         XCTAssertEqual(stored["viewModels"]?.objectValue?.keys, ["search", "greeting"], "status is app-wide")
 
         let b = try t.createSession()
         let fresh = try t.state(b)  // publishes b's encoded snapshot: the restore must withdraw it
-        XCTAssertNil(restore(t, b, bytes))
+        XCTAssertNil(try restore(t, b, bytes))
         XCTAssertNotEqual(try t.state(b)["viewModels"], fresh["viewModels"])
         XCTAssertEqual(try t.state(b)["viewModels"], try t.state(a)["viewModels"])
-        XCTAssertEqual(try JSONValue.parse(onOwner(t, b) { t.app.clusterState(of: $0) }), stored)
+        XCTAssertEqual(try JSONValue.parse(try t.onOwner(of: b) { t.app.clusterState(of: $0) }), stored)
         XCTAssertEqual(try t.state(b)["seq"], 0, "a restore emits no event")
     }
 
@@ -55,7 +43,7 @@ final class SessionDurableStateTests: XCTestCase {
         let t = try LiveApp()
         let a = try t.createSession()
         _ = try t.post(a, "search", "query", #"{"value":"swift"}"#)
-        var good = try JSONValue.parse(onOwner(t, a) { t.app.clusterState(of: $0) }).objectValue!
+        var good = try JSONValue.parse(try t.onOwner(of: a) { t.app.clusterState(of: $0) }).objectValue!
         let b = try t.createSession()
         _ = try t.post(b, "greeting", "name", #"{"value":"bob"}"#)
         let before = try t.state(b)
@@ -65,24 +53,18 @@ final class SessionDurableStateTests: XCTestCase {
         states["greeting"] = ["version": 1, "state": ["name": 7]]
         good["viewModels"] = .object(states)
         XCTAssertEqual(
-            restore(t, b, JSONValue.object(good).bytes),
+            try restore(t, b, JSONValue.object(good).bytes),
             .malformed(viewModel: "greeting", detail: "state.name: expected String"))
         XCTAssertEqual(try t.state(b), before)
         // Read on the owner too: GET /state could be answered from the snapshot published before the restore.
-        XCTAssertEqual(onOwner(t, b) { $0.snapshot }, before)
+        XCTAssertEqual(try t.onOwner(of: b) { $0.snapshot }, before)
 
         XCTAssertEqual(
-            restore(t, b, Array("nope".utf8)),
+            try restore(t, b, Array("nope".utf8)),
             .malformed(viewModel: "session", detail: "not JSON: invalid literal at byte 0"))
         XCTAssertEqual(
-            restore(t, b, JSONValue.object(["version": 2, "viewModels": [:]]).bytes),
+            try restore(t, b, JSONValue.object(["version": 2, "viewModels": [:]]).bytes),
             .unsupportedVersion(viewModel: "session", found: 2, supported: 1))
         XCTAssertEqual(try t.state(b), before)
     }
-}
-
-/// One answer handed from a loop to the test's thread (the semaphore orders the write before the read).
-private final class Answer<T>: @unchecked Sendable {
-    var value: T?
-    let done = DispatchSemaphore(value: 0)
 }

@@ -1,4 +1,3 @@
-import BFF
 import EventHTTP
 import Foundation
 import GitHubSearch
@@ -6,6 +5,8 @@ import JSON
 import Logging
 import WireClient
 import XCTest
+
+@testable import BFF
 
 /// A search that fails the test when called: most session tests must not reach GitHub.
 struct UnexpectedSearch: RepositorySearching {
@@ -50,7 +51,11 @@ final class LogCollector: @unchecked Sendable {
     }
 }
 
-/// A live application on 127.0.0.1:0.
+/// A live application on 127.0.0.1:0, shut down when the last reference to it goes.
+///
+/// That last reference must not go on one of the app's own loops (`HTTPServer.shutdown` traps there: a
+/// loop cannot join itself): hand work to a loop with `onOwner(of:_:)`, whose job holds neither the
+/// `LiveApp` nor the closure, rather than a `loop.execute` closure that captures the `LiveApp`.
 final class LiveApp: @unchecked Sendable {
     let app: Application
     var port: Int { app.port }
@@ -76,6 +81,19 @@ final class LiveApp: @unchecked Sendable {
     }
 
     deinit { app.shutdown() }
+
+    /// Runs `body` with session `id` on its owner loop and returns its result once it has run.
+    ///
+    /// `body` (and whatever it captures, this `LiveApp` included) is released on the calling thread,
+    /// never by the loop: the job holds only the `OwnerCall`, which lets go of `body` here.
+    func onOwner<T: Sendable>(of id: String, _ body: @escaping @Sendable (Session) -> T) throws -> T {
+        let home = try XCTUnwrap(app.home(of: id), "no owner for \(id)")
+        let call = OwnerCall(body)
+        home.loop.execute { call.run(on: home, id) }
+        // On a time-out `call` (and `body`) stay with the loop's job; the test fails with the error.
+        guard call.done.wait(timeout: .now() + 5) == .success else { throw LoopDidNotAnswer(loop: home.loop.index) }
+        return try call.takeResult()
+    }
 
     /// Creates a session; returns its id.
     func createSession() throws -> String {
@@ -110,6 +128,32 @@ final class LiveApp: @unchecked Sendable {
         XCTAssertEqual(head.status, 200, "\(head)")
         return (c, reader)
     }
+}
+
+/// One `LiveApp.onOwner` call: `body` runs on the owner loop, the result is read once `done` fires.
+private final class OwnerCall<T>: @unchecked Sendable {
+    private var body: (@Sendable (Session) -> T)?
+    private var result: T?
+    let done = DispatchSemaphore(value: 0)
+
+    init(_ body: @escaping @Sendable (Session) -> T) { self.body = body }
+
+    /// On the owner loop.
+    func run(on home: SessionLoop, _ id: String) {
+        if let session = home.sessions[id] { result = body?(session) }
+        done.signal()
+    }
+
+    /// On the calling thread, after `done` (which orders `run`'s writes before these reads): the body is
+    /// released here.
+    func takeResult() throws -> T {
+        body = nil
+        return try XCTUnwrap(result, "the owner has no such session")
+    }
+}
+
+struct LoopDidNotAnswer: Error {
+    let loop: Int
 }
 
 /// What a browser does with the stream: apply snapshots and merge changed outputs.
