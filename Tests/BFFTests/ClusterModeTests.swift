@@ -125,6 +125,32 @@ final class ClusterModeTests: ClusterTestCase {
         XCTAssertEqual(try JSONValue.parse(e3.data)["outputs"]?["label"], "Hello, CY!")
     }
 
+    /// A stream whose subscription Redis never confirms (here the ACL refuses the session's channel: the
+    /// subscriber connection is dropped and re-made, and refused again) gets `503` problem JSON at its
+    /// start deadline instead of waiting without an answer, gives its place in the stream limit back,
+    /// and the node serves on once the channel is allowed again.
+    func testAStreamWhoseSubscriptionNeverConfirmsIsAnswered503AtItsDeadline() throws {
+        let a = try node("a")
+        let b = try node("b", commandTimeout: 0.5)  // start deadline 2 × 0.5 + 1 = 2 s
+        let id = try a.createSession()  // A runs it: A's own streams need no subscription, B's do
+        _ = try redisCLI(
+            "ACL", "SETUSER", "default", "resetchannels", "&bff:s:*:in", "&bff:reply:*", "&bff:cwake:*",
+            "&bff:status:*")
+        let started = Date()
+        let refused = try WireConnection.get(port: b.port, path: "/api/sessions/\(id)/events")
+        XCTAssertTrue(refused.problem(503).contains("unavailable"), refused.problem(503))
+        XCTAssertNotNil(refused.header("Retry-After"))
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 1.9, "answered at the deadline")
+        _ = try redisCLI("ACL", "SETUSER", "default", "allchannels")
+        XCTAssertEqual(try redisCLI("ZCARD", "bff:s:{\(id)}:streams"), "0\n", "its place was given back")
+        try waitUntil("B's subscriber is back", within: 10) {
+            (try? WireConnection.get(port: b.port, path: "/readyz").status) == 200
+        }
+        let (conn, events) = try b.stream(id)
+        defer { conn.close() }
+        XCTAssertEqual(try XCTUnwrap(events.next()).event, "snapshot", "the next stream starts")
+    }
+
     func testShutdownHandsTheSessionOverAtOnceAndTheNextNodeContinuesWithTheStateAndLaterIds() throws {
         let a = try node("a")
         let b = try node("b")

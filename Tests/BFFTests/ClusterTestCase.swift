@@ -24,13 +24,14 @@ class ClusterTestCase: XCTestCase {
 
     func node(
         _ name: String, leaseTTL: Double = 10, search: any RepositorySearching = UnexpectedSearch(),
-        idleTimeout: Double? = nil, threads: Int? = nil
+        idleTimeout: Double? = nil, threads: Int? = nil, commandTimeout: Double? = nil
     ) throws -> LiveApp {
         let url = redis.url
         let app = try LiveApp(search: search) { c in
             c.cluster = ClusterSettings(redisURL: url, nodeID: name, leaseTTL: leaseTTL)
             if let idleTimeout { c.sessionIdleTimeout = idleTimeout }
             if let threads { c.http.threads = threads }
+            if let commandTimeout { c.cluster?.redis.commandTimeout = commandTimeout }
         }
         try waitUntil("\(name) ready", within: 10) {
             (try? WireConnection.get(port: app.port, path: "/readyz").status) == 200

@@ -21,6 +21,7 @@ final class ClusterStream: @unchecked Sendable {  // host loop only
     private let cluster: ClusterNode
     private var ended = false
     private var retryTimer: LoopTimer?
+    private var startTimer: LoopTimer?
 
     init(
         sessionID: String, member: String, lastEventID: Int?, stream: SessionStream, responder: HTTPResponder,
@@ -37,6 +38,18 @@ final class ClusterStream: @unchecked Sendable {  // host loop only
     }
 
     private var index: Int { stream.host.loop.index }
+
+    /// Answers `503` if the stream has not started `seconds` from now (host loop): a subscription Redis
+    /// never confirms (Redis gone after the stream was admitted, a channel the ACL refuses) would
+    /// otherwise leave the client waiting without an answer.
+    func armStartDeadline(after seconds: Double) {
+        startTimer = stream.host.loop.schedule(after: seconds) { [weak self] in
+            guard let self else { return }
+            self.startTimer = nil
+            guard !self.started, !self.ended else { return }
+            self.fail(.unavailable("the session's event feed did not start in \(seconds) s"))
+        }
+    }
 
     /// The subscription is active (first time or after a reconnect): read what was missed.
     func resync() {
@@ -113,6 +126,8 @@ final class ClusterStream: @unchecked Sendable {  // host loop only
         ended = true
         if !started, let responder {
             started = true
+            startTimer?.cancel()
+            startTimer = nil
             self.responder = nil
             stream.start(
                 responder: responder, initial: SSEFrame.retry(milliseconds: app.configuration.retryMilliseconds))
@@ -124,6 +139,8 @@ final class ClusterStream: @unchecked Sendable {  // host loop only
         if !started {
             guard let responder else { return }
             started = true
+            startTimer?.cancel()
+            startTimer = nil
             self.responder = nil
             var initial = SSEFrame.retry(milliseconds: app.configuration.retryMilliseconds)
             for f in frames { initial += f }
@@ -224,6 +241,9 @@ extension Application {
             sessionID: id, member: member, lastEventID: lastEventID, stream: stream, responder: res, app: self,
             cluster: cluster)
         stream.snapshotSource = { [unowned cs] done in cs.snapshotFrame(done) }
+        // Two round trips at most before the first byte (the subscription's confirmation, then the
+        // snapshot or the replay), each bounded by the command time-out.
+        cs.armStartDeadline(after: 2 * cluster.settings.redis.commandTimeout + 1)
         let feed = cluster.feeds[index]
         let store = cluster.stores[index]
         stream.onClosed = { [unowned fed, unowned cs] in
