@@ -14,8 +14,8 @@ import Synchronization
 /// Ordering: a node applies its own reports only as they come back from Redis, so every node applies
 /// the posts in Redis's order (last post wins). When a post fails (Redis unreachable) the report is
 /// applied locally at once, as in single-process mode. The gateway's limiter reports repeats too in
-/// cluster mode (`publishesRepeats`): the board's last post may be another node's since its last report. On (re)subscription the latest value is read
-/// and applied unless it is a block already over.
+/// cluster mode (`publishesRepeats`): the board's last post may be another node's since its last
+/// report. On (re)subscription the latest value is read and applied unless it is a block already over.
 ///
 /// A block ends by itself: applying a reachable status with a `blockedUntil` arms a timer that applies
 /// "reachable, no message" (the rate limit kept) at that time, unless another post was applied
