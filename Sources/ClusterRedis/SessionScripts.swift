@@ -39,6 +39,16 @@ enum SessionScripts {
         return {1, token, m[1], m[2], m[3]}
         """)
 
+    /// Lua: `now` = Redis's clock in ms (`TIME`, one clock for every node), then the members of the set
+    /// of open streams `KEYS[key]` whose deadline passed are dropped.
+    private static func pruneStreams(key: Int) -> String {
+        """
+        local t = redis.call('TIME')
+        local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+        redis.call('ZREMRANGEBYSCORE', KEYS[\(key)], '-inf', string.format('%.0f', now))
+        """
+    }
+
     /// KEYS: session, streams. ARGV: member, limit, deadline ms, idle s.
     /// The cluster-wide stream limit: drops the members whose deadline (a score, Redis ms) passed,
     /// then adds `member` with the deadline now + ARGV[3] if it is there already or fewer than
@@ -46,9 +56,7 @@ enum SessionScripts {
     static let admitStream = RedisScript(
         """
         if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('GONE session') end
-        local t = redis.call('TIME')
-        local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-        redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', string.format('%.0f', now))
+        \(pruneStreams(key: 2))
         if not redis.call('ZSCORE', KEYS[2], ARGV[1]) and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[2]) then
           return 0
         end
@@ -66,10 +74,8 @@ enum SessionScripts {
         """
         if redis.call('EXPIRE', KEYS[1], ARGV[2]) == 0 then return redis.error_reply('GONE session') end
         redis.call('EXPIRE', KEYS[2], ARGV[2])
-        local t = redis.call('TIME')
-        local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+        \(pruneStreams(key: 3))
         local ttl = tonumber(ARGV[1])
-        redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', string.format('%.0f', now))
         if #ARGV > 2 then
           local deadline = string.format('%.0f', now + ttl)
           for i = 3, #ARGV do redis.call('ZADD', KEYS[3], deadline, ARGV[i]) end

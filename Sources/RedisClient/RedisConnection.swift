@@ -119,12 +119,7 @@ public final class RedisConnection: @unchecked Sendable {
     /// Sends a command that has no reply of its own ((P)UNSUBSCRIBE: the channel's callback gets it).
     func sendWithoutReply(_ args: [RedisArg]) {
         guard let ctx = context else { return }
-        let command = respCommand(args)
-        _ = command.withUnsafeBufferPointer { b in
-            b.withMemoryRebound(to: CChar.self) { c in
-                redisAsyncFormattedCommand(ctx, nil, nil, c.baseAddress, c.count - 1)
-            }
-        }
+        _ = append(args, to: ctx, withReply: false, id: 0)
     }
 
     /// Forgets a persistent callback (after its unsubscribe confirmation).
@@ -251,14 +246,7 @@ public final class RedisConnection: @unchecked Sendable {
         }
         let id = nextID
         nextID &+= 1
-        let command = respCommand(args)
-        let rc = command.withUnsafeBufferPointer { b in
-            b.withMemoryRebound(to: CChar.self) { c in
-                redisAsyncFormattedCommand(
-                    ctx, redisReplyCallback, UnsafeMutableRawPointer(bitPattern: id), c.baseAddress, c.count - 1)
-            }
-        }
-        guard rc == REDIS_OK else {
+        guard append(args, to: ctx, withReply: true, id: id) == REDIS_OK else {
             callback(.failure(.connectionLost("redisAsyncFormattedCommand failed")))
             return nil
         }
@@ -268,6 +256,22 @@ public final class RedisConnection: @unchecked Sendable {
         }
         pending[id] = p
         return id
+    }
+
+    /// Queues `args` (RESP, `respCommand`) on `ctx`; with `withReply`, its reply reaches `handleReply`
+    /// with `id`.
+    private func append(
+        _ args: [RedisArg], to ctx: UnsafeMutablePointer<redisAsyncContext>, withReply: Bool, id: UInt
+    ) -> Int32 {
+        let command = respCommand(args)
+        let callback = withReply ? redisReplyCallback : nil
+        return command.withUnsafeBufferPointer { b in
+            b.withMemoryRebound(to: CChar.self) { c in
+                // The trailing NUL is not part of the command.
+                redisAsyncFormattedCommand(
+                    ctx, callback, UnsafeMutableRawPointer(bitPattern: id), c.baseAddress, c.count - 1)
+            }
+        }
     }
 
     private func timedOut(_ id: UInt) {

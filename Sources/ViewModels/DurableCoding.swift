@@ -6,33 +6,18 @@ import JSON
     import Foundation
 #endif
 
-/// Converts `Codable` view-model state to and from `JSONValue` through Foundation's JSON coder.
+/// Converts `Codable` view-model state to and from JSON through Foundation's JSON coder.
 ///
-/// Why Foundation and not a hand-written `Encoder`: state is encoded when a session is persisted, not on
-/// the input → event path, and the types are plain values, so the cost of one `JSONEncoder` pass plus one
-/// parse (tens of microseconds for a page of results) buys the synthesized, compiler-checked `Codable`
-/// conformances with no bespoke encoder to maintain. `FoundationEssentials` (no ICU) where available.
-/// Pure functions; any thread.
+/// Why Foundation and not a hand-written `Encoder`: the synthesized, compiler-checked `Codable`
+/// conformances with no bespoke encoder to maintain. Cluster mode stores a session's state on every
+/// commit, but only the view models whose state changed are encoded again (`StoredFormMemo`), and a
+/// feature whose state changes on almost every input writes it by hand (`ViewModelFeature.durableJSON`).
+/// `FoundationEssentials` (no ICU) where available. Pure functions; any thread.
 enum DurableCoding {
-    /// `value` as a JSON value. Our state types contain no non-finite doubles or non-string keys, so
-    /// encoding cannot fail; a failure is a programming error.
-    static func encode<T: Encodable>(_ value: T) -> JSONValue {
-        let data: Data
-        do {
-            data = try JSONEncoder().encode(value)
-        } catch {
-            preconditionFailure("durable state of type \(T.self) does not encode: \(error)")
-        }
-        do {
-            return try JSONValue.parse(data)
-        } catch {
-            preconditionFailure("JSONEncoder wrote JSON our parser rejects: \(error)")
-        }
-    }
-
-    /// `value` as JSON text, straight from `JSONEncoder` (no parse and serialize again): what `encode`
-    /// gives, as text. Its object members may come in any order (Foundation's keyed containers do not keep
-    /// one, even between two calls), as they already did through `encode`; readers parse it.
+    /// `value` as JSON text, straight from `JSONEncoder`. Its object members may come in any order
+    /// (Foundation's keyed containers do not keep one, even between two calls); readers parse it. Our
+    /// state types contain no non-finite doubles or non-string keys, so encoding cannot fail; a failure
+    /// is a programming error.
     static func encodeBytes<T: Encodable>(_ value: T) -> [UInt8] {
         do {
             return Array(try JSONEncoder().encode(value))

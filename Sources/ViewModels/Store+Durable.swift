@@ -8,18 +8,18 @@ extension Store {
     /// `inputSeq` each reports under, so that the ones the feature resumes after a restore keep it.
     /// Handles (tasks, timers) are never stored. Read it before `close()`, which forgets the effects under
     /// way (a loading search stored after it still resumes, but its answer then carries no `inputSeq`).
+    /// Parsed from `durableStateBytes`, the one place the stored form is written.
     public var durableState: JSONValue {
-        let effects = durableEffects
-        return [
-            "version": .int(feature.stateVersion), "state": DurableCoding.encode(state), "effects": .object(effects),
-        ]
+        do {
+            return try JSONValue.parse(durableStateBytes)
+        } catch {
+            preconditionFailure("the stored form of '\(name)' is not JSON our parser reads: \(error)")
+        }
     }
 
-    /// `durableState` as JSON text, built without the `JSONValue` round trip: the envelope's members in
-    /// the same order, the state as `JSONEncoder` wrote it (its members in Foundation's order, which
-    /// `durableState.bytes` does not keep either). Parses to a value equal to `durableState`. Owner only.
+    /// `durableState` as JSON text (what cluster mode stores): the envelope's members in this order, the
+    /// state as `feature.durableJSON` or else `JSONEncoder` wrote it. Owner only.
     public var durableStateBytes: [UInt8] {
-        let effects = durableEffects
         let state = feature.durableJSON(self.state) ?? DurableCoding.encodeBytes(self.state)
         var out: [UInt8] = []
         out.reserveCapacity(state.count + 48)
@@ -28,18 +28,13 @@ extension Store {
         out.append(contentsOf: #","state":"#.utf8)
         out.append(contentsOf: state)
         out.append(contentsOf: #","effects":"#.utf8)
-        effects.write(into: &out)
-        out.append(UInt8(ascii: "}"))
-        return out
-    }
-
-    /// `effects` of the stored form: each cancellable effect under way and its `inputSeq`, by name.
-    private var durableEffects: JSONObject {
         var effects = JSONObject()
         for (id, inputSeq) in effectInputSeqs.sorted(by: { $0.key.name < $1.key.name }) {
             effects[id.name] = .optional(inputSeq)
         }
-        return effects
+        effects.write(into: &out)
+        out.append(UInt8(ascii: "}"))
+        return out
     }
 
     /// Restores the state from `durableState`'s form (owner only) and resumes the work the feature says was

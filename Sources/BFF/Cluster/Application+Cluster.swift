@@ -346,9 +346,9 @@ extension Application {
 
     /// The bytes stored as a session's state (`SessionSnapshot.state`, `SessionCommit.state`): each of the
     /// session's own view models' `durableState` (the shared `status` is app-wide and not included; `seq`
-    /// and `inputSeq` are stored beside the state) plus `outputs`, the view models' snapshot outputs, so any node answers `GET /state` without running them:
-    /// `{"version":1,"viewModels":{name: durableState, …},"outputs":{name: snapshot, …}}`, the same bytes as
-    /// building that `JSONValue` and serializing it. Each view model's parts come from its memo in `memos`
+    /// and `inputSeq` are stored beside the state) plus `outputs`, the view models' snapshot outputs, so
+    /// any node answers `GET /state` without running them:
+    /// `{"version":1,"viewModels":{name: durableState, …},"outputs":{name: snapshot, …}}`. Each view model's parts come from its memo in `memos`
     /// (made on first use, one per view model, kept by the owner between commits), so a commit encodes
     /// only the view models that changed since the last one (owner loop).
     func clusterState(of s: Session, memos: inout [StoredFormMemo]) -> [UInt8] {

@@ -73,6 +73,12 @@ struct PendingForward {
     /// `moved` answers so far, and the last one: used only once every receiver has answered `moved`.
     var movedAnswers = 0
     var moved: HTTPResponse?
+
+    /// The answer to give once every receiver of the `PUBLISH` has answered `moved` (nil until then).
+    var allMoved: HTTPResponse? {
+        guard let moved, let receivers, movedAnswers >= receivers else { return nil }
+        return moved
+    }
 }
 
 extension Application {
@@ -106,7 +112,7 @@ extension Application {
                 guard var pending = state.value.forwards[correlation] else { return }
                 pending.receivers = Int(n)
                 state.value.forwards[correlation] = pending
-                if let moved = pending.moved, pending.movedAnswers >= n {
+                if let moved = pending.allMoved {
                     Application.complete(correlation, with: moved, cluster: cluster, loop: index)
                 }
                 return
@@ -163,8 +169,8 @@ extension Application {
         pending.movedAnswers += 1
         pending.moved = response
         state.value.forwards[correlation] = pending
-        if let n = pending.receivers, pending.movedAnswers >= n {
-            Application.complete(correlation, with: response, cluster: cluster, loop: index)
+        if let moved = pending.allMoved {
+            Application.complete(correlation, with: moved, cluster: cluster, loop: index)
         }
     }
 

@@ -120,41 +120,22 @@ final class ClusterNode: @unchecked Sendable {
             loop.execute {
                 let owned = state.value.owned
                 state.value.owned = [:]
-                let steps = HandOverSteps()
-                let flush = {
-                    guard !steps.flushed else { return }
-                    steps.flushed = true
-                    self.stores[i].connection.send(["PING"], timeout: drainTimeout) { _ in done.finish() }
-                }
-                let drain = {
-                    guard !steps.draining else { return }
-                    steps.draining = true
-                    var left = owned.count
-                    if left == 0 { return flush() }
-                    let bound = loop.schedule(after: drainTimeout) { flush() }
-                    for id in owned.keys {
-                        self.subscribers[i].unsubscribe(channel: self.inputChannel(id)) {
-                            left -= 1
-                            if left == 0 {
-                                bound.cancel()
-                                flush()
-                            }
+                afterAll(owned.count, within: timeout, on: loop) { step in
+                    for o in owned.values {
+                        o.keeper?.stop()
+                        o.keeper = nil
+                        self.stores[i].release(o.lease) { r in
+                            if case .success(true) = r { m.handOvers.increment() }
+                            step()
                         }
                     }
-                }
-                var left = owned.count
-                if left == 0 { return drain() }
-                let bound = loop.schedule(after: timeout) { drain() }
-                for o in owned.values {
-                    o.keeper?.stop()
-                    o.keeper = nil
-                    self.stores[i].release(o.lease) { r in
-                        if case .success(true) = r { m.handOvers.increment() }
-                        left -= 1
-                        if left == 0 {
-                            bound.cancel()
-                            drain()
+                } then: {
+                    afterAll(owned.count, within: drainTimeout, on: loop) { step in
+                        for id in owned.keys {
+                            self.subscribers[i].unsubscribe(channel: self.inputChannel(id), onUnsubscribed: step)
                         }
+                    } then: {
+                        self.stores[i].connection.send(["PING"], timeout: drainTimeout) { _ in done.finish() }
                     }
                 }
             }
@@ -163,10 +144,41 @@ final class ClusterNode: @unchecked Sendable {
     }
 }
 
-/// Where one loop's `handOverAll` is (that loop only).
-private final class HandOverSteps {
-    var draining = false
-    var flushed = false
+/// Runs `then` once, on `loop`, when `count` steps have finished or `seconds` have passed, whichever
+/// comes first: `start` begins the steps and each calls the `step` it is given when done (loop only).
+private func afterAll(
+    _ count: Int, within seconds: Double, on loop: EventLoop, start: (_ step: @escaping () -> Void) -> Void,
+    then: @escaping () -> Void
+) {
+    let join = LoopJoin(count, then)
+    guard count > 0 else { return join.finish() }
+    join.bound = loop.schedule(after: seconds) { join.finish() }
+    start { join.step() }
+}
+
+/// The state of one `afterAll` (its loop only).
+private final class LoopJoin {
+    private var left: Int
+    private var then: (() -> Void)?
+    var bound: LoopTimer?
+
+    init(_ count: Int, _ then: @escaping () -> Void) {
+        left = count
+        self.then = then
+    }
+
+    func step() {
+        left -= 1
+        if left == 0 { finish() }
+    }
+
+    func finish() {
+        bound?.cancel()
+        bound = nil
+        guard let then else { return }
+        self.then = nil
+        then()
+    }
 }
 
 /// One loop's cluster state (that loop only).
@@ -232,6 +244,14 @@ final class FedSession: @unchecked Sendable {  // host loop only
     /// set when the first stream opens while the session is run here; cleared (subscribed, caught up from
     /// the history) when the session leaves the loop.
     var local = false
+
+    /// Feeds the streams from this loop's own commits (`Application.deliverLocally`): nothing to wait
+    /// for, so each stream catches up from the store at once (host loop, which runs the session).
+    func followCommits() {
+        local = true
+        subscribed = true
+        for s in streams { s.resync() }
+    }
 
     /// Feeds the streams from the session's Redis channel: subscribe, then each stream catches up from
     /// the history (`resync`) and goes on with the live events (host loop).

@@ -124,30 +124,25 @@ final class ClusterStream: @unchecked Sendable {  // host loop only
     private func end(with frame: [UInt8]) {
         guard !ended else { return }
         ended = true
-        if !started, let responder {
-            started = true
-            startTimer?.cancel()
-            startTimer = nil
-            self.responder = nil
-            stream.start(
-                responder: responder, initial: SSEFrame.retry(milliseconds: app.configuration.retryMilliseconds))
-        }
+        if !started { start(with: []) }
         stream.finish(with: frame)
     }
 
     private func emit(_ frames: [[UInt8]], signals: Set<Int>) {
-        if !started {
-            guard let responder else { return }
-            started = true
-            startTimer?.cancel()
-            startTimer = nil
-            self.responder = nil
-            var initial = SSEFrame.retry(milliseconds: app.configuration.retryMilliseconds)
-            for f in frames { initial += f }
-            stream.start(responder: responder, initial: initial)
-            return
-        }
+        guard started else { return start(with: frames) }
         for (i, f) in frames.enumerated() { stream.deliverFromSession(f, isSignal: signals.contains(i)) }
+    }
+
+    /// Answers the request: the stream's head, `retry:` and `frames` (once; no start deadline after it).
+    private func start(with frames: [[UInt8]]) {
+        guard !started, let responder else { return }
+        started = true
+        startTimer?.cancel()
+        startTimer = nil
+        self.responder = nil
+        var initial = SSEFrame.retry(milliseconds: app.configuration.retryMilliseconds)
+        for f in frames { initial += f }
+        stream.start(responder: responder, initial: initial)
     }
 
     private func fail(_ error: StoreError) {
@@ -262,9 +257,7 @@ extension Application {
             if index == home.loop.index, state.value.owned[id] != nil {
                 // Run on this very loop: its commits feed the streams (`deliverLocally`), without a round
                 // trip through Redis's pub/sub for the node's own events, until the session leaves it.
-                fed.local = true
-                fed.subscribed = true
-                cs.resync()
+                fed.followCommits()
             } else {
                 fed.follow(feed, sessionID: id)
             }
