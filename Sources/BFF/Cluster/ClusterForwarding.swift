@@ -5,6 +5,8 @@ import RedisClient
 /// An input that reached a node not holding the session's live lease, forwarded through Redis to the
 /// owner: `PUBLISH <prefix>:s:{id}:in` (the owner subscribes while it runs the session), and the
 /// owner's answer comes back on the sender loop's own reply channel once the input is committed.
+/// Wire form: `ForwardWire` (`fi1`), fields flags (`d` a delete, `k` a key follows), session, view
+/// model, input, Idempotency-Key (empty without `k`), reply channel, correlation, value (JSON).
 struct ForwardedInput {
     /// True for a forwarded `DELETE` (the other fields are then empty).
     var isDelete = false
@@ -15,51 +17,163 @@ struct ForwardedInput {
     var idempotencyKey: String?
 
     func encode(replyTo: String, correlation: Int) -> [UInt8] {
-        JSONValue.object([
-            "s": .string(sessionID), "m": .string(viewModel), "i": .string(input), "v": value,
-            "k": idempotencyKey.map { .string($0) } ?? .null, "r": .string(replyTo), "c": .int(correlation),
-            "d": .bool(isDelete),
-        ]).bytes
+        var w = ForwardWire.Writer(tag: ForwardWire.inputTag, capacity: 96 + sessionID.utf8.count + replyTo.utf8.count)
+        w.field((isDelete ? "d" : "") + (idempotencyKey == nil ? "" : "k"))
+        w.field(sessionID)
+        w.field(viewModel)
+        w.field(input)
+        w.field(idempotencyKey ?? "")
+        w.field(replyTo)
+        w.field(correlation)
+        w.field(value.bytes)
+        return w.bytes
     }
 
     static func decode(_ bytes: [UInt8]) -> (ForwardedInput, replyTo: String, correlation: Int)? {
-        guard let v = try? JSONValue.parse(bytes), let s = v["s"]?.stringValue, let m = v["m"]?.stringValue,
-            let i = v["i"]?.stringValue, let r = v["r"]?.stringValue, let c = v["c"]?.intValue
+        var r = ForwardWire.Reader(bytes, tag: ForwardWire.inputTag)
+        guard let flags = r.field(), let s = r.string(), let m = r.string(), let i = r.string(), let k = r.string(),
+            let replyTo = r.string(), let c = r.int(), let v = r.field(), r.atEnd,
+            let value = try? JSONValue.parse(v)
         else { return nil }
         let input = ForwardedInput(
-            isDelete: v["d"] == .bool(true), sessionID: s, viewModel: m, input: i, value: v["v"] ?? .null,
-            idempotencyKey: v["k"]?.stringValue)
-        return (input, r, c)
+            isDelete: flags.contains(UInt8(ascii: "d")), sessionID: s, viewModel: m, input: i, value: value,
+            idempotencyKey: flags.contains(UInt8(ascii: "k")) ? k : nil)
+        return (input, replyTo, c)
     }
 }
 
 /// An answer on its way back: the correlation number and the HTTP response to send.
-/// `moved` (`"m": true`) marks the answer of a node that does not run the session (any more): the input
-/// was not applied there, and another receiver of the same `PUBLISH` may be applying it (a node that
-/// just took the session over while the one it took it from was still unsubscribing). Nodes that do not
-/// know the mark ignore it.
+/// `moved` marks the answer of a node that does not run the session (any more): the input was not
+/// applied there, and another receiver of the same `PUBLISH` may be applying it (a node that just took
+/// the session over while the one it took it from was still unsubscribing).
+/// Wire form: `ForwardWire` (`fr1`), fields flags (`m` moved), correlation, status, header count, each
+/// header's name and value, body.
 enum ForwardedReply {
     static func encode(correlation: Int, _ r: HTTPResponse, moved: Bool = false) -> [UInt8] {
-        let headers = r.headers.map { JSONValue.array([.string($0.0), .string($0.1)]) }
-        var object: JSONObject = [
-            "c": .int(correlation), "s": .int(r.status), "h": .array(headers),
-            "b": .string(String(decoding: r.body, as: UTF8.self)),
-        ]
-        if moved { object["m"] = .bool(true) }
-        return JSONValue.object(object).bytes
+        var w = ForwardWire.Writer(tag: ForwardWire.replyTag, capacity: 64 + r.body.count + 48 * r.headers.count)
+        w.field(moved ? "m" : "")
+        w.field(correlation)
+        w.field(r.status)
+        w.field(r.headers.count)
+        for (name, value) in r.headers {
+            w.field(name)
+            w.field(value)
+        }
+        w.field(r.body)
+        return w.bytes
     }
 
     static func decode(_ bytes: [UInt8]) -> (correlation: Int, response: HTTPResponse, moved: Bool)? {
-        guard let v = try? JSONValue.parse(bytes), let c = v["c"]?.intValue, let s = v["s"]?.intValue,
-            case .array(let hs)? = v["h"], let b = v["b"]?.stringValue
+        var r = ForwardWire.Reader(bytes, tag: ForwardWire.replyTag)
+        guard let flags = r.field(), let c = r.int(), let status = r.int(), let count = r.int(),
+            (0...64).contains(count)
         else { return nil }
         var headers: [(String, String)] = []
-        for h in hs {
-            guard case .array(let kv) = h, kv.count == 2, let k = kv[0].stringValue, let value = kv[1].stringValue
-            else { return nil }
-            headers.append((k, value))
+        headers.reserveCapacity(count)
+        for _ in 0..<count {
+            guard let name = r.string(), let value = r.string() else { return nil }
+            headers.append((name, value))
         }
-        return (c, HTTPResponse(status: s, headers: headers, body: Array(b.utf8)), v["m"] == .bool(true))
+        guard let body = r.field(), r.atEnd else { return nil }
+        return (c, HTTPResponse(status: status, headers: headers, body: Array(body)), flags.contains(UInt8(ascii: "m")))
+    }
+}
+
+/// The wire form of the forwarding messages (`ForwardedInput`, `ForwardedReply`): a tag naming the
+/// message and its version (`fi1\n`, `fr1\n`), then fields, each `<decimal length>:<bytes>`. Written
+/// and read in one pass with no intermediate tree: JSON here cost ~70,000 instructions per forwarded
+/// input across the two nodes (docs/BENCHMARKS.md). A message with another tag (a node of another
+/// version) or a malformed one decodes to nil and is dropped; its sender answers `503` after its
+/// forwarding time-out.
+enum ForwardWire {
+    static let inputTag: [UInt8] = Array("fi1\n".utf8)
+    static let replyTag: [UInt8] = Array("fr1\n".utf8)
+    /// The longest length prefix a reader accepts (a field is at most a Redis message: 512 MB < 10⁹).
+    static let maxLengthDigits = 9
+
+    struct Writer {
+        private(set) var bytes: [UInt8]
+
+        init(tag: [UInt8], capacity: Int) {
+            bytes = []
+            bytes.reserveCapacity(capacity)
+            bytes.append(contentsOf: tag)
+        }
+
+        mutating func field(_ content: some Collection<UInt8>) {
+            JSONValue.writeInt(content.count, into: &bytes)
+            bytes.append(UInt8(ascii: ":"))
+            bytes.append(contentsOf: content)
+        }
+
+        mutating func field(_ s: String) { field(s.utf8) }
+
+        mutating func field(_ n: Int) {
+            var digits = n < 0 ? 2 : 1
+            var rest = n.magnitude
+            while rest >= 10 {
+                rest /= 10
+                digits += 1
+            }
+            JSONValue.writeInt(digits, into: &bytes)
+            bytes.append(UInt8(ascii: ":"))
+            JSONValue.writeInt(n, into: &bytes)
+        }
+    }
+
+    struct Reader {
+        private let bytes: [UInt8]
+        private var index: Int
+        private var valid: Bool
+
+        init(_ bytes: [UInt8], tag: [UInt8]) {
+            self.bytes = bytes
+            valid = bytes.starts(with: tag)
+            index = tag.count
+        }
+
+        /// True when every byte was read and nothing was malformed.
+        var atEnd: Bool { valid && index == bytes.count }
+
+        /// The next field's bytes, or nil (malformed, or no field left).
+        mutating func field() -> ArraySlice<UInt8>? {
+            guard valid else { return nil }
+            var length = 0
+            var digits = 0
+            while index < bytes.count, bytes[index] != UInt8(ascii: ":") {
+                let d = bytes[index] &- UInt8(ascii: "0")
+                guard d < 10, digits < ForwardWire.maxLengthDigits else { return invalid() }
+                length = length * 10 + Int(d)
+                digits += 1
+                index += 1
+            }
+            guard digits > 0, index < bytes.count, bytes.count - (index + 1) >= length else { return invalid() }
+            let start = index + 1
+            index = start + length
+            return bytes[start..<index]
+        }
+
+        mutating func string() -> String? { field().map { String(decoding: $0, as: UTF8.self) } }
+
+        /// A decimal integer field (an optional `-`, then 1 to 18 digits).
+        mutating func int() -> Int? {
+            guard var digits = field() else { return nil }
+            let negative = digits.first == UInt8(ascii: "-")
+            if negative { digits = digits.dropFirst() }
+            guard (1...18).contains(digits.count) else { return invalid() }
+            var n = 0
+            for b in digits {
+                let d = b &- UInt8(ascii: "0")
+                guard d < 10 else { return invalid() }
+                n = n * 10 + Int(d)
+            }
+            return negative ? -n : n
+        }
+
+        private mutating func invalid<T>() -> T? {
+            valid = false
+            return nil
+        }
     }
 }
 

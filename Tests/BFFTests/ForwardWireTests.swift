@@ -1,0 +1,86 @@
+import EventHTTP
+import JSON
+import XCTest
+
+@testable import BFF
+
+/// The wire form of forwarded inputs and their answers (`ForwardWire`): what one node writes, another
+/// reads back field for field; anything malformed or of another version reads as nil.
+final class ForwardWireTests: XCTestCase {
+    func testAnInputReadsBackFieldForField() throws {
+        let value: JSONValue = .object(["text": .string("a:1\n2 ünï \"q\""), "n": .int(-3), "list": .array([.null])])
+        let input = ForwardedInput(
+            sessionID: "s-1", viewModel: "search", input: "query", value: value, idempotencyKey: "key:9")
+        let bytes = input.encode(replyTo: "bff:reply:node2#abc#0", correlation: 1_234_567)
+        XCTAssertEqual(Array(bytes.prefix(4)), Array("fi1\n".utf8))
+        let (decoded, replyTo, correlation) = try XCTUnwrap(ForwardedInput.decode(bytes))
+        XCTAssertFalse(decoded.isDelete)
+        XCTAssertEqual(decoded.sessionID, "s-1")
+        XCTAssertEqual(decoded.viewModel, "search")
+        XCTAssertEqual(decoded.input, "query")
+        XCTAssertEqual(decoded.value, value)
+        XCTAssertEqual(decoded.idempotencyKey, "key:9")
+        XCTAssertEqual(replyTo, "bff:reply:node2#abc#0")
+        XCTAssertEqual(correlation, 1_234_567)
+    }
+
+    func testAnAbsentKeyIsNotAnEmptyKeyAndADeleteIsMarked() throws {
+        let noKey = ForwardedInput(sessionID: "s", viewModel: "m", input: "i", value: .string(""), idempotencyKey: nil)
+        XCTAssertNil(try XCTUnwrap(ForwardedInput.decode(noKey.encode(replyTo: "r", correlation: 0))).0.idempotencyKey)
+        let emptyKey = ForwardedInput(sessionID: "s", viewModel: "m", input: "i", value: .null, idempotencyKey: "")
+        XCTAssertEqual(
+            try XCTUnwrap(ForwardedInput.decode(emptyKey.encode(replyTo: "r", correlation: 0))).0.idempotencyKey, "")
+        let delete = ForwardedInput(
+            isDelete: true, sessionID: "s", viewModel: "", input: "", value: .null, idempotencyKey: nil)
+        let (decoded, _, correlation) = try XCTUnwrap(
+            ForwardedInput.decode(delete.encode(replyTo: "r", correlation: -7)))
+        XCTAssertTrue(decoded.isDelete)
+        XCTAssertEqual(correlation, -7)
+    }
+
+    func testAReplyReadsBackWithItsHeadersBodyAndMark() throws {
+        let response = HTTPResponse(
+            status: 202, headers: [("Content-Type", "application/json"), ("Retry-After", "3"), ("X-Empty", "")],
+            body: Array("{\"inputSeq\":12}".utf8))
+        for moved in [false, true] {
+            let (correlation, decoded, isMoved) = try XCTUnwrap(
+                ForwardedReply.decode(ForwardedReply.encode(correlation: 99, response, moved: moved)))
+            XCTAssertEqual(correlation, 99)
+            XCTAssertEqual(decoded.status, 202)
+            XCTAssertEqual(
+                decoded.headers.map { "\($0.0)=\($0.1)" },
+                ["Content-Type=application/json", "Retry-After=3", "X-Empty="])
+            XCTAssertEqual(decoded.body, response.body)
+            XCTAssertEqual(isMoved, moved)
+        }
+        let empty = try XCTUnwrap(
+            ForwardedReply.decode(ForwardedReply.encode(correlation: 1, HTTPResponse(status: 204))))
+        XCTAssertEqual(empty.response.status, 204)
+        XCTAssertTrue(empty.response.headers.isEmpty)
+        XCTAssertTrue(empty.response.body.isEmpty)
+    }
+
+    func testMalformedOrForeignMessagesReadAsNil() {
+        let input = ForwardedInput(sessionID: "s", viewModel: "m", input: "i", value: .string("v"), idempotencyKey: "k")
+            .encode(replyTo: "r", correlation: 5)
+        let reply = ForwardedReply.encode(correlation: 5, HTTPResponse(status: 202, body: Array("{}".utf8)))
+        // Every truncation, one extra byte, and the other message's tag.
+        for n in 0..<input.count { XCTAssertNil(ForwardedInput.decode(Array(input.prefix(n))), "prefix \(n)") }
+        for n in 0..<reply.count { XCTAssertNil(ForwardedReply.decode(Array(reply.prefix(n))), "prefix \(n)") }
+        XCTAssertNil(ForwardedInput.decode(input + [0x20]))
+        XCTAssertNil(ForwardedReply.decode(reply + [0x20]))
+        XCTAssertNil(ForwardedInput.decode(reply))
+        XCTAssertNil(ForwardedReply.decode(input))
+        // The JSON form of earlier builds, another version, lengths that lie, a value that is not JSON.
+        XCTAssertNil(ForwardedInput.decode(Array(#"{"s":"s","m":"m","i":"i","v":"v","r":"r","c":5}"#.utf8)))
+        XCTAssertNil(ForwardedInput.decode(Array("fi2\n".utf8) + input.dropFirst(4)))
+        XCTAssertNil(ForwardedInput.decode(Array("fi1\n0:1:s1:m1:i0:1:r1:59999999999:\"v\"".utf8)))
+        XCTAssertNil(ForwardedInput.decode(Array("fi1\n0:1:s1:m1:i0:1:r1:5x:\"v\"".utf8)))
+        XCTAssertNil(ForwardedInput.decode(Array("fi1\n0:1:s1:m1:i0:1:r1:51:{".utf8)))
+        XCTAssertNil(ForwardedReply.decode(Array("fr1\n0:1:53:2021:1:X".utf8)))  // a header with no value
+        XCTAssertNil(ForwardedReply.decode(Array("fr1\n0:1:53:2023:999".utf8)))  // 999 headers announced
+        XCTAssertNil(ForwardedReply.decode(Array("fr1\n0:0:3:2021:1".utf8)))  // an empty correlation number
+        // The well-formed spelling of the same reply reads.
+        XCTAssertNotNil(ForwardedReply.decode(Array("fr1\n0:1:53:2021:00:".utf8)))
+    }
+}
