@@ -1,4 +1,4 @@
-// hiredis (0.14) with its libevent adapter. Only the RedisClient module imports this module.
+// hiredis (0.14) with a libevent adapter of our own (below). Only the RedisClient module imports this module.
 #ifndef CHIREDIS_SHIM_H
 #define CHIREDIS_SHIM_H
 // System headers first, as in CLibevent's shim: libevent's event-config.h defines _GNU_SOURCE, and
@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/types.h>
 #include <sys/time.h>
 #include <sys/select.h>
@@ -15,12 +16,64 @@
 // Debian's hiredis.pc gives -I/usr/include/hiredis, so the headers are included by their bare names.
 #include <hiredis.h>
 #include <async.h>
-#include <adapters/libevent.h>
+#include <event2/event.h>
 
-/// Attaches an async context to a libevent base (the adapter's functions are `static` in its header;
-/// this one wrapper is what Swift calls). Returns REDIS_OK or REDIS_ERR.
+/// hiredis's libevent adapter, with one change: the read event is persistent. The stock adapter's read
+/// event is one-shot, so after every read libevent removes it and hiredis adds it back: with the base's
+/// epoll changelist that is one `epoll_ctl` per read for nothing (hiredis 1.x's adapter is persistent
+/// too). `redisAsyncHandleRead` and `redisAsyncHandleWrite` do the work, as in the stock adapter.
+typedef struct chiredis_events {
+    redisAsyncContext *context;
+    struct event *rev, *wev;
+} chiredis_events;
+
+static void chiredis_read_event(evutil_socket_t fd, short event, void *arg) {
+    (void)fd; (void)event;
+    redisAsyncHandleRead(((chiredis_events *)arg)->context);
+}
+
+static void chiredis_write_event(evutil_socket_t fd, short event, void *arg) {
+    (void)fd; (void)event;
+    redisAsyncHandleWrite(((chiredis_events *)arg)->context);
+}
+
+// Adding a pending persistent event is a no-op in libevent, so hiredis's add after each read costs nothing.
+static void chiredis_add_read(void *privdata) { event_add(((chiredis_events *)privdata)->rev, NULL); }
+static void chiredis_del_read(void *privdata) { event_del(((chiredis_events *)privdata)->rev); }
+static void chiredis_add_write(void *privdata) { event_add(((chiredis_events *)privdata)->wev, NULL); }
+static void chiredis_del_write(void *privdata) { event_del(((chiredis_events *)privdata)->wev); }
+
+static void chiredis_cleanup(void *privdata) {
+    chiredis_events *e = (chiredis_events *)privdata;
+    event_free(e->rev);
+    event_free(e->wev);
+    free(e);
+}
+
+/// Attaches an async context to a libevent base (what `redisLibeventAttach` does, with a persistent
+/// read event). Returns REDIS_OK or REDIS_ERR.
 static inline int chiredis_attach(redisAsyncContext *ac, struct event_base *base) {
-    return redisLibeventAttach(ac, base);
+    if (ac->ev.data != NULL) return REDIS_ERR;
+    chiredis_events *e = (chiredis_events *)calloc(1, sizeof(*e));
+    if (e == NULL) return REDIS_ERR;
+    e->context = ac;
+    e->rev = event_new(base, ac->c.fd, EV_READ | EV_PERSIST, chiredis_read_event, e);
+    e->wev = event_new(base, ac->c.fd, EV_WRITE, chiredis_write_event, e);
+    if (e->rev == NULL || e->wev == NULL) {
+        if (e->rev) event_free(e->rev);
+        if (e->wev) event_free(e->wev);
+        free(e);
+        return REDIS_ERR;
+    }
+    ac->ev.addRead = chiredis_add_read;
+    ac->ev.delRead = chiredis_del_read;
+    ac->ev.addWrite = chiredis_add_write;
+    ac->ev.delWrite = chiredis_del_write;
+    ac->ev.cleanup = chiredis_cleanup;
+    ac->ev.data = e;
+    event_add(e->rev, NULL);
+    event_add(e->wev, NULL);
+    return REDIS_OK;
 }
 
 /// The reply's elements without pointer arithmetic in Swift.

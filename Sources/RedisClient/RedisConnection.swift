@@ -47,6 +47,12 @@ public final class RedisConnection: @unchecked Sendable {
     public var healthCheckInterval: Double?
     private var healthTimer: LoopTimer?
     private var lastReplyAt: UInt64 = 0
+    /// A flush of the commands queued in this loop iteration is queued (`loop.runSoon`): they are
+    /// written once the iteration's callbacks are done (one `write`). hiredis's own way arms the
+    /// socket's write event, waits for `epoll_wait` to report it writable, writes and disarms it: a loop
+    /// iteration and two `epoll_ctl` calls per command (with the base's epoll changelist, arming and
+    /// disarming within one iteration cancel out).
+    private var flushQueued = false
 
     private struct Pending {
         var callback: Callback
@@ -144,7 +150,7 @@ public final class RedisConnection: @unchecked Sendable {
         ctx.pointee.data = Unmanaged.passRetained(self).toOpaque()
         context = ctx
         guard chiredis_attach(ctx, loop.base) == REDIS_OK else {
-            dropContext(reason: "redisLibeventAttach failed", reconnect: true)
+            dropContext(reason: "attaching to the event loop failed", reconnect: true)
             return
         }
         redisAsyncSetConnectCallback(ctx, redisConnectCallback)
@@ -265,13 +271,31 @@ public final class RedisConnection: @unchecked Sendable {
     ) -> Int32 {
         let command = respCommand(args)
         let callback = withReply ? redisReplyCallback : nil
-        return command.withUnsafeBufferPointer { b in
+        let status = command.withUnsafeBufferPointer { b in
             b.withMemoryRebound(to: CChar.self) { c in
                 // The trailing NUL is not part of the command.
                 redisAsyncFormattedCommand(
                     ctx, callback, UnsafeMutableRawPointer(bitPattern: id), c.baseAddress, c.count - 1)
             }
         }
+        if status == REDIS_OK { scheduleFlush() }
+        return status
+    }
+
+    /// Queues one flush per loop iteration (see `flushQueued`).
+    private func scheduleFlush() {
+        guard !flushQueued else { return }
+        flushQueued = true
+        loop.runSoon { [self] in flush() }
+    }
+
+    /// Writes what hiredis has queued, if the socket is connected (before that, hiredis's write event
+    /// completes the connect and writes). A write error tears the context down as hiredis's own
+    /// write callback would (`contextGone`).
+    private func flush() {
+        flushQueued = false
+        guard let ctx = context, ctx.pointee.c.flags & REDIS_CONNECTED != 0 else { return }
+        redisAsyncHandleWrite(ctx)
     }
 
     private func timedOut(_ id: UInt) {

@@ -3,7 +3,8 @@ import Foundation
 import Glibc
 import XCTest
 
-/// `LoopBound` opens on its loop only, and `runOrExecute` runs inline on its loop and in order when hopping.
+/// `LoopBound` opens on its loop only, `runOrExecute` runs inline on its loop and in order when hopping,
+/// and `runSoon` runs within the current loop iteration.
 final class LoopBoundTests: XCTestCase {
     private var loops: [(loop: EventLoop, thread: pthread_t)] = []
 
@@ -79,6 +80,32 @@ final class LoopBoundTests: XCTestCase {
         }
         // Every job opened `log`, which traps off `loop`: each ran on the loop, in the order given.
         XCTAssertEqual(on(loop) { log.value }, Array(0..<1000))
+    }
+
+    func testRunSoonRunsInTheSameIterationInOrderBeforeTheLoopWaitsAgain() {
+        let loop = startedLoop()
+        let log = LoopBound([String](), loop: loop)
+        let finished = DispatchSemaphore(value: 0)
+        // From a timer's callback (not from a job of `execute`, whose drain runs jobs queued meanwhile):
+        // work the loop hands itself with `execute` runs in a later iteration, once `epoll_wait` reports
+        // the eventfd; `runSoon` jobs, queued after it, run in this one, before it, in the order queued,
+        // and a job a job queues runs too.
+        loop.execute {
+            _ = loop.schedule(after: 0) {
+                loop.execute {
+                    log.value.append("execute")
+                    finished.signal()
+                }
+                loop.runSoon { log.value.append("soon 1") }
+                loop.runSoon {
+                    log.value.append("soon 2")
+                    loop.runSoon { log.value.append("soon 3, queued by soon 2") }
+                }
+                log.value.append("caller")
+            }
+        }
+        XCTAssertEqual(finished.wait(timeout: .now() + 5), .success)
+        XCTAssertEqual(on(loop) { log.value }, ["caller", "soon 1", "soon 2", "soon 3, queued by soon 2", "execute"])
     }
 }
 

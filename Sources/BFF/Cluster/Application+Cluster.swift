@@ -68,7 +68,7 @@ extension Application {
             owned.pending.append(ClusterEvent.encode(name: name, data: data, isSignal: isSignal))
             guard !owned.flushScheduled else { return }
             owned.flushScheduled = true
-            home.loop.execute { self.flush(owned, cluster: cluster) }
+            home.loop.runSoon { self.flush(owned, cluster: cluster) }
         }
         let subscriber = cluster.subscribers[home.loop.index]
         let inputChannel = cluster.inputChannel(session.id)
