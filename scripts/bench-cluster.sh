@@ -472,6 +472,11 @@ if all(os.path.exists(f) for fs in runs.values() for f in fs):
         received = sum(r["received"] for r in reports)
         print(f"   {m:16s} " + " ".join(f"{c:>14s}" if i < 2 else f"{c:>22s}" for i, c in enumerate(cells))
               + f" {ack[0]:5.0f}/{ack[1]:<6.0f}  {lost} of {received}")
+    # How late the client itself sent inputs (bff-load's scheduleLag): host noise no server causes. When
+    # its p99 is milliseconds, so is the noise in every p99 above.
+    lags = {m: [json.load(open(f)).get("scheduleLag", {}).get("p99Us", float("nan")) for f in runs[m]] for m in modes}
+    print("   host noise, the client's own send lag p99 (us, median [each round]): "
+          + "; ".join(f"{m} {statistics.median(v):.0f} [{' '.join(f'{x:.0f}' for x in v)}]" for m, v in lags.items()))
     for m in modes[1:]:
         d = p99s[m] - p99s["single"]
         # The same difference round by round (each round runs every mode back to back, so a round's host
