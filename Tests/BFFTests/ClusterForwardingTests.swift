@@ -60,6 +60,27 @@ final class ClusterForwardingTests: ClusterTestCase {
         XCTAssertEqual(try b.state(id)["viewModels"]?["greeting"]?["buttonEnabled"], true)
     }
 
+    func testUnreadableForwardingMessagesAreDroppedAndLoggedWithoutTheirContent() throws {
+        let logs = LogCollector()
+        let a = try node("a", logger: logs.logger(level: .warning))
+        let b = try node("b")
+        let id = try a.createSession()
+        let cluster = try XCTUnwrap(a.app.cluster)
+        // What a node of another version, or damage, would put on the session's input channel and on
+        // every reply channel of `a`: the old JSON form, and a message whose lengths lie.
+        let secret = "do-not-log-me"
+        _ = try redisCLI(
+            "PUBLISH", cluster.inputChannel(id), #"{"s":"\#(id)","m":"greeting","i":"name","v":"\#(secret)"}"#)
+        for channel in cluster.replyChannels { _ = try redisCLI("PUBLISH", channel, "fr1\n99:\(secret)") }
+        try waitUntil("the drop is logged", within: 5) { logs.all.contains("unreadable forwarding message dropped") }
+        XCTAssertFalse(logs.all.contains(secret), "a dropped message's content never reaches the log")
+        // Nothing was applied, and forwarding between the nodes still works.
+        XCTAssertEqual(try a.state(id)["viewModels"]?["greeting"]?["buttonEnabled"], false, "no name was set")
+        let r = try name(b, id, "after")
+        XCTAssertEqual(r.status, 202, "\(r)")
+        XCTAssertEqual(inputSeq(r), 1)
+    }
+
     func testAMovedAnswerFromAnotherReceiverDoesNotHideTheOwnersAnswer() async throws {
         let a = try node("a")
         let b = try node("b")

@@ -1,6 +1,7 @@
 import Foundation
 import GitHubSearch
 import JSON
+import Logging
 import RedisTestSupport
 import WireClient
 import XCTest
@@ -24,10 +25,10 @@ class ClusterTestCase: XCTestCase {
 
     func node(
         _ name: String, leaseTTL: Double = 10, search: any RepositorySearching = UnexpectedSearch(),
-        idleTimeout: Double? = nil, threads: Int? = nil, commandTimeout: Double? = nil
+        idleTimeout: Double? = nil, threads: Int? = nil, commandTimeout: Double? = nil, logger: Logger? = nil
     ) throws -> LiveApp {
         let url = redis.url
-        let app = try LiveApp(search: search) { c in
+        let app = try LiveApp(search: search, logger: logger) { c in
             c.cluster = ClusterSettings(redisURL: url, nodeID: name, leaseTTL: leaseTTL)
             if let idleTimeout { c.sessionIdleTimeout = idleTimeout }
             if let threads { c.http.threads = threads }

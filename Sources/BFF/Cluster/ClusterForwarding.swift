@@ -83,8 +83,8 @@ enum ForwardedReply {
 /// message and its version (`fi1\n`, `fr1\n`), then fields, each `<decimal length>:<bytes>`. Written
 /// and read in one pass with no intermediate tree: JSON here cost ~70,000 instructions per forwarded
 /// input across the two nodes (docs/BENCHMARKS.md). A message with another tag (a node of another
-/// version) or a malformed one decodes to nil and is dropped; its sender answers `503` after its
-/// forwarding time-out.
+/// version) or a malformed one decodes to nil and is dropped (`Application.dropUnreadable`: a warning
+/// in the log); its sender answers `503` after its forwarding time-out.
 enum ForwardWire {
     static let inputTag: [UInt8] = Array("fi1\n".utf8)
     static let replyTag: [UInt8] = Array("fr1\n".utf8)
@@ -253,7 +253,9 @@ extension Application {
 
     /// The owner's side: a forwarded input arrived on the session's input channel (owner loop `home`).
     func receiveForwarded(_ payload: [UInt8], cluster: ClusterNode, home: SessionLoop) {
-        guard let (input, replyTo, correlation) = ForwardedInput.decode(payload) else { return }
+        guard let (input, replyTo, correlation) = ForwardedInput.decode(payload) else {
+            return dropUnreadable(payload, cluster: cluster, loop: home.loop.index)
+        }
         let store = cluster.stores[home.loop.index]
         let publish: (HTTPResponse, Bool) -> Void = { response, moved in
             let bytes = ForwardedReply.encode(correlation: correlation, response, moved: moved)
@@ -275,9 +277,10 @@ extension Application {
     /// be the session's new owner, applying the input); the session's remembered holder is forgotten.
     func receiveForwardReply(_ payload: [UInt8], cluster: ClusterNode, loop index: Int) {
         let state = cluster.perLoop[index]
-        guard let (correlation, response, moved) = ForwardedReply.decode(payload),
-            var pending = state.value.forwards[correlation]
-        else { return }
+        guard let (correlation, response, moved) = ForwardedReply.decode(payload) else {
+            return dropUnreadable(payload, cluster: cluster, loop: index)
+        }
+        guard var pending = state.value.forwards[correlation] else { return }
         guard moved else { return Application.complete(correlation, with: response, cluster: cluster, loop: index) }
         state.value.heldElsewhere[pending.sessionID] = nil
         pending.movedAnswers += 1
@@ -286,6 +289,25 @@ extension Application {
         if let moved = pending.allMoved {
             Application.complete(correlation, with: moved, cluster: cluster, loop: index)
         }
+    }
+
+    /// A forwarding message this node cannot read (a node of another version during a rolling deploy, or
+    /// damage) is dropped: its sender answers `503` after its time-out. Said in the log at most every
+    /// 10 s per loop, with the number dropped since, and never with the message's content (it may hold a
+    /// user's input).
+    func dropUnreadable(_ payload: [UInt8], cluster: ClusterNode, loop index: Int) {
+        let state = cluster.perLoop[index]
+        state.value.unreadable += 1
+        let t = now()
+        if let last = state.value.unreadableLoggedAt, t - last < 10 { return }
+        logger.warning(
+            "cluster: unreadable forwarding message dropped (a node of another version?)",
+            metadata: [
+                "dropped": "\(state.value.unreadable)", "bytes": "\(payload.count)",
+                "tag": "\(String(decoding: payload.prefix(3).filter { $0 >= 0x20 && $0 < 0x7F }, as: UTF8.self))",
+            ])
+        state.value.unreadable = 0
+        state.value.unreadableLoggedAt = t
     }
 
     /// Answers the forwarded input `correlation` of loop `index` with `response` (once).

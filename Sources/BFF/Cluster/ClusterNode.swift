@@ -197,6 +197,10 @@ struct ClusterLoopState {
     var nextStream = 0
     /// The timer that looks for orphaned sessions among those streamed here.
     var orphanTimer: LoopTimer?
+    /// Forwarding messages this loop could not read (another version, or damaged) since it last said so,
+    /// and when it last said so (`Application.dropUnreadable`).
+    var unreadable = 0
+    var unreadableLoggedAt: Double?
 }
 
 /// A session run here under a lease (owner loop only).
