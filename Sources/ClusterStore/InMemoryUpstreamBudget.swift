@@ -20,50 +20,45 @@ public final class InMemoryUpstreamBudget: UpstreamBudget, @unchecked Sendable {
         self.now = now
     }
 
-    private func refilled(_ b: inout Bucket?, _ t: Double) -> Bucket {
-        var x = b ?? Bucket(tokens: shape.capacity, at: t)
-        if t > x.at { x.tokens = min(shape.capacity, x.tokens + (t - x.at) * shape.refillPerSecond) }
-        x.at = max(x.at, t)
-        return x
+    /// Runs `body` under the lock with the bucket refilled up to now (a full one if none yet) and
+    /// keeps what `body` leaves in it.
+    private func withBucket<R>(_ body: (inout Bucket, _ now: Double) -> R) -> R {
+        let t = now()
+        return bucket.withLock { stored in
+            var b = stored ?? Bucket(tokens: shape.capacity, at: t)
+            if t > b.at { b.tokens = min(shape.capacity, b.tokens + (t - b.at) * shape.refillPerSecond) }
+            b.at = max(b.at, t)
+            defer { stored = b }
+            return body(&b, t)
+        }
     }
 
     public func take(cost: Int) async -> Result<BudgetDecision, StoreError> {
-        let t = now()
-        let decision = bucket.withLock { b -> BudgetDecision in
-            var x = refilled(&b, t)
-            defer { b = x }
-            if x.blockedUntil > t {
-                return BudgetDecision(allowed: false, remaining: Int(x.tokens), retryAfter: x.blockedUntil - t)
-            }
-            let c = Double(cost)
-            if x.tokens >= c {
-                x.tokens -= c
-                return BudgetDecision(allowed: true, remaining: Int(x.tokens), retryAfter: 0)
-            }
-            return BudgetDecision(
-                allowed: false, remaining: Int(x.tokens), retryAfter: (c - x.tokens) / shape.refillPerSecond)
-        }
-        return .success(decision)
+        .success(
+            withBucket { b, t in
+                if b.blockedUntil > t {
+                    return BudgetDecision(allowed: false, remaining: Int(b.tokens), retryAfter: b.blockedUntil - t)
+                }
+                let c = Double(cost)
+                if b.tokens >= c {
+                    b.tokens -= c
+                    return BudgetDecision(allowed: true, remaining: Int(b.tokens), retryAfter: 0)
+                }
+                return BudgetDecision(
+                    allowed: false, remaining: Int(b.tokens), retryAfter: (c - b.tokens) / shape.refillPerSecond)
+            })
     }
 
     public func correct(remaining: Int?, blockedUntil: Double?) async -> Result<Void, StoreError> {
-        let t = now()
-        bucket.withLock { b in
-            var x = refilled(&b, t)
-            if let remaining { x.tokens = min(x.tokens, Double(max(0, remaining))) }
-            if let blockedUntil { x.blockedUntil = max(x.blockedUntil, blockedUntil) }
-            b = x
+        withBucket { b, _ in
+            if let remaining { b.tokens = min(b.tokens, Double(max(0, remaining))) }
+            if let blockedUntil { b.blockedUntil = max(b.blockedUntil, blockedUntil) }
         }
         return .success(())
     }
 
     public func refund(cost: Int) async -> Result<Void, StoreError> {
-        let t = now()
-        bucket.withLock { b in
-            var x = refilled(&b, t)
-            x.tokens = min(shape.capacity, x.tokens + Double(cost))
-            b = x
-        }
+        withBucket { b, _ in b.tokens = min(shape.capacity, b.tokens + Double(cost)) }
         return .success(())
     }
 }
