@@ -57,11 +57,11 @@ SKIP="${CB_SKIP:-}"
 EXTRA=("$@")
 MODES=(single owner stream-elsewhere cross)
 
-log() { echo "bench-cluster: $*" >&2; }
+BENCH_NAME=bench-cluster
+# shellcheck source=scripts/bench-lib.sh
+source "$ROOT/scripts/bench-lib.sh"  # log, require_tools, free_ports (its pins and trap are replaced below)
 die() { log "FAILED: $*"; exit 1; }
-for tool in redis-server redis-cli curl python3; do
-    command -v "$tool" > /dev/null 2>&1 || die "$tool is required"
-done
+require_tools redis-server redis-cli curl python3
 skipped() { [[ " $SKIP " == *" $1 "* ]]; }
 
 mkdir -p "$OUT"
@@ -111,15 +111,6 @@ else
     BIN="$(swift build -c release --show-bin-path)"
 fi
 
-free_ports() { # count: prints that many free TCP ports on 127.0.0.1
-    python3 - "$1" << 'EOF'
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-EOF
-}
 read -r REDIS_PORT SINGLE_PORT P1 P2 P3 <<< "$(free_ports 5)"
 NODE_PORTS=("$P1" "$P2" "$P3")
 REDIS_URL="redis://127.0.0.1:$REDIS_PORT"

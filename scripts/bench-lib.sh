@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Shared by the benchmark scripts (bench-http.sh, bench-latency.sh); sourced, not run. The sourcing
-# script sets BENCH_NAME (its log prefix) and OUT (its output folder) first. Provides: log,
-# require_tools, SERVER_PIN/CLIENT_PIN (CPU 0 for servers, CPU 1 for load), build_c, and
-# start_server, whose processes are stopped when the script exits.
+# Shared by the benchmark scripts (bench-http.sh, bench-latency.sh, bench-cluster.sh,
+# callgrind-cluster.sh); sourced, not run. The sourcing script sets BENCH_NAME (its log prefix) and OUT
+# (its output folder) first. Provides: log, require_tools, free_ports, SERVER_PIN/CLIENT_PIN (CPU 0
+# for servers, CPU 1 for load), build_c, and start_server, whose processes (PIDS) are stopped by
+# stop_servers, which runs when the script exits unless the script sets a trap of its own.
 
 log() { echo "$BENCH_NAME: $*" >&2; }
 
@@ -23,6 +24,16 @@ else
     SERVER_PIN=()
     CLIENT_PIN=()
 fi
+
+free_ports() { # count: prints that many free TCP ports on 127.0.0.1
+    python3 - "$1" << 'EOF'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+EOF
+}
 
 build_c() { # program: compiles bench/PROGRAM.c to $OUT/PROGRAM
     log "building bench/$1.c"

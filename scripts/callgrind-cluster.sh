@@ -13,46 +13,41 @@ BIN="${BIN:-$ROOT/.build/release}"
 RATE="${RATE:-100}"
 DURATION="${DURATION:-10}"
 OUT="${OUT:-$ROOT/artifacts/callgrind-cluster}"
-for tool in valgrind redis-server curl python3 objcopy callgrind_annotate; do
-    command -v "$tool" > /dev/null || { echo "callgrind-cluster: $tool is required" >&2; exit 1; }
-done
+BENCH_NAME=callgrind-cluster
+# shellcheck source=scripts/bench-lib.sh
+source "$ROOT/scripts/bench-lib.sh"
+require_tools valgrind redis-server redis-cli curl python3 objcopy callgrind_annotate
+# Instruction counts do not depend on where a process runs: three nodes under valgrind get both CPUs.
+SERVER_PIN=()
 mkdir -p "$OUT"
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2> /dev/null || true; done; }
-trap cleanup EXIT
 # valgrind cannot read the debug info of Swift release builds: a copy without it.
 objcopy --strip-debug "$BIN/bff" "$OUT/bff-nodebug"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-run() { # $1 = seconds of load; writes $OUT/<seconds>/
-    local d="$1" dir="$OUT/$1" rport nodes=() ports=() n p
-    mkdir -p "$dir"
-    rport="$(free_port)"
-    redis-server --port "$rport" --save '' --appendonly no --loglevel warning > "$dir/redis.log" 2>&1 &
-    local rpid=$!
-    PIDS+=("$rpid")
+READY_PORT=""
+redis_ready() { redis-cli -p "$READY_PORT" ping > /dev/null 2>&1; }
+node_ready() { curl -sf "http://127.0.0.1:$READY_PORT/readyz" > /dev/null; }
+
+run() { # seconds of load: one redis-server and three nodes under callgrind; their outputs in $OUT/<seconds>/
+    local d="$1" rport ports n
+    mkdir -p "$OUT/$d"
+    read -r rport ports <<< "$(free_ports 4)"
+    read -r -a ports <<< "$ports"
+    READY_PORT="$rport"
+    start_server "$d/redis" redis_ready redis-server --port "$rport" --save '' --appendonly no
     for n in 1 2 3; do
-        p="$(free_port)"
-        ports+=("$p")
-        valgrind --tool=callgrind --callgrind-out-file="$dir/node$n.out" "$OUT/bff-nodebug" --port "$p" \
-            --threads 1 --cache-file none --redis-url "redis://127.0.0.1:$rport" --node-id "node$n" \
-            > "$dir/node$n.log" 2>&1 &
-        nodes+=($!)
-        PIDS+=($!)
+        READY_PORT="${ports[n - 1]}"
+        start_server "$d/node$n" node_ready \
+            valgrind --tool=callgrind --callgrind-out-file="$OUT/$d/node$n.out" "$OUT/bff-nodebug" \
+            --port "${ports[n - 1]}" --threads 1 --cache-file none --redis-url "redis://127.0.0.1:$rport" \
+            --node-id "node$n"
     done
-    for p in "${ports[@]}"; do
-        for _ in $(seq 600); do curl -sf "http://127.0.0.1:$p/readyz" > /dev/null && break; sleep 0.1; done
-        curl -sf "http://127.0.0.1:$p/readyz" > /dev/null || { echo "callgrind-cluster: node on $p not ready" >&2; exit 1; }
-    done
-    echo "callgrind-cluster: $d s at $RATE inputs/s" >&2
+    log "$d s at $RATE inputs/s"
     "$BIN/bff-load" latency --url "http://127.0.0.1:${ports[0]}" --post-url "http://127.0.0.1:${ports[1]}" \
         --stream-url "http://127.0.0.1:${ports[2]}" --sessions 200 --rate "$RATE" --duration "$d" --quiet --json \
-        > "$dir/run.json"
-    for p in "${nodes[@]}"; do kill -INT "$p"; done
-    for p in "${nodes[@]}"; do wait "$p" || true; done
-    kill "$rpid"
-    wait "$rpid" 2> /dev/null || true
-    python3 - "$dir/run.json" << 'PY'
+        > "$OUT/$d/run.json"
+    stop_servers  # SIGTERM: each node hands over and exits, and callgrind writes its output
+    PIDS=()
+    python3 - "$OUT/$d/run.json" << 'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 if d["lost"] or d["errors"] or d["received"] != d["sent"]:
