@@ -38,10 +38,7 @@ final class ClusterUpstreamTests: ClusterTestCase {
     }
 
     func testARateLimitSeenThroughOneNodeBlocksTheOthersWithoutCallingGitHub() throws {
-        let sim = try SearchEndToEndTests.Simulator(token: SearchEndToEndTests.token)
-        let a = try node("a", sim: sim)
-        let b = try node("b", sim: sim)
-        let idB = try b.createSession()
+        let (sim, a, b, idB) = try nodesAAndB()
         sim.sim.faults.primaryRateLimit = true
         let limitedA = try WireConnection.get(port: a.port, path: "/api/search/repositories?q=rust")
         XCTAssertTrue(limitedA.problem(503).contains("rate limit"))
@@ -55,8 +52,7 @@ final class ClusterUpstreamTests: ClusterTestCase {
         XCTAssertEqual(try counter(a, "bff_cluster_budget_refusals_total"), 0, "A's call was GitHub's 403")
         // B's sessions show the block in `status`.
         try waitUntil("B's session shows the limit", within: 5) {
-            let status = try b.state(idB)["viewModels"]?["status"]
-            return status?["message"]?.stringValue?.contains("rate limit") == true
+            try showsRateLimit(status(b, idB))
         }
     }
 
@@ -67,7 +63,6 @@ final class ClusterUpstreamTests: ClusterTestCase {
         let c = try node("c", sim: sim)
         let idB = try b.createSession()
         let idC = try c.createSession()
-        func status(_ app: LiveApp, _ id: String) throws -> JSONValue? { try app.state(id)["viewModels"]?["status"] }
         sim.sim.faults.serverError = true
         XCTAssertEqual(try WireConnection.get(port: a.port, path: "/api/search/repositories?q=rust").status, 502)
         for (app, id) in [(b, idB), (c, idC)] {
@@ -83,14 +78,14 @@ final class ClusterUpstreamTests: ClusterTestCase {
         for (app, id) in [(b, idB), (c, idC)] {
             try waitUntil("the limit reaches every node's status and search", within: 5) {
                 let vms = try app.state(id)["viewModels"]
-                return vms?["status"]?["message"]?.stringValue?.contains("rate limit") == true
-                    && vms?["status"]?["reachable"] == true && vms?["search"]?["searchEnabled"] == false
+                return showsRateLimit(vms?["status"]) && vms?["status"]?["reachable"] == true
+                    && vms?["search"]?["searchEnabled"] == false
                     && vms?["search"]?["retryAt"]?.stringValue != nil
             }
         }
         XCTAssertEqual(sim.sim.stats.requests, 2, "only node A called GitHub")
         // A session created after the report follows it too (the node's app-wide status).
-        XCTAssertEqual(try status(c, try c.createSession())?["message"]?.stringValue?.contains("rate limit"), true)
+        XCTAssertTrue(showsRateLimit(try status(c, try c.createSession())))
     }
 
     func testIdenticalConcurrentSearchesOnThreeNodesCostOneUpstreamCall() throws {
@@ -192,10 +187,7 @@ final class ClusterUpstreamTests: ClusterTestCase {
     /// ends: the other node's `status` returns to "available" by itself at the end, with no further post
     /// (the board still holds the block), and its sessions may search again.
     func testADeadPostersBlockMessageEndsWithTheBlockOnTheOtherNodes() throws {
-        let sim = try SearchEndToEndTests.Simulator(token: SearchEndToEndTests.token)
-        let a = try node("a", sim: sim)
-        let b = try node("b", sim: sim)
-        let idB = try b.createSession()
+        let (sim, a, b, idB) = try nodesAAndB()
         sim.sim.faults.secondaryRateLimit = true
         sim.sim.faults.retryAfterSeconds = 2
         XCTAssertTrue(
@@ -206,11 +198,11 @@ final class ClusterUpstreamTests: ClusterTestCase {
         XCTAssertNotNil(block.message)
         a.app.server.shutdown(gracePeriod: 0)  // "kill -9" in process: A posts nothing more
         try waitUntil("B's session shows the block", within: 5) {
-            try b.state(idB)["viewModels"]?["status"]?["message"]?.stringValue?.contains("rate limit") == true
+            try showsRateLimit(status(b, idB))
         }
         try waitUntil("B's status is available again", within: Double(until) - Date().timeIntervalSince1970 + 5) {
-            let status = try b.state(idB)["viewModels"]?["status"]
-            return (status?["message"] ?? .null) == .null && status?["reachable"] == true
+            let s = try status(b, idB)
+            return (s?["message"] ?? .null) == .null && s?["reachable"] == true
         }
         XCTAssertGreaterThanOrEqual(Date().timeIntervalSince1970, Double(until), "not before the block's end")
         XCTAssertEqual(try boardValue(), block, "no post cleared it: the board still holds A's block")
@@ -241,7 +233,7 @@ final class ClusterUpstreamTests: ClusterTestCase {
         }
         XCTAssertLessThan(Date().timeIntervalSince1970, Double(first), "the second post came before the first end")
         try waitUntil("B's status is available again", within: Double(second) - Date().timeIntervalSince1970 + 5) {
-            (try b.state(idB)["viewModels"]?["status"]?["message"] ?? .null) == .null
+            (try status(b, idB)?["message"] ?? .null) == .null
         }
         XCTAssertGreaterThanOrEqual(
             Date().timeIntervalSince1970, Double(second), "the first block's end did not clear the second")
@@ -250,11 +242,8 @@ final class ClusterUpstreamTests: ClusterTestCase {
     /// Last post wins, a node's repeat included: A reports an outage, B's successful call then posts
     /// "available", and A's next failure (the same report as its first) is posted again and shows on B.
     func testARepeatedReportIsPostedAgainAfterAnotherNodesPost() throws {
-        let sim = try SearchEndToEndTests.Simulator(token: SearchEndToEndTests.token)
-        let a = try node("a", sim: sim)
-        let b = try node("b", sim: sim)
-        let idB = try b.createSession()
-        func reachable() throws -> JSONValue? { try b.state(idB)["viewModels"]?["status"]?["reachable"] }
+        let (sim, a, b, idB) = try nodesAAndB()
+        func reachable() throws -> JSONValue? { try status(b, idB)?["reachable"] }
         sim.sim.faults.serverError = true
         XCTAssertEqual(try WireConnection.get(port: a.port, path: "/api/search/repositories?q=one").status, 502)
         try waitUntil("A's outage shows on B", within: 5) { try reachable() == false }
@@ -265,6 +254,22 @@ final class ClusterUpstreamTests: ClusterTestCase {
         XCTAssertEqual(try WireConnection.get(port: a.port, path: "/api/search/repositories?q=three").status, 502)
         try waitUntil("A's second outage shows on B", within: 5) { try reachable() == false }
         XCTAssertEqual(sim.sim.stats.requests, 3)
+    }
+
+    /// Nodes A and B on one simulated GitHub, and a session on B (whose `status` shows what reaches B).
+    func nodesAAndB() throws -> (sim: SearchEndToEndTests.Simulator, a: LiveApp, b: LiveApp, idB: String) {
+        let sim = try SearchEndToEndTests.Simulator(token: SearchEndToEndTests.token)
+        let a = try node("a", sim: sim)
+        let b = try node("b", sim: sim)
+        return (sim, a, b, try b.createSession())
+    }
+
+    /// The `status` view model of session `id` on `app`.
+    func status(_ app: LiveApp, _ id: String) throws -> JSONValue? { try app.state(id)["viewModels"]?["status"] }
+
+    /// `status` tells of GitHub's rate limit.
+    func showsRateLimit(_ status: JSONValue?) -> Bool {
+        status?["message"]?.stringValue?.contains("rate limit") == true
     }
 
     /// Posts `status` to the board as a node does (SET and PUBLISH in one script).
