@@ -1,5 +1,9 @@
 import WireClient
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// `latency`: S sessions with open streams; greeting `name` inputs at a fixed total rate R,
 /// alternating "" and a name so every input flips `buttonEnabled` and yields exactly one event
 /// (unless the input before it was rejected: then it changes nothing and is counted as `noChange`).
@@ -35,6 +39,11 @@ public struct LatencyScenario {
         public var postTarget: Target?
         /// Where the event streams are opened (nil: the target the sessions are created on).
         public var streamTarget: Target?
+        /// A file to write every measured latency to (nil: none), one line per input whose event
+        /// arrived: `<scheduled send time, µs after the first> <latency, µs>`, in arrival order, after
+        /// a `#` header line. For pooling runs exactly (percentiles of percentiles are not
+        /// percentiles) and for seeing when in a run the slow inputs were.
+        public var samplesPath: String?
         /// Defaults.
         public init() {}
     }
@@ -61,9 +70,16 @@ public struct LatencyScenario {
             options.postTarget == nil
             ? pool : RequestPool(loop: loop, target: postTarget, size: options.connections)
         SystemProbe.raiseOpenFileLimit(to: options.sessions + 2 * options.connections + 256)
+        // Opened first: a path it cannot write fails the run before any load, not after.
+        let samplesFile = try options.samplesPath.map { path in
+            guard let file = fopen(path, "w") else { throw WireError.system("fopen(\(path))", errno) }
+            return file
+        }
+        defer { if let samplesFile { fclose(samplesFile) } }
         let ids = try LoadSession.create(options.sessions, loop: loop, pool: pool)
         let sessions = ids.map(Session.init)
         var latency = LatencyHistogram()
+        var samples: [(scheduled: UInt64, latency: UInt64)] = []
         var ack = LatencyHistogram()  // scheduled time -> 202 received
         var lag = LatencyHistogram()
         var sent = 0
@@ -75,6 +91,12 @@ public struct LatencyScenario {
         var statusCounts: [Int: Int] = [:]
         var snapshots = 0
         var running = true
+        var start: UInt64 = 0
+        func measured(scheduled: UInt64, arrival: UInt64) {
+            latency.record(nanoseconds: arrival &- scheduled)
+            received += 1
+            if options.samplesPath != nil { samples.append((scheduled &- start, arrival &- scheduled)) }
+        }
 
         for (index, id) in ids.enumerated() {
             let session = sessions[index]
@@ -86,8 +108,7 @@ public struct LatencyScenario {
                 }
                 guard event.event == "greeting", let seq = LoadSession.inputSeq(in: event.data) else { return }
                 if let scheduled = session.pending.removeValue(forKey: seq) {
-                    latency.record(nanoseconds: now &- scheduled)
-                    received += 1
+                    measured(scheduled: scheduled, arrival: now)
                 } else {
                     session.early[seq] = now
                 }
@@ -103,7 +124,7 @@ public struct LatencyScenario {
 
         let interval = 1e9 / options.rate
         let total = Int(options.rate * options.duration)
-        let start = LoadLoop.now() + 1_000_000
+        start = LoadLoop.now() + 1_000_000
         let cpuBefore = SystemProbe.ownCPUSeconds()
         let bodies = [Array("{\"value\":\"load\"}".utf8), Array("{\"value\":\"\"}".utf8)]
         var completed = 0
@@ -133,8 +154,7 @@ public struct LatencyScenario {
                         accepted += 1
                         session.accepted.append((seq, value))
                         if let arrival = session.early.removeValue(forKey: seq) {
-                            latency.record(nanoseconds: arrival &- due)
-                            received += 1
+                            measured(scheduled: due, arrival: arrival)
                         } else {
                             session.pending[seq] = due
                         }
@@ -209,6 +229,18 @@ public struct LatencyScenario {
         if options.cleanup { LoadSession.delete(ids, loop: loop, pool: pool) }
         if postPool !== pool { postPool.close() }
         pool.close()
+        if let file = samplesFile { try writeSamples(samples, to: file, path: options.samplesPath ?? "") }
         return report
+    }
+
+    /// Writes `samples` (ns) to `file` as `LatencyScenario.Options.samplesPath` describes (µs).
+    private static func writeSamples(
+        _ samples: [(scheduled: UInt64, latency: UInt64)], to file: UnsafeMutablePointer<FILE>, path: String
+    ) throws {
+        var text = "# scheduled_us latency_us\n"
+        text.reserveCapacity(samples.count * 16 + 32)
+        for s in samples { text += "\(s.scheduled / 1_000) \(s.latency / 1_000)\n" }
+        let written = text.utf8CString.withUnsafeBufferPointer { fputs($0.baseAddress!, file) }
+        guard written >= 0, fflush(file) == 0 else { throw WireError.system("writing \(path)", errno) }
     }
 }

@@ -58,6 +58,11 @@ extension BffLoad {
                 Spin on epoll instead of sleeping during the load (uses all of the client's core): the figures \
                 then exclude the client's own wake-up delays (see scheduleLag).
                 """) var busyPoll = false
+        @Option(
+            help: """
+                Also write every measured latency to this file, one line per input whose event arrived: \
+                "<scheduled send time, us after the first> <latency, us>" (for pooling several runs exactly).
+                """) var samples: String?
 
         func run() throws {
             var o = LatencyScenario.Options()
@@ -69,6 +74,7 @@ extension BffLoad {
             o.progress = !common.quiet
             o.cleanup = !common.keepSessions
             o.busyPoll = busyPoll
+            o.samplesPath = samples
             o.postTarget = try postUrl.map { try Target(url: $0) }
             o.streamTarget = try streamUrl.map { try Target(url: $0) }
             common.emit(try LatencyScenario.run(target: common.target(), options: o))

@@ -48,6 +48,9 @@ final class RealServerTests: XCTestCase {
         o.duration = 1
         o.connections = 4
         o.progress = false
+        let samplesPath = NSTemporaryDirectory() + "latency-samples-\(getpid()).txt"
+        defer { try? FileManager.default.removeItem(atPath: samplesPath) }
+        o.samplesPath = samplesPath
         let report = try LatencyScenario.run(target: target, options: o)
         XCTAssertEqual(report.int("sent"), 500, report.table)
         XCTAssertEqual(report.int("received"), 500, report.table)
@@ -59,6 +62,30 @@ final class RealServerTests: XCTestCase {
         XCTAssertGreaterThan(latency.p50, 1)
         XCTAssertLessThan(latency.p50, 200_000, report.table)
         XCTAssertEqual(app.sessions, 0, "the run deletes its sessions")
+
+        // The samples file: a header, then one line per received input; its latencies are the
+        // histogram's (3 significant digits there: 0.1 % plus the 1 µs the file truncates), and its
+        // scheduled times are the schedule's (500/s: k * 2,000 µs, each input once).
+        let lines = try String(contentsOfFile: samplesPath, encoding: .utf8).split(separator: "\n")
+        XCTAssertEqual(lines.first, "# scheduled_us latency_us")
+        let rows = lines.dropFirst().map { $0.split(separator: " ").compactMap { Int($0) } }
+        XCTAssertEqual(rows.count, 500)
+        XCTAssertTrue(rows.allSatisfy { $0.count == 2 }, "two integers per line")
+        XCTAssertEqual(Set(rows.map { ($0[0] + 1_000) / 2_000 }), Set(0..<500), "one line per scheduled input")
+        let sorted = rows.map { Double($0[1]) }.sorted()
+        XCTAssertEqual(sorted.last ?? 0, latency.max, accuracy: latency.max * 0.001 + 1)
+        XCTAssertEqual(sorted[249], latency.p50, accuracy: latency.p50 * 0.001 + 1)
+    }
+
+    func testLatencyRefusesASamplesPathItCannotWriteBeforeAnyLoad() throws {
+        var o = LatencyScenario.Options()
+        o.sessions = 2
+        o.progress = false
+        o.samplesPath = "/nonexistent-dir/samples.txt"
+        XCTAssertThrowsError(try LatencyScenario.run(target: target, options: o)) { error in
+            XCTAssertTrue("\(error)".contains("/nonexistent-dir/samples.txt"), "\(error)")
+        }
+        XCTAssertEqual(app.sessions, 0, "no session was created")
     }
 
     func testLatencyReportsErrorsWhenTheServerStopsMidRun() throws {
