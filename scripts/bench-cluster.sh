@@ -9,7 +9,10 @@
 #                          (every input is forwarded through Redis; both nodes the client touches are
 #                          non-owners)
 #      with server CPU (/proc) and Redis commands (INFO commandstats) per input, and one input traced
-#      with MONITOR;
+#      with MONITOR; every input's latency is kept (cluster-samples-rN-MODE.txt), so the summary also
+#      gives each mode's p99 pooled over all rounds and, for its difference to single-process, a 95 %
+#      interval from a paired bootstrap over the rounds ("within" / "above +1 ms" only when the whole
+#      interval is);
 #   2. failover: TRIALS trials each of `kill -9` and `SIGTERM` of a session's owner, for each lease TTL
 #      in TTLS: time from the signal to the next input acknowledged by another node (posted there
 #      every RETRY_MS until a 202) and to that input's event on a stream at a third node;
@@ -38,6 +41,11 @@
 #                          with the measurement; set CB_REDIS_CPUS=1 for that layout, docs/BENCHMARKS.md round 4)
 #   CB_NICE (-10)          nice level of every process started here (root only; 0 = unchanged): the
 #                          machine's other work then disturbs the measurement less, all modes alike
+#   CB_IDLE_SPIN (0)       1: a busy loop at SCHED_IDLE on each server CPU for the whole run. On a VM an
+#                          idle vCPU halts, and waking it again costs the host's scheduling delay (seen
+#                          as steal time): milliseconds at times, on every hop of a cluster input. The
+#                          spinner keeps the vCPU running; any server preempts it at once (SCHED_IDLE).
+#                          Like a host with `idle=poll`: use it for both modes alike (docs/BENCHMARKS.md round 6)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -67,8 +75,10 @@ skipped() { [[ " $SKIP " == *" $1 "* ]]; }
 mkdir -p "$OUT"
 WORK="$(mktemp -d)"
 PIDS=()
+SPINNERS=()
 cleanup() {
     local pid
+    for pid in "${SPINNERS[@]}"; do kill "$pid" 2> /dev/null || true; done
     # The failover driver writes the pids of the nodes it starts here (it stops them itself too).
     if [[ -f "$WORK/driver-pids" ]]; then
         while read -r pid; do kill -9 "$pid" 2> /dev/null || true; done < "$WORK/driver-pids"
@@ -91,6 +101,7 @@ else
     REDIS_PIN=()
 fi
 NICE="${CB_NICE:--10}"
+IDLE_SPIN="${CB_IDLE_SPIN:-0}"
 if [[ $NICE != 0 ]]; then
     if [[ $(id -u) == 0 ]]; then
         renice -n "$NICE" -p $$ > /dev/null # inherited by everything started from here on
@@ -109,6 +120,16 @@ else
             || { tail -30 "$OUT/cluster-build-$product.log" >&2; die "swift build failed"; }
     done
     BIN="$(swift build -c release --show-bin-path)"
+fi
+
+if [[ $IDLE_SPIN == 1 ]]; then
+    command -v chrt > /dev/null 2>&1 || die "CB_IDLE_SPIN=1 needs chrt (util-linux)"
+    # One spinner per server CPU (not in PIDS, whose order the CPU figures rely on; cleanup stops them)
+    for cpu in $(echo "${CB_SERVER_CPUS:-0}" | tr ',' ' '); do
+        taskset -c "$cpu" chrt --idle 0 sh -c 'while :; do :; done' &
+        SPINNERS+=($!)
+    done
+    log "idle spinners on CPU(s) ${CB_SERVER_CPUS:-0}: ${SPINNERS[*]}"
 fi
 
 read -r REDIS_PORT SINGLE_PORT P1 P2 P3 <<< "$(free_ports 5)"
@@ -149,7 +170,7 @@ NODE_URL=("http://127.0.0.1:$P1" "http://127.0.0.1:$P2" "http://127.0.0.1:$P3")
 
 LOAD_START="$(cut -d' ' -f1-3 /proc/loadavg)"
 log "redis :$REDIS_PORT, single :$SINGLE_PORT, nodes :$P1 :$P2 :$P3; load average $LOAD_START"
-rm -f "$OUT"/cluster-lat-*.json "$OUT"/cluster-cmdstats-*.txt "$OUT"/cluster-cpu-*.txt "$OUT"/cluster-failover-*.json \
+rm -f "$OUT"/cluster-lat-*.json "$OUT"/cluster-samples-*.txt "$OUT"/cluster-cmdstats-*.txt "$OUT"/cluster-cpu-*.txt "$OUT"/cluster-failover-*.json \
     "$OUT"/cluster-memory.json "$OUT"/cluster-monitor-*.txt "$OUT"/cluster-loadavg.txt
 echo "start $LOAD_START" > "$OUT/cluster-loadavg.txt"
 
@@ -182,7 +203,8 @@ if ! skipped latency; then
             cpu_ticks > "$OUT/cluster-cpu-r$run-$mode.txt"
             # shellcheck disable=SC2046  # mode_flags prints several words on purpose
             "${CLIENT_PIN[@]}" "$BIN/bff-load" latency $(mode_flags "$mode") --sessions "$SESSIONS" --rate "$RATE" \
-                --duration "$DURATION" --quiet --json "${EXTRA[@]}" > "$file" \
+                --duration "$DURATION" --quiet --json --samples "$OUT/cluster-samples-r$run-$mode.txt" "${EXTRA[@]}" \
+                > "$file" \
                 || die "bff-load latency ($mode, round $run) failed"
             [[ $mode != single ]] && rcli info commandstats > "$OUT/cluster-cmdstats-r$run-$mode-after.txt"
             cpu_ticks >> "$OUT/cluster-cpu-r$run-$mode.txt"
@@ -434,7 +456,7 @@ fi
 # ---------------------------------------------------------------------------------------------------
 # Summary
 echo "end $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/cluster-loadavg.txt"
-PINS="bff ${SERVER_PIN[*]:-unpinned}, redis-server ${REDIS_PIN[*]:-unpinned}, clients ${CLIENT_PIN[*]:-unpinned}; nice $NICE"
+PINS="bff ${SERVER_PIN[*]:-unpinned}, redis-server ${REDIS_PIN[*]:-unpinned}, clients ${CLIENT_PIN[*]:-unpinned}; nice $NICE; idle spinners: ${SPINNERS[*]:-none}"
 python3 - "$OUT" "$ROUNDS" "$SESSIONS" "$RATE" "$DURATION" "${EXTRA[*]:-}" "$TTLS" "$PINS" << 'EOF' | tee "$OUT/cluster-summary.txt"
 import glob, json, os, re, statistics, sys
 out, rounds, sessions, rate, duration, extra, ttls, pins = sys.argv[1], int(sys.argv[2]), *sys.argv[3:]
@@ -475,6 +497,38 @@ if all(os.path.exists(f) for fs in runs.values() for f in fs):
         paired = statistics.median(a - b for a, b in zip(rounds_p99[m], rounds_p99["single"]))
         print(f"   p99 {m} - single: {d:+.0f} us ({'within' if d <= 1000 else 'MISSES'} the +1 ms target); "
               f"median of the per-round differences {paired:+.0f} us")
+    # Pooled: every input of every round of a mode, one distribution (a median of per-round p99s is not
+    # a p99). Its uncertainty: a paired bootstrap over the rounds (draw rounds with replacement, the
+    # same rounds for both modes, 1,000 times): the 2.5th-97.5th percentile of the p99 difference.
+    import bisect, random
+    def samples(path):
+        with open(path) as f:
+            return sorted(int(line.split()[1]) for line in f if not line.startswith("#"))
+    per_round = {m: [samples(f"{out}/cluster-samples-r{i}-{m}.txt") for i in range(1, rounds + 1)] for m in modes}
+    def pooled(lists, p):  # nearest rank over the union of sorted lists, by bisection on the value
+        n = sum(len(l) for l in lists)
+        if n == 0: return float("nan")
+        rank = max(1, -(-n * p // 100))  # ceil
+        lo, hi = 0, max(l[-1] for l in lists if l)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if sum(bisect.bisect_right(l, mid) for l in lists) >= rank: hi = mid
+            else: lo = mid + 1
+        return lo
+    rng = random.Random(12)
+    draws = [[rng.randrange(rounds) for _ in range(rounds)] for _ in range(1000)]
+    print(f"   pooled over the {rounds} rounds ({sum(len(l) for l in per_round['single'])} inputs per mode), us;"
+          " p99 difference to single with its 95 % bootstrap interval over the rounds:")
+    for m in modes:
+        line = f"   {m:16s} p50 {pooled(per_round[m], 50):6d}  p99 {pooled(per_round[m], 99):6d}"
+        if m != "single":
+            d = pooled(per_round[m], 99) - pooled(per_round["single"], 99)
+            boot = sorted(pooled([per_round[m][i] for i in draw], 99) - pooled([per_round["single"][i] for i in draw], 99)
+                          for draw in draws)
+            lo, hi = boot[24], boot[974]
+            verdict = "within +1 ms" if hi <= 1000 else "above +1 ms" if lo > 1000 else "undecided"
+            line += f"  p99 - single {d:+6d} [{lo:+d} .. {hi:+d}]  {verdict}"
+        print(line)
     tick = os.sysconf("SC_CLK_TCK")
     print("\n   Server CPU per input (user + system of the servers over the whole run / inputs sent, incl. the run's")
     print("   setup; median of rounds; us): ", end="")
