@@ -26,6 +26,8 @@ public final class LeaseKeeper {
     private var cancelTimer: (() -> Void)?
     private var failingSince: Double?
     private var elapsed = 0.0
+    /// The delay the pending renewal was armed with (the first may be shorter than `interval`).
+    private var armedFor = 0.0
     private var done = false
 
     /// Keeps `lease` in `store` (TTL `ttlSeconds`), renewing every `interval` (e.g. TTL / 3);
@@ -42,8 +44,13 @@ public final class LeaseKeeper {
         self.onLost = onLost
     }
 
-    /// Starts renewing.
-    public func start() { arm() }
+    /// Starts renewing: the first renewal after `firstDelay` (at most `interval`; default
+    /// `interval`), then every `interval`. Leases taken at the same moment (sessions created in a
+    /// burst, a failover taking over a dead node's sessions) would otherwise renew together for as
+    /// long as they live: one burst of round trips per interval that stalls the loop and Redis. A
+    /// random first delay (`Double.random(in: 0.5...1) * interval`) spreads them for good. Renewing
+    /// earlier is always safe; a store outage still costs the lease only a TTL after the last renewal.
+    public func start(firstDelay: Double? = nil) { arm(after: min(max(firstDelay ?? interval, 0), interval)) }
 
     /// Stops renewing without releasing (the session was deleted or fenced).
     public func stop() {
@@ -59,26 +66,28 @@ public final class LeaseKeeper {
         store.release(lease, completion: completion)
     }
 
-    private func arm() {
+    private func arm(after delay: Double) {
         guard !done else { return }
-        cancelTimer = schedule(interval) { [weak self] in self?.tick() }
+        armedFor = delay
+        cancelTimer = schedule(delay) { [weak self] in self?.tick() }
     }
 
     private func tick() {
         guard !done else { return }
-        elapsed += interval
+        let waited = armedFor
+        elapsed += waited
         store.renew(lease) { [weak self] result in
             guard let self, !self.done else { return }
             switch result {
             case .success(true):
                 self.failingSince = nil
-                self.arm()
+                self.arm(after: self.interval)
             case .success(false):
                 self.lose(.taken)
             case .failure:
-                let since = self.failingSince ?? (self.elapsed - self.interval)
+                let since = self.failingSince ?? (self.elapsed - waited)  // the last renewal (or the start)
                 self.failingSince = since
-                if self.elapsed - since >= self.ttl { self.lose(.unreachable) } else { self.arm() }
+                if self.elapsed - since >= self.ttl { self.lose(.unreachable) } else { self.arm(after: self.interval) }
             }
         }
     }

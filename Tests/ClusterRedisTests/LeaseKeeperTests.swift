@@ -98,13 +98,17 @@ final class LeaseKeeperTests: XCTestCase {
         return (store, try XCTUnwrap(lease))
     }
 
+    /// The delays the keepers asked their timers for, in order.
+    var delays: [Double] = []
+
     func keeper(_ store: SessionStore, _ lease: Lease, _ lost: @escaping (LeaseKeeper.Loss) -> Void) -> LeaseKeeper {
         let timers = self.timers
         let clock = self.clock
         return LeaseKeeper(
             lease: lease, store: store, ttlSeconds: 3, interval: 1,
-            schedule: { seconds, work in
-                timers.schedule(seconds) {
+            schedule: { [unowned self] seconds, work in
+                self.delays.append(seconds)
+                return timers.schedule(seconds) {
                     clock.advance(Int64(seconds * 1000))
                     work()
                 }
@@ -158,5 +162,42 @@ final class LeaseKeeperTests: XCTestCase {
         guard case .acquired = acquireByB(store) else { return XCTFail("b takes over") }
         timers.advance(1)
         XCTAssertEqual(losses, [.taken])
+    }
+
+    func testTheFirstRenewalComesAfterTheGivenDelayThenEveryInterval() throws {
+        let (store, lease) = try make()
+        let k = keeper(store, lease) { _ in XCTFail("not lost") }
+        k.start(firstDelay: 0.25)
+        timers.advance(0.25)
+        clock.advance(2900)  // 3.15 s after the lease was taken: it was renewed at 0.25 s, or B would get it
+        guard case .heldBy("a", _) = acquireByB(store) else { return XCTFail("renewed at 0.25 s") }
+        k.stop()
+
+        let (store2, lease2) = try make()
+        delays = []
+        let steady = keeper(store2, lease2) { _ in XCTFail("not lost") }
+        steady.start(firstDelay: 0.25)
+        timers.advance(3.25)
+        XCTAssertEqual(delays, [0.25, 1, 1, 1, 1])
+        steady.stop()
+
+        let (store3, lease3) = try make()
+        delays = []
+        let late = keeper(store3, lease3) { _ in }
+        late.start(firstDelay: 5)
+        XCTAssertEqual(delays, [1], "never later than the interval")
+        late.stop()
+    }
+
+    func testAnOutageFromTheStartCountsFromTheStartWhenTheFirstRenewalComesEarly() throws {
+        let (store, lease) = try make()
+        var losses: [LeaseKeeper.Loss] = []
+        let k = keeper(store, lease) { losses.append($0) }
+        store.down = true
+        k.start(firstDelay: 0.5)  // renewals fail at 0.5, 1.5, 2.5, 3.5 s
+        timers.advance(3)
+        XCTAssertEqual(losses, [], "the lease taken at 0 may still be ours until 3 s: not given up early")
+        timers.advance(0.5)
+        XCTAssertEqual(losses, [.unreachable], "the first renewal 3 s or more after the last success")
     }
 }

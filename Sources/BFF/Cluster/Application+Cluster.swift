@@ -105,7 +105,7 @@ extension Application {
             self.receiveForwarded(message.payload, cluster: cluster, home: home)
         }
         home.add(session)
-        keeper.start()
+        keeper.start(firstDelay: Double.random(in: 0.5...1) * cluster.settings.leaseTTL / 3)  // spread, see start
         return owned
     }
 
