@@ -355,7 +355,8 @@ extension Application {
         state.value.heldElsewhere[id] = t + Double(ms) / 1000
     }
 
-    /// Every `streamedCheckInterval`, each loop checks the sessions it streams, one round trip each
+    /// Every `streamedCheckInterval`, each loop checks the sessions it streams (a slice of them every
+    /// `streamedCheckInterval / streamedCheckSlices`, each session in its own slice), one round trip each
     /// (`renewStreams`, on the loop's own connection): their streams here get a new deadline in the
     /// session's cluster-wide set of open streams, the session's keys their idle expiry (a session
     /// watched on any node does not expire, as in single-process mode), and the answer names the lease's
@@ -366,9 +367,13 @@ extension Application {
         for (index, state) in cluster.perLoop.enumerated() {
             let loop = state.loop
             loop.execute { [unowned self] in
-                state.value.orphanTimer = loop.scheduleRepeating(every: cluster.streamedCheckInterval) {
+                let slices = cluster.streamedCheckSlices
+                state.value.orphanTimer = loop.scheduleRepeating(every: cluster.streamedCheckInterval / Double(slices))
+                {
                     [unowned self] in
-                    for (id, fed) in state.value.fed {
+                    let slice = state.value.orphanSlice
+                    state.value.orphanSlice = (slice + 1) % slices
+                    for (id, fed) in state.value.fed where fed.slot == slice {
                         self.checkStreamed(id, members: fed.streams.map { $0.member }, cluster: cluster, from: index)
                     }
                 }

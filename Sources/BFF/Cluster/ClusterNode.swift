@@ -56,6 +56,7 @@ final class ClusterNode: @unchecked Sendable {
         forwardTimeout = min(2, settings.leaseTTL)
         streamedCheckInterval = max(0.05, min(settings.leaseTTL, configuration.sessionIdleTimeout / 4))
         streamDeadlineMilliseconds = max(1, Int((3 * streamedCheckInterval * 1000).rounded(.up)))
+        streamedCheckSlices = max(1, Int(streamedCheckInterval / 0.1))
         metrics = ClusterMetrics(factory: factory)
         for (c, subscriber) in zip(group.connections, subscribers) {
             let m = metrics
@@ -79,6 +80,12 @@ final class ClusterNode: @unchecked Sendable {
     /// Seconds between two checks, per loop, of the sessions streamed there: orphans are acquired, and
     /// the expiry of a session run elsewhere is renewed (an open stream keeps a session alive).
     let streamedCheckInterval: Double
+
+    /// The streamed sessions of a loop are checked in this many slices, one slice every
+    /// `streamedCheckInterval / streamedCheckSlices` (about 0.1 s), each session in its own slice
+    /// (`FedSession.slot`): still once per interval each, but never all at once. 2,000 sessions checked
+    /// together stalled the loop and Redis for ~80 ms every interval (docs/BENCHMARKS.md, round 6).
+    let streamedCheckSlices: Int
 
     /// How long an open stream counts towards its session's cluster-wide limit without a renewal
     /// (three check intervals: a live node renews it every interval; a dead node's streams stop
@@ -195,8 +202,17 @@ struct ClusterLoopState {
     var nextForward = 0
     /// The number of this loop's next stream (its member name in the session's set of open streams).
     var nextStream = 0
-    /// The timer that looks for orphaned sessions among those streamed here.
+    /// The timer that looks for orphaned sessions among those streamed here, and the slice it checks next.
     var orphanTimer: LoopTimer?
+    var orphanSlice = 0
+    /// The slice the next session streamed here is checked in (round robin).
+    var nextSlot = 0
+
+    /// A slot for a session newly streamed here: round robin over `slices`.
+    mutating func takeSlot(of slices: Int) -> Int {
+        defer { nextSlot = (nextSlot + 1) % slices }
+        return nextSlot % slices
+    }
     /// Forwarding messages this loop could not read (another version, or damaged) since it last said so,
     /// and when it last said so (`Application.dropUnreadable`).
     var unreadable = 0
@@ -242,12 +258,16 @@ final class OwnedSession: @unchecked Sendable {  // loop-bound by convention (ow
 
 /// The streams of one session on one loop, fed by one subscription.
 final class FedSession: @unchecked Sendable {  // host loop only
+    /// The slice of the loop's periodic check this session is checked in (`ClusterNode.streamedCheckSlices`).
+    let slot: Int
     var streams: [ClusterStream] = []
     var subscribed = false
     /// Fed by the commits of this very loop, which runs the session (no subscription to its channel):
     /// set when the first stream opens while the session is run here; cleared (subscribed, caught up from
     /// the history) when the session leaves the loop.
     var local = false
+
+    init(slot: Int) { self.slot = slot }
 
     /// Feeds the streams from this loop's own commits (`Application.deliverLocally`): nothing to wait
     /// for, so each stream catches up from the store at once (host loop, which runs the session).

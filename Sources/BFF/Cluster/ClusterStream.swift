@@ -229,7 +229,7 @@ extension Application {
     ) {
         let index = req.loop.index
         let state = cluster.perLoop[index]
-        let fed = state.value.fed[id] ?? FedSession()
+        let fed = state.value.fed[id] ?? FedSession(slot: state.value.takeSlot(of: cluster.streamedCheckSlices))
         let lastEventID = req.header("Last-Event-ID").flatMap { Int($0.trimmingHTTPWhitespace()) }
         let stream = SessionStream(sessionID: id, sessionHome: home, host: sessionLoops[index])
         let cs = ClusterStream(

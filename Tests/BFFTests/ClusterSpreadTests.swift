@@ -1,0 +1,87 @@
+import Foundation
+import WireClient
+import XCTest
+
+/// The periodic round trips a node makes per session — lease renewals, checks of the sessions it
+/// streams — are spread over their interval instead of made together for sessions that started
+/// together (a burst of sessions created, or taken over in a failover). Observed in Redis itself, with
+/// `MONITOR` (Redis's own clock stamps every command).
+final class ClusterSpreadTests: ClusterTestCase {
+    /// One command `MONITOR` showed: Redis's time (s) and its arguments.
+    struct Seen {
+        let time: Double
+        let args: [String]
+    }
+
+    /// Every command Redis runs for `seconds`, from `redis-cli monitor`.
+    func monitor(for seconds: Double) throws -> [Seen] {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
+        p.arguments = ["-p", "\(redis.port)", "monitor"]
+        let path = NSTemporaryDirectory() + "monitor-\(UUID().uuidString).txt"
+        FileManager.default.createFile(atPath: path, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        p.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        try p.run()
+        usleep(UInt32(seconds * 1_000_000))  // the observation window itself, not a synchronisation
+        p.terminate()
+        p.waitUntilExit()
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap { line in
+            // 1700000000.123456 [0 127.0.0.1:5555] "EVALSHA" "…" "1" "bff:s:{id}:lease" …
+            guard let time = Double(line.prefix { $0 != " " }), let bracket = line.firstIndex(of: "]") else {
+                return nil
+            }
+            let args = line[line.index(after: bracket)...].split(separator: "\"").enumerated()
+                .filter { $0.offset % 2 == 1 }.map { String($0.element) }
+            return Seen(time: time, args: args)
+        }
+    }
+
+    /// The largest number of `times` within any `window` seconds.
+    func densest(_ times: [Double], window: Double) -> Int {
+        let sorted = times.sorted()
+        var best = 0
+        var start = 0
+        for (end, t) in sorted.enumerated() {
+            while t - sorted[start] > window { start += 1 }
+            best = max(best, end - start + 1)
+        }
+        return best
+    }
+
+    func testLeaseRenewalsAndChecksOfStreamedSessionsAreSpreadOverTheirInterval() throws {
+        // Lease TTL 3 s: A renews every 1 s. B's idle time-out 4 s: B checks its streamed sessions every
+        // 1 s, in 10 slices of 0.1 s.
+        let a = try node("a", leaseTTL: 3, threads: 1)
+        let b = try node("b", leaseTTL: 3, idleTimeout: 4, threads: 1)
+        let count = 30
+        let ids = try (0..<count).map { _ in try a.createSession() }  // within a few ms of each other
+        var streams: [WireConnection] = []
+        defer { for s in streams { s.close() } }
+        for id in ids {
+            let (conn, events) = try b.stream(id)
+            _ = try events.next()  // snapshot: streamed on B
+            streams.append(conn)
+        }
+        let seen = try monitor(for: 2.3)
+
+        // EVALSHA sha 1 lease "holder|token" ms: A's renewals. EVALSHA sha 4 session events streams lease …: B's checks.
+        let renewals = seen.filter { $0.args.first == "EVALSHA" && $0.args.count >= 4 && $0.args[2] == "1" }
+            .filter { $0.args[3].hasSuffix(":lease") }
+        let checks = seen.filter { $0.args.first == "EVALSHA" && $0.args.count >= 7 && $0.args[2] == "4" }
+            .filter { $0.args[5].hasSuffix(":streams") }
+        for id in ids {
+            XCTAssertGreaterThanOrEqual(
+                renewals.filter { $0.args[3].contains("{\(id)}") }.count, 2, "every lease renewed every second")
+            XCTAssertGreaterThanOrEqual(
+                checks.filter { $0.args[3].contains("{\(id)}") }.count, 2, "every streamed session checked every second"
+            )
+        }
+        // Together they would come in one burst per interval: all 30 checks in the same tick, all 30
+        // renewals within the few ms the creations took. Spread: 3 checks per 0.1 s slice (a late tick
+        // may meet the next); renewals at random phases over half an interval.
+        XCTAssertLessThanOrEqual(densest(checks.map(\.time), window: 0.02), count / 3, "checks: \(checks.count)")
+        XCTAssertLessThanOrEqual(densest(renewals.map(\.time), window: 0.05), count / 3, "renewals: \(renewals.count)")
+    }
+}
