@@ -94,6 +94,16 @@ enum SessionScripts {
         return redis.call('PEXPIRE', KEYS[1], ARGV[2])
         """)
 
+    /// KEYS: lease 1 … lease n. ARGV: lease ms, "holder|token" 1 … n. `renew` of each: {1 or 0, …}.
+    static let renewMany = RedisScript(
+        """
+        local out = {}
+        for i, k in ipairs(KEYS) do
+          if redis.call('GET', k) == ARGV[i + 1] then out[i] = redis.call('PEXPIRE', k, ARGV[1]) else out[i] = 0 end
+        end
+        return out
+        """)
+
     /// KEYS: lease. ARGV: "holder|token". 1 if released (hand-over), 0 if it was not ours.
     static let release = RedisScript(
         """

@@ -153,6 +153,56 @@ final class RedisSessionStoreTests: XCTestCase {
                 + "redis \(line)")
     }
 
+    /// Renewals asked for in one loop iteration are one `EVALSHA` (`renewMany`), each answered for
+    /// itself: ours renewed, one whose token is stale refused; the next iteration's single renewal is a
+    /// call of its own.
+    func testRenewalsOfOneLoopIterationAreOneRoundTripEachAnsweredForItself() async throws {
+        let h = harness()
+        let a = try await h.create("r1", "node-a").get()
+        let b = try await h.create("r2", "node-a").get()
+        let c = try await h.create("r3", "node-a").get()
+        let stale = Lease(sessionID: "r3", holder: "node-a", token: 7)
+        func evalCalls() async throws -> Int {
+            let stats = try await connection.send(["INFO", "commandstats"]).get().string ?? ""
+            let line = stats.split(separator: "\r\n").first { $0.hasPrefix("cmdstat_evalsha:") } ?? ""
+            return Int(line.split(separator: "=")[1].prefix { $0.isNumber }) ?? -1
+        }
+        func renewTogether() async -> [Result<Bool, StoreError>] {
+            await h.call { store, done in
+                var got: [Int: Result<Bool, StoreError>] = [:]
+                for (i, lease) in [a, b, stale].enumerated() {
+                    store.renew(lease) { r in
+                        got[i] = r
+                        if got.count == 3 { done((0..<3).map { got[$0]! }) }
+                    }
+                }
+            }
+        }
+        // The first use of each script costs a NOSCRIPT answer and a second EVALSHA: counted after.
+        _ = await renewTogether()
+        _ = await h.renew(c)
+        for id in ["r1", "r2", "r3"] {
+            _ = try await connection.send(["PEXPIRE", RedisArg(keys.lease(id)), RedisArg(5000)]).get()
+        }
+        let before = try await evalCalls()
+        let answers = await renewTogether()
+        XCTAssertEqual(answers, [.success(true), .success(true), .success(false)])
+        let after = try await evalCalls()
+        XCTAssertEqual(after - before, 1, "three renewals, one round trip")
+        for id in ["r1", "r2"] {
+            let ttl = try await connection.send(["PTTL", RedisArg(keys.lease(id))]).get().int ?? 0
+            XCTAssertGreaterThan(ttl, 5000, "renewed to the lease TTL (10 s)")
+        }
+        let notOurs = try await connection.send(["PTTL", RedisArg(keys.lease("r3"))]).get().int ?? 0
+        XCTAssertLessThanOrEqual(notOurs, 5000, "a stale token renews nothing")
+        let alone = await h.renew(c)
+        let renewedAlone = try await connection.send(["PTTL", RedisArg(keys.lease("r3"))]).get().int ?? 0
+        XCTAssertGreaterThan(renewedAlone, 5000)
+        XCTAssertEqual(alone, .success(true))
+        let last = try await evalCalls()
+        XCTAssertEqual(last - after, 1)
+    }
+
     /// A streamed session's check is one round trip: `renewStreams` renews the idle expiry of the
     /// session and its history; an acquisition, granted or refused, does too (an input here).
     func testEveryAcquisitionAttemptAndStreamRenewalRenewTheIdleExpiry() async throws {

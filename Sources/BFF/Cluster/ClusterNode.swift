@@ -47,7 +47,7 @@ final class ClusterNode: @unchecked Sendable {
         stores = group.connections.map { RedisSessionStore(connection: $0, limits: limits, keys: keys) }
         subscribers = loops.map { RedisSubscriber(loop: $0, configuration: settings.redis, logger: logger) }
         feeds = subscribers.map { RedisSessionEventFeed(subscriber: $0, keys: keys) }
-        perLoop = loops.map { LoopBound(ClusterLoopState(), loop: $0) }
+        perLoop = loops.map { LoopBound(ClusterLoopState(loop: $0), loop: $0) }
         var rng = SystemRandomNumberGenerator()
         let nonce = String(rng.next() as UInt64, radix: 36)
         holders = loops.indices.map { "\(settings.nodeID)#\(nonce)#\($0)" }
@@ -190,6 +190,9 @@ private final class LoopJoin {
 
 /// One loop's cluster state (that loop only).
 struct ClusterLoopState {
+    /// The timers of the leases this loop keeps, in ~0.1 s slices: the renewals due in one slice go to
+    /// Redis as one call (`RedisSessionStore.renew`), not one each.
+    let renewals: SlicedTimers
     /// Sessions whose lease this loop holds.
     var owned: [String: OwnedSession] = [:]
     /// Streams on this loop fed from Redis, by session.
@@ -207,6 +210,8 @@ struct ClusterLoopState {
     var orphanSlice = 0
     /// The slice the next session streamed here is checked in (round robin).
     var nextSlot = 0
+
+    init(loop: EventLoop) { renewals = SlicedTimers(loop: loop) }
 
     /// A slot for a session newly streamed here: round robin over `slices`.
     mutating func takeSlot(of slices: Int) -> Int {
