@@ -210,6 +210,10 @@ struct ClusterLoopState {
     var orphanSlice = 0
     /// The slice the next session streamed here is checked in (round robin).
     var nextSlot = 0
+    /// Forwarding messages this loop could not read (another version, or damaged) since it last said so,
+    /// and when it last said so (`Application.dropUnreadable`).
+    var unreadable = 0
+    var unreadableLoggedAt: Double?
 
     init(loop: EventLoop) { renewals = SlicedTimers(loop: loop) }
 
@@ -218,10 +222,6 @@ struct ClusterLoopState {
         defer { nextSlot = (nextSlot + 1) % slices }
         return nextSlot % slices
     }
-    /// Forwarding messages this loop could not read (another version, or damaged) since it last said so,
-    /// and when it last said so (`Application.dropUnreadable`).
-    var unreadable = 0
-    var unreadableLoggedAt: Double?
 }
 
 /// A session run here under a lease (owner loop only).
