@@ -1,9 +1,5 @@
 import EventHTTP
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// One loop's timers grouped into slices of `width` seconds: work due in the same slice runs in one
 /// callback, so in one loop iteration. For many per-session timers whose exact moment does not matter
 /// (lease renewals, `LeaseKeeper`): the round trips they start in one iteration reach Redis as one
@@ -20,17 +16,21 @@ final class SlicedTimers {
 
     let loop: EventLoop
     let width: Double
+    /// The clock the slices are cut from (seconds; monotonic). Injected by tests to put deadlines
+    /// where they want them relative to slice ends.
+    private let now: () -> Double
     private var slices: [Int64: Slice] = [:]
     private var nextID = 0
 
-    init(loop: EventLoop, width: Double = 0.1) {
+    init(loop: EventLoop, width: Double = 0.1, now: @escaping () -> Double = { Double(monotonicNanos()) / 1e9 }) {
         self.loop = loop
         self.width = width
+        self.now = now
     }
 
     /// Runs `work` at the end of the slice `seconds` from now falls in; returns what cancels it.
     func schedule(after seconds: Double, _ work: @escaping () -> Void) -> () -> Void {
-        let now = Self.monotonicSeconds()
+        let now = self.now()
         let index = Int64(((now + max(0, seconds)) / width).rounded(.up))
         let slice: Slice
         if let existing = slices[index] {
@@ -64,11 +64,5 @@ final class SlicedTimers {
             guard let work = slice.works.removeValue(forKey: id) else { continue }
             work()
         }
-    }
-
-    private static func monotonicSeconds() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 }
