@@ -75,27 +75,18 @@ public final class RedisSessionStore: SessionStore, @unchecked Sendable {
     public func renew(_ lease: Lease, completion: @escaping (Result<Bool, StoreError>) -> Void) {
         guard connection.loop.inEventLoop else { return renewNow([(lease, completion)]) }
         pendingRenewals.append((lease, completion))
-        if pendingRenewals.count == 1 {
-            connection.loop.runSoon { [self] in
-                let batch = pendingRenewals
-                pendingRenewals = []
-                var start = 0
-                while start < batch.count {
-                    let end = min(start + Self.renewBatch, batch.count)
-                    renewNow(Array(batch[start..<end]))
-                    start = end
-                }
+        guard pendingRenewals.count == 1 else { return }
+        connection.loop.runSoon { [self] in
+            let batch = pendingRenewals
+            pendingRenewals = []
+            for start in stride(from: 0, to: batch.count, by: Self.renewBatch) {
+                renewNow(Array(batch[start..<min(start + Self.renewBatch, batch.count)]))
             }
         }
     }
 
+    /// One `renewMany` call for `batch` (1 to `renewBatch` leases), each completion with its own answer.
     private func renewNow(_ batch: [(lease: Lease, completion: (Result<Bool, StoreError>) -> Void)]) {
-        if batch.count == 1, let (lease, completion) = batch.first {
-            return connection.evalScript(
-                SessionScripts.renew, keys: [RedisArg(keys.lease(lease.sessionID))],
-                args: [RedisArg("\(lease.holder)|\(lease.token)"), RedisArg(limits.leaseMilliseconds)]
-            ) { r in completion(r.store { $0.int.map { $0 == 1 } }) }
-        }
         connection.evalScript(
             SessionScripts.renewMany, keys: batch.map { RedisArg(keys.lease($0.lease.sessionID)) },
             args: [RedisArg(limits.leaseMilliseconds)] + batch.map { RedisArg("\($0.lease.holder)|\($0.lease.token)") }

@@ -87,14 +87,8 @@ enum SessionScripts {
         return string.sub(cur, 1, sep - 1)
         """)
 
-    /// KEYS: lease. ARGV: "holder|token", lease ms. 1 if renewed, 0 if the lease is not ours.
-    static let renew = RedisScript(
-        """
-        if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-        return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-        """)
-
-    /// KEYS: lease 1 … lease n. ARGV: lease ms, "holder|token" 1 … n. `renew` of each: {1 or 0, …}.
+    /// KEYS: lease 1 … lease n. ARGV: lease ms, "holder|token" 1 … n. Each lease whose value is exactly
+    /// its "holder|token" gets the lease TTL again: {1 if renewed, 0 if the lease is not ours, …}.
     static let renewMany = RedisScript(
         """
         local out = {}

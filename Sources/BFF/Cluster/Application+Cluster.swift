@@ -87,10 +87,11 @@ extension Application {
             keeper?.handOver { r in if case .success(true) = r { cluster.metrics.handOvers.increment() } }
         }
         let renewals = state.value.renewals
+        let interval = cluster.settings.leaseTTL / 3
         // Renewals run in the loop's ~0.1 s slices (at most 0.1 s late: TTL/3 leaves two thirds of the
         // TTL): those of one slice are one round trip.
         let keeper = LeaseKeeper(
-            lease: lease, store: store, ttlSeconds: cluster.settings.leaseTTL, interval: cluster.settings.leaseTTL / 3,
+            lease: lease, store: store, ttlSeconds: cluster.settings.leaseTTL, interval: interval,
             schedule: { seconds, work in renewals.schedule(after: seconds, work) },
             onLost: { [unowned self, unowned owned] loss in
                 self.logger.warning("lease lost", metadata: ["session": "\(session.id)", "loss": "\(loss)"])
@@ -104,7 +105,7 @@ extension Application {
             self.receiveForwarded(message.payload, cluster: cluster, home: home)
         }
         home.add(session)
-        keeper.start(firstDelay: Double.random(in: 0.5...1) * cluster.settings.leaseTTL / 3)  // spread, see start
+        keeper.start(firstDelay: Double.random(in: 0.5...1) * interval)  // spread, see start
         return owned
     }
 
