@@ -17,7 +17,7 @@ SECONDS_MEASURED="${2:-10}"
 OUT="${OUT:-$ROOT/artifacts/bench}"
 BENCH_NAME=bench-cluster-idle
 # shellcheck source=scripts/bench-lib.sh
-source "$ROOT/scripts/bench-lib.sh" # log, require_tools, free_ports, start_server (stopped at exit)
+source "$ROOT/scripts/bench-lib.sh" # log, require_tools, free_ports, cpu_ticks_of, start_server (stopped at exit)
 require_tools redis-server redis-cli curl python3
 mkdir -p "$OUT"
 
@@ -47,11 +47,10 @@ for i in range(int(sys.argv[2])):
 EOF
 # The first renewals come 0.5-1 TTL/3 after each creation (10 s TTL: within 3.4 s).
 sleep 4
-cpu_ticks() { local f; read -ra f < "/proc/$1/stat"; echo $((f[13] + f[14])); }
 evalsha_calls() { redis-cli -p "$REDIS_PORT" info commandstats | awk -F'[=,:]' '/^cmdstat_evalsha:/ {print $3}'; }
-r0=$(cpu_ticks "$REDIS_PID"); n0=$(cpu_ticks "$NODE_PID"); e0=$(evalsha_calls)
+r0=$(cpu_ticks_of "$REDIS_PID"); n0=$(cpu_ticks_of "$NODE_PID"); e0=$(evalsha_calls)
 sleep "$SECONDS_MEASURED"
-r1=$(cpu_ticks "$REDIS_PID"); n1=$(cpu_ticks "$NODE_PID"); e1=$(evalsha_calls)
+r1=$(cpu_ticks_of "$REDIS_PID"); n1=$(cpu_ticks_of "$NODE_PID"); e1=$(evalsha_calls)
 tick=$(getconf CLK_TCK)
 python3 - "$SESSIONS" "$SECONDS_MEASURED" "$tick" "$((e1 - e0))" "$((r1 - r0))" "$((n1 - n0))" << 'EOF'
 import sys

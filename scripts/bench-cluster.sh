@@ -67,7 +67,7 @@ MODES=(single owner stream-elsewhere cross)
 
 BENCH_NAME=bench-cluster
 # shellcheck source=scripts/bench-lib.sh
-source "$ROOT/scripts/bench-lib.sh"  # log, require_tools, free_ports (its pins and trap are replaced below)
+source "$ROOT/scripts/bench-lib.sh"  # log, require_tools, free_ports, cpu_ticks_of (its pins and trap are replaced below)
 die() { log "FAILED: $*"; exit 1; }
 require_tools redis-server redis-cli curl python3
 skipped() { [[ " $SKIP " == *" $1 "* ]]; }
@@ -187,11 +187,8 @@ mode_flags() { # mode: the bff-load URL flags of that mode
 
 # CPU time (user + system, clock ticks) of redis-server, the single bff and nodes 1-3, on one line.
 cpu_ticks() {
-    local pid fields
-    for pid in "${PIDS[@]}"; do
-        read -ra fields < "/proc/$pid/stat"
-        printf '%s ' $((fields[13] + fields[14]))
-    done
+    local pid
+    for pid in "${PIDS[@]}"; do printf '%s ' "$(cpu_ticks_of "$pid")"; done
     echo
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Shared by the benchmark scripts (bench-http.sh, bench-latency.sh, bench-cluster.sh,
 # callgrind-cluster.sh); sourced, not run. The sourcing script sets BENCH_NAME (its log prefix) and OUT
-# (its output folder) first. Provides: log, require_tools, free_ports, SERVER_PIN/CLIENT_PIN (CPU 0
+# (its output folder) first. Provides: log, require_tools, cpu_ticks_of, free_ports, SERVER_PIN/CLIENT_PIN (CPU 0
 # for servers, CPU 1 for load), build_c, and start_server, whose processes (PIDS) are stopped by
 # stop_servers, which runs when the script exits unless the script sets a trap of its own.
 
@@ -24,6 +24,12 @@ else
     SERVER_PIN=()
     CLIENT_PIN=()
 fi
+
+cpu_ticks_of() { # pid: its CPU time so far, user + system, in clock ticks (getconf CLK_TCK per second)
+    local fields
+    read -ra fields < "/proc/$1/stat"
+    echo $((fields[13] + fields[14]))
+}
 
 free_ports() { # count: prints that many free TCP ports on 127.0.0.1
     python3 - "$1" << 'EOF'
