@@ -3,7 +3,7 @@ extension Application {
     /// `done` (on the last loop to finish). With a manual `SessionClock`, tests advance the time and call
     /// this rather than waiting for wall time. Any thread.
     func expireIdleSessionsNow(then done: @escaping @Sendable () -> Void) {
-        let loops = sessionLoops
+        let loops = loopSessions
         @Sendable func run(_ index: Int) {
             guard index < loops.count else { return done() }
             let sl = loops[index]

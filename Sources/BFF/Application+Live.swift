@@ -31,61 +31,74 @@ public struct GitHubSettings: Sendable {
 
 extension Application {
     /// The production composition: GitHub gateway → cache decorator → application, with the
-    /// gateway's reachability and rate limit feeding the shared `status` view model.
+    /// gateway's reachability and rate limit feeding the shared `status` view model. How GitHub's budget,
+    /// the search cache and the status are shared (`UpstreamSharing`: by nobody, or by the cluster through
+    /// Redis) is chosen here once, with the session backend.
     public static func live(configuration: AppConfiguration, github: GitHubSettings, logger: Logger) throws
         -> Application
     {
+        let sharing: any UpstreamSharing =
+            configuration.cluster.map { _ in ClusterUpstreamSharing(github: github, logger: logger) }
+            ?? SingleProcessUpstream()
         let sink = StatusSink()
-        let budget = configuration.cluster == nil ? nil : ClusterRateBudget(logger: logger)
         let gateway = try GitHubGateway(
             // Cluster mode: every report is posted, a repeat too (the board's last post may be another
             // node's), so "last post wins" holds for what this node sees as well.
             configuration: .init(
                 baseURL: github.baseURL, token: github.token, requestTimeout: github.requestTimeout,
-                rateLimiter: .init(publishesRepeats: budget != nil)),
-            logger: logger, onStatus: { sink.forward($0) }, sharedBudget: budget)
-        func cache<U: RepositorySearching>(over upstream: U) -> SearchCache<U> {
-            SearchCache(
-                upstream: upstream,
-                configuration: .init(
-                    ttl: github.cacheTTL, maxAge: github.cacheMaxAge, maxEntries: github.cacheMaxEntries,
-                    maxBytes: github.cacheMaxBytes, path: github.cachePath),
-                logger: logger)
-        }
-        // Cluster mode: the shared Redis cache sits under this node's cache, in front of the gateway.
-        let shared = budget == nil ? nil : ClusterSearchUpstream(gateway: gateway, ttl: github.cacheTTL, logger: logger)
-        let search: any RepositorySearching
-        let flush: @Sendable () async -> Void
-        if let shared {
-            let nodeCache = cache(over: shared)
-            (search, flush) = (nodeCache, { await nodeCache.flush() })
-        } else {
-            let nodeCache = cache(over: gateway)
-            (search, flush) = (nodeCache, { await nodeCache.flush() })
-        }
+                rateLimiter: .init(publishesRepeats: sharing.rateBudget != nil)),
+            logger: logger, onStatus: { sink.forward($0) }, sharedBudget: sharing.rateBudget)
+        let (search, flush) = sharing.search(over: gateway, cache: CacheMaker(github: github, logger: logger))
         let app = Application(configuration: configuration, search: search, logger: logger)
-        app.finishAfterShutdown = flush
-        if let budget, let cluster = app.cluster {
-            budget.connect(
-                RedisUpstreamBudget(
-                    connection: cluster.group.connections[0], name: "github-search", shape: github.sharedBudget,
-                    keys: ClusterKeys(prefix: cluster.settings.keyPrefix)), metrics: cluster.metrics)
-            if let shared {
-                let connection = cluster.group.connections[0]
-                let redisCache = RedisSearchCache(
-                    connection: connection, subscriber: cluster.subscribers[0],
-                    limits: .init(maxAge: github.cacheMaxAge), keys: ClusterKeys(prefix: cluster.settings.keyPrefix))
-                connection.loop.execute { redisCache.start() }
-                shared.connect(redisCache, holder: cluster.holders[0], metrics: cluster.metrics)
-            }
-            // Every node's `status` follows the board; this node's reports reach it through the board.
-            let board = ClusterStatus(cluster: cluster, apply: app.statusUpdater, logger: logger)
-            sink.connect { board.report($0) }
-        } else {
-            sink.connect(app.statusUpdater)
-        }
+        app.finishAfterShutdown.withLock { $0 = flush }
+        sharing.connect(app, status: sink)
         return app
     }
+}
+
+/// Builds this node's search cache over a given upstream (the gateway, or the cluster's shared cache).
+struct CacheMaker {
+    let github: GitHubSettings
+    let logger: Logger
+
+    func callAsFunction<U: RepositorySearching>(over upstream: U) -> SearchCache<U> {
+        SearchCache(
+            upstream: upstream,
+            configuration: .init(
+                ttl: github.cacheTTL, maxAge: github.cacheMaxAge, maxEntries: github.cacheMaxEntries,
+                maxBytes: github.cacheMaxBytes, path: github.cachePath),
+            logger: logger)
+    }
+}
+
+/// How this process shares what it knows of GitHub — the rate budget, the search cache, the `status` —
+/// with other processes: by nobody (`SingleProcessUpstream`) or through the cluster's Redis
+/// (`ClusterUpstreamSharing`). The composition's seam beside `SessionBackend`; chosen with it.
+protocol UpstreamSharing {
+    /// The budget the gateway's limiter asks before each call (nil: its own limit only).
+    var rateBudget: (any SharedRateBudget)? { get }
+    /// The search model the application uses over `gateway`, and the work that flushes its cache at
+    /// shutdown.
+    func search(over gateway: GitHubGateway, cache: CacheMaker) -> (
+        any RepositorySearching, @Sendable () async -> Void
+    )
+    /// Connects what needs the application (its loops, Redis connections, `statusUpdater`); `status`
+    /// forwards the gateway's reports.
+    func connect(_ app: Application, status: StatusSink)
+}
+
+/// One process: the gateway's own limiter, a cache over the gateway, status straight to the application.
+struct SingleProcessUpstream: UpstreamSharing {
+    var rateBudget: (any SharedRateBudget)? { nil }
+
+    func search(over gateway: GitHubGateway, cache: CacheMaker) -> (
+        any RepositorySearching, @Sendable () async -> Void
+    ) {
+        let nodeCache = cache(over: gateway)
+        return (nodeCache, { await nodeCache.flush() })
+    }
+
+    func connect(_ app: Application, status: StatusSink) { status.connect(app.statusUpdater) }
 }
 
 /// Forwards status reports to a target connected after construction (the gateway is built before
@@ -101,45 +114,5 @@ final class StatusSink: Sendable {
     func connect(_ t: @escaping @Sendable (UpstreamStatus) -> Void) {
         target.withLock { $0 = t }
         if let s = early.withLock({ $0 }) { t(s) }
-    }
-}
-
-/// Cluster mode's `SharedRateBudget`: the gateway's limiter asks the cluster-wide `UpstreamBudget`
-/// (connected once the application, which owns the Redis connections, exists) before each call and
-/// corrects it with GitHub's answers. Fails open: while Redis is unreachable (or before `connect`)
-/// every call is admitted and only this node's limiter applies, so a Redis outage never stops search.
-final class ClusterRateBudget: SharedRateBudget {
-    private let budget = Mutex<(any UpstreamBudget, ClusterMetrics?)?>(nil)
-    private let logger: Logger
-
-    init(logger: Logger) { self.logger = logger }
-
-    func connect(_ b: any UpstreamBudget, metrics: ClusterMetrics? = nil) { budget.withLock { $0 = (b, metrics) } }
-
-    func admit() async -> Double? {
-        guard let (b, metrics) = budget.withLock({ $0 }) else { return nil }
-        switch await b.take(cost: 1) {
-        case .success(let d):
-            if !d.allowed { metrics?.budgetRefusals.increment() }
-            return d.allowed ? nil : max(0.001, d.retryAfter)
-        case .failure(let e):
-            metrics?.redisErrors.increment()
-            logger.warning("shared GitHub budget unavailable; admitting the call", metadata: ["error": "\(e)"])
-            return nil
-        }
-    }
-
-    func report(remaining: Int?, blockedUntil: Double?) async {
-        guard let (b, _) = budget.withLock({ $0 }) else { return }
-        if case .failure(let e) = await b.correct(remaining: remaining, blockedUntil: blockedUntil) {
-            logger.warning("shared GitHub budget not corrected", metadata: ["error": "\(e)"])
-        }
-    }
-
-    func refund() async {
-        guard let (b, _) = budget.withLock({ $0 }) else { return }
-        if case .failure(let e) = await b.refund(cost: 1) {
-            logger.warning("shared GitHub budget not refunded", metadata: ["error": "\(e)"])
-        }
     }
 }

@@ -23,8 +23,8 @@ extension Application {
         router.get("/readyz") { [unowned self] _ in
             switch self.server.state {
             case .running:
-                if let cluster = self.cluster, !cluster.isReady {
-                    return .problem(status: 503, detail: "Redis is not reachable", headers: [("Retry-After", "1")])
+                if let reason = self.backend.unreadyReason {
+                    return .problem(status: 503, detail: reason, headers: [("Retry-After", "1")])
                 }
                 return .json(200, ["status": "ready"], headers: [("Cache-Control", "no-store")])
             case .starting:

@@ -2,34 +2,39 @@ import EventHTTP
 import JSON
 import ViewModels
 
+/// The session routes: each parses and validates its request, asks the session backend
+/// (`SessionBackend`: in-process or cluster, chosen once in `Application.init`), and maps the backend's
+/// answer to HTTP here, in one place (`response(to:)`). No route knows which backend runs.
 extension Application {
     func registerSessionRoutes() {
         let router = server.router
         router.add(.POST, "/api/sessions") { [unowned self] req, res in
-            if let cluster { return self.clusterCreate(cluster, req, res) }
-            res.send(self.createSession(req))
+            let timeout = Int(self.configuration.sessionIdleTimeout)
+            self.backend.create(at: self.loopSessions[req.loop.index]) { result in
+                res.sendFromAnyLoop(
+                    result.map { id in
+                        let location = "/api/sessions/\(id)"
+                        return .json(
+                            201,
+                            [
+                                "id": .string(id), "events": .string(location + "/events"),
+                                "state": .string(location + "/state"), "expiresInSeconds": .int(timeout),
+                            ], headers: [("Location", location), ("Cache-Control", "no-store")])
+                    }, sessionID: nil)
+            }
         }
         router.add(.DELETE, "/api/sessions/:id") { [unowned self] req, res in
             let id = req.parameters["id"] ?? ""
-            if let cluster { return self.clusterDelete(cluster, id: id, req, res) }
-            self.onOwner(of: id, req, res) { home in
-                guard home.sessions[id] != nil else { return Application.noSession(id) }
-                home.remove(id, reason: "deleted")
-                return HTTPResponse(status: 204)
+            self.backend.delete(id, at: self.loopSessions[req.loop.index]) { result in
+                res.sendFromAnyLoop(result.map { HTTPResponse(status: 204) }, sessionID: id)
             }
         }
         router.add(.GET, "/api/sessions/:id/state") { [unowned self] req, res in
             let id = req.parameters["id"] ?? ""
-            if let cluster { return self.clusterState(cluster, id: id, req, res) }
-            // No hop: the snapshot the owner published, read from this loop.
-            if let snapshot = self.snapshots.currentSnapshot(of: id, reader: req.loop.index, now: self.now()) {
-                return res.send(HTTPResponse(status: 200, headers: Application.stateHeaders, body: snapshot.json))
-            }
-            // Changed since last encoded (or unknown): the owner encodes and publishes it.
-            self.onOwner(of: id, req, res) { [unowned self] home in
-                guard let s = home.sessions[id] else { return Application.noSession(id) }
-                s.lastActivity = self.now()
-                return HTTPResponse(status: 200, headers: Application.stateHeaders, body: s.encodedSnapshot().json)
+            self.backend.state(of: id, at: self.loopSessions[req.loop.index]) { result in
+                res.sendFromAnyLoop(
+                    result.map { HTTPResponse(status: 200, headers: Application.stateHeaders, body: $0) }, sessionID: id
+                )
             }
         }
         router.add(.GET, "/api/sessions/:id/events") { [unowned self] req, res in self.openStream(req, res) }
@@ -39,70 +44,25 @@ extension Application {
     /// The headers of `GET /state` (built once: no array per request).
     static let stateHeaders: [(String, String)] = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]
 
-    private func createSession(_ req: HTTPRequest) -> HTTPResponse {
-        guard reserveSession() else {
-            return .problem(
-                status: 503,
-                detail: "the server holds its maximum of \(configuration.maxSessions) sessions; retry later",
-                headers: [("Retry-After", "30")])
-        }
-        let home = sessionLoops[req.loop.index]
-        let id = SessionID.make(loop: req.loop.index)
-        let session = Session(id: id, home: home, viewModels: makeViewModels(home.executor), now: now())
-        home.add(session)
-        let location = "/api/sessions/\(id)"
-        return .json(
-            201,
-            [
-                "id": .string(id), "events": .string(location + "/events"), "state": .string(location + "/state"),
-                "expiresInSeconds": .int(Int(configuration.sessionIdleTimeout)),
-            ], headers: [("Location", location), ("Cache-Control", "no-store")])
-    }
-
     private func openStream(_ req: HTTPRequest, _ res: HTTPResponder) {
         let id = req.parameters["id"] ?? ""
-        if let cluster { return clusterOpenStream(cluster, id: id, req, res) }
-        guard let home = home(of: id) else { return res.send(Application.noSession(id)) }
-        let host = sessionLoops[req.loop.index]
-        let lastEventID = req.header("Last-Event-ID").flatMap { Int($0.trimmingHTTPWhitespace()) }
-        let isHead = req.method == .HEAD
-        let (config, clock) = (configuration, now)
-        let work: @Sendable () -> Void = {
-            guard let s = home.sessions[id] else {
-                return host.loop.execute { res.send(Application.noSession(id)) }
+        let host = loopSessions[req.loop.index]
+        if req.method == .HEAD {  // the stream's head only: the session must exist
+            return backend.state(of: id, at: host) { result in
+                res.sendFromAnyLoop(
+                    result.map { _ in HTTPResponse(status: 200, headers: [("Content-Type", "text/event-stream")]) },
+                    sessionID: id)
             }
-            if isHead {
-                return host.loop.execute {
-                    res.send(HTTPResponse(status: 200, headers: [("Content-Type", "text/event-stream")]))
-                }
-            }
-            guard s.streams.count < config.maxStreamsPerSession else {
-                let p = HTTPResponse.problem(
-                    status: 429,
-                    detail: "session '\(id)' already has \(config.maxStreamsPerSession) open event streams (the limit)",
-                    headers: [("Retry-After", "5")])
-                return host.loop.execute { res.send(p) }
-            }
-            // The session's own id string, not the request's copy of it (kept as long as the stream).
-            let stream = SessionStream(sessionID: s.id, sessionHome: home, host: host)
-            s.streams.append(stream)
-            s.lastActivity = clock()
-            var initial = SSEFrame.retry(milliseconds: config.retryMilliseconds)
-            if let last = lastEventID, let frames = s.history.frames(after: last, currentSeq: s.seq) {
-                for f in frames { initial += f.frame }
-            } else {
-                initial += s.snapshotFrame
-            }
-            let frames = initial
-            host.loop.runOrExecute { stream.start(responder: res, initial: frames) }
         }
-        home.loop.runOrExecute(work)
+        let lastEventID = req.header("Last-Event-ID").flatMap { Int($0.trimmingHTTPWhitespace()) }
+        // Which loop runs the session is the backend's business; the stream lives on the request's loop.
+        let stream = SessionStream(sessionID: id, host: host, responder: res)
+        backend.openStream(stream, sessionID: id, lastEventID: lastEventID) { failure in
+            res.send(Application.response(to: failure, sessionID: id))
+        }
     }
 
     private func postInput(_ req: HTTPRequest, _ res: HTTPResponder) {
-        let id = req.parameters["id"] ?? ""
-        let vmName = req.parameters["viewModel"] ?? ""
-        let input = req.parameters["input"] ?? ""
         let value: JSONValue
         switch InputBody.parse(req) {
         case .failure(let error): return res.send(error)
@@ -112,14 +72,12 @@ extension Application {
         if let key, key.isEmpty || key.utf8.count > 255 {
             return res.send(HTTPError(400, "Idempotency-Key must be 1 to 255 characters"))
         }
-        if let cluster {
-            return clusterInput(cluster, id: id, viewModel: vmName, input: input, value: value, key: key, req, res)
-        }
-        let clock = now
-        onOwner(of: id, req, res) { home in
-            guard let s = home.sessions[id] else { return Application.noSession(id) }
-            let outcome = s.offer(viewModel: vmName, input: input, value: value, idempotencyKey: key, now: clock())
-            return Application.response(to: outcome, sessionID: id)
+        let id = req.parameters["id"] ?? ""
+        let input = SessionInput(
+            sessionID: id, viewModel: req.parameters["viewModel"] ?? "", input: req.parameters["input"] ?? "",
+            value: value, idempotencyKey: key)
+        backend.input(input, at: loopSessions[req.loop.index]) { result in
+            res.sendFromAnyLoop(result.map { Application.response(to: $0, sessionID: id) }, sessionID: id)
         }
     }
 
@@ -141,6 +99,61 @@ extension Application {
             case .unknownInput: return .problem(status: 404, detail: error.detail)
             case .invalidValue: return .problem(status: 400, detail: error.detail)
             }
+        }
+    }
+
+    /// The one place a `SessionFailure` becomes HTTP (`id`: the session the request named, nil for a
+    /// creation): the status, `Retry-After` where a retry helps, and a sentence saying what happened.
+    static func response(to failure: SessionFailure, sessionID id: String?) -> HTTPResponse {
+        let session = "session '\(id.map { String($0.prefix(64)) } ?? "")'"
+        switch failure {
+        case .notFound:
+            return .problem(status: 404, detail: "no \(session)")
+        case .sessionLimit(let max):
+            return .problem(
+                status: 503, detail: "the server holds its maximum of \(max) sessions; retry later",
+                headers: [("Retry-After", "30")])
+        case .tooManyStreams(let limit, let clusterWide):
+            return .problem(
+                status: 429,
+                detail: "\(session) already has \(limit) open event streams (the limit"
+                    + (clusterWide ? ", counted across the cluster)" : ")"),
+                headers: [("Retry-After", "5")])
+        case .storeUnavailable:
+            return .problem(
+                status: 503, detail: "the cluster's Redis is unavailable; retry", headers: [("Retry-After", "1")])
+        case .moved:
+            return .problem(
+                status: 503, detail: "\(session) moved to another node; retry", headers: [("Retry-After", "1")])
+        case .heldElsewhere(let seconds):
+            return .problem(
+                status: 503,
+                detail: "the node running \(session) is not reachable; another node takes it over when its lease "
+                    + "ends (in \(seconds) s at most)", headers: [("Retry-After", String(seconds))])
+        case .runnerDidNotAnswer:
+            return .problem(
+                status: 503,
+                detail: "the node running \(session) did not answer in time; the input may have been applied: "
+                    + "retry with the same Idempotency-Key", headers: [("Retry-After", "1")])
+        case .unreadableState:
+            return .problem(status: 500, detail: "the stored state of \(session) is unreadable")
+        case .tooLarge(let n):
+            return .problem(status: 413, detail: "the state or an event of \(session) is too large (\(n) bytes)")
+        }
+    }
+}
+
+extension HTTPResponder {
+    /// Sends from whichever loop the caller is on (hops to the responder's loop).
+    func sendFromAnyLoop(_ response: HTTPResponse) {
+        if loop.inEventLoop { send(response) } else { loop.execute { self.send(response) } }
+    }
+
+    /// Sends a backend's answer: the response, or the failure mapped to HTTP (`Application.response(to:)`).
+    func sendFromAnyLoop(_ result: Result<HTTPResponse, SessionFailure>, sessionID id: String?) {
+        switch result {
+        case .success(let response): sendFromAnyLoop(response)
+        case .failure(let failure): sendFromAnyLoop(Application.response(to: failure, sessionID: id))
         }
     }
 }

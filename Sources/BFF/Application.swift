@@ -1,7 +1,7 @@
 /// BFF: the application — sessions, their event streams, and the composition of the layers.
 ///
 /// This module is the composition root's library half: `Application` builds the HTTP server, the
-/// session layer (one `SessionLoop` per event loop), the shared `status` view model and the
+/// session layer (one `LoopSessions` per event loop), the shared `status` view model and the
 /// routes, from an `AppConfiguration` and an injected `RepositorySearching`. `bff`'s main only
 /// reads flags, builds the GitHub model, and calls this; tests build the application the same way.
 import Dispatch
@@ -15,67 +15,75 @@ import ViewModels
 
 /// The running application. Create, `start()`, later `shutdown()`.
 ///
+/// The composition: the HTTP server, one `LoopSessions` per event loop, the shared `status` view model,
+/// the session backend (`SessionBackend`: in this process, or a cluster node on Redis — chosen here, once)
+/// and the routes, which reach sessions only through the backend.
+///
 /// Threading: `start`/`shutdown` from one controlling thread; the session layer lives on the loops.
-public final class Application: @unchecked Sendable {
+/// Immutable after `init` (every member is a `let` of a `Sendable` type), so any thread may hold it.
+public final class Application: Sendable {
     public let configuration: AppConfiguration
     public let server: HTTPServer
     let logger: Logger
-    let metrics = AppMetrics()
+    let metrics: AppMetrics
     let search: any RepositorySearching
-    private(set) var sessionLoops: [SessionLoop] = []
-    /// One hazard slot per loop: how loops read each other's published snapshots without a lock.
-    let hazards: HazardDomain
-    /// Where `GET /state` reads a snapshot without a hop (set once the loops exist).
-    private(set) var snapshots: LocalSnapshots!
-    /// The one shared `status` view model, owned by loop 0.
-    let status: StatusViewModel
-    private let sessionCount = Atomic<Int>(0)
-    /// Builds one session's own view models (everything but `status`), given the owner's executor.
-    let makeViewModels: (@escaping OwnerExecutor) -> [ViewModel]
-    /// The session layer's time (idle expiry, token buckets, idempotency windows).
-    let clock: SessionClock
-    /// Cluster mode's Redis side (nil: single process, sessions in memory).
-    let cluster: ClusterNode?
+    /// What the session layer shares (configuration, metrics, clock, view-model factory, hazards).
+    let env: SessionEnvironment
+    let loopSessions: [LoopSessions]
+    /// The one shared `status` view model, owned by loop 0 (kept here; used there only).
+    let status: LoopOwned<StatusViewModel>
+    /// Reports a status to it from any thread (hops to loop 0).
+    private let updateStatus: @Sendable (UpstreamStatus) -> Void
+    /// Where sessions live and how a request reaches one (the session layer's one seam).
+    let backend: any SessionBackend
 
     /// Builds the application (nothing listens until `start()`). `makeViewModels` defaults to the
     /// product's `search` and `greeting`; adding a view model touches only that list. `clock` is the
     /// session layer's time (tests pass a manual one).
     public init(
         configuration: AppConfiguration, search: any RepositorySearching, logger: Logger,
-        makeViewModels: ((@escaping OwnerExecutor) -> [ViewModel])? = nil, clock: SessionClock = .monotonic
+        makeViewModels: (@Sendable (@escaping OwnerExecutor) -> [ViewModel])? = nil, clock: SessionClock = .monotonic
     ) {
         self.configuration = configuration
-        self.clock = clock
         self.logger = logger
         self.search = search
+        let metrics = AppMetrics()
+        self.metrics = metrics
         server = HTTPServer(configuration: configuration.http, logger: logger, metricsFactory: metrics.factory)
         metrics.eventLoopThreads.set(server.loops.count)
         let loop0 = server.loops[0]
-        status = StatusViewModel(executor: { work in loop0.execute(work) })
+        let status = StatusViewModel(executor: { work in loop0.execute(work) })
+        self.status = LoopOwned(status, loop: loop0)
+        updateStatus = status.makeUpdater()
         let pageSize = configuration.searchPageSize
         // Not `makeViewModels ?? { … }`: a closure taken out of an optional is called through a
-        // reabstraction thunk, which wraps the executor it is given in a thunk of its own (twice, 64 B
-        // per session); the default closure assigned directly is called as is.
+        // reabstraction thunk, which wraps the executor it is given in a thunk of its own, twice per session
+        // (docs/BENCHMARKS.md, memory per session); the default closure assigned directly is called as is.
+        let factory: @Sendable (@escaping OwnerExecutor) -> [ViewModel]
         if let makeViewModels {
-            self.makeViewModels = makeViewModels
+            factory = makeViewModels
         } else {
-            self.makeViewModels = { executor in
+            factory = { executor in
                 [Application.searchViewModel(search, perPage: pageSize, executor: executor), GreetingViewModel()]
             }
         }
-        let (loops, factory) = (server.loops, metrics.factory)
-        cluster = configuration.cluster.map {
-            ClusterNode(settings: $0, configuration: configuration, loops: loops, logger: logger, factory: factory)
-        }
-        hazards = HazardDomain(loops: server.loops.count)
-        sessionLoops = server.loops.map { SessionLoop(app: self, loop: $0, status: status.snapshot) }
-        snapshots = LocalSnapshots(loops: sessionLoops, hazards: hazards)
-        status.onEvent = { [unowned self] _, event in
-            for sl in self.sessionLoops { sl.loop.runOrExecute { sl.statusChanged(event) } }
+        let env = SessionEnvironment(
+            configuration: configuration, metrics: metrics, logger: logger, clock: clock, loops: server.loops.count,
+            makeViewModels: factory)
+        self.env = env
+        let statusSnapshot = status.snapshot
+        let loops = server.loops.map { LoopSessions(env: env, loop: $0, status: statusSnapshot) }
+        loopSessions = loops
+        // The one choice of where sessions live.
+        backend =
+            configuration.cluster.map { ClusterNode(settings: $0, env: env, loops: loops) }
+            ?? LocalSessions(env: env, loops: loops)
+        status.onEvent = { _, event in
+            for sl in loops { sl.loop.runOrExecute { sl.statusChanged(event) } }
         }
         registerRoutes()
-        server.onDrain = { [unowned self] in
-            for sl in self.sessionLoops { sl.loop.execute { sl.endAllStreams() } }
+        server.onDrain = {
+            for sl in loops { sl.loop.execute { sl.endAllStreams() } }
         }
     }
 
@@ -85,15 +93,11 @@ public final class Application: @unchecked Sendable {
         SearchViewModel(search: s, perPage: perPage, executor: executor)
     }
 
-    /// Starts listening and the session timers.
+    /// Starts listening, the backend and the session timers.
     public func start() throws(SystemError) {
         try server.start()
-        if let cluster {
-            cluster.start()
-            subscribeForwardReplies(cluster)
-            startOrphanChecks(cluster)
-        }
-        for sl in sessionLoops { sl.loop.execute { sl.startTimers() } }
+        backend.start()
+        for sl in loopSessions { sl.loop.execute { sl.startTimers() } }
     }
 
     /// The bound port.
@@ -101,11 +105,9 @@ public final class Application: @unchecked Sendable {
 
     /// Graceful shutdown: readiness fails, streams get `event: end` (`shutdown`), then the server stops.
     public func shutdown() {
-        if server.state == .running {
-            cluster?.handOverAll(timeout: 2)  // other nodes take this node's sessions over at once
-        }
+        if server.state == .running { backend.prepareShutdown() }
         server.shutdown(gracePeriod: configuration.shutdownGracePeriod)
-        if let finish = finishAfterShutdown {
+        if let finish = finishAfterShutdown.withLock({ $0 }) {
             // Off the loops (they are stopped): e.g. the search cache's queued writes reach its file, so
             // a restart answers what this run cached without spending GitHub's budget again.
             let done = DispatchSemaphore(value: 0)
@@ -118,7 +120,7 @@ public final class Application: @unchecked Sendable {
     }
 
     /// Work to finish once the server has stopped (set by the composition root before `start()`).
-    public var finishAfterShutdown: (@Sendable () async -> Void)?
+    let finishAfterShutdown = Mutex<(@Sendable () async -> Void)?>(nil)
 
     /// The `blockedUntil` last sent to the loops (`.none`: nothing yet), shared by every `statusUpdater`.
     private let lastBlockFannedOut = Mutex<Int??>(.none)
@@ -128,8 +130,8 @@ public final class Application: @unchecked Sendable {
     /// sessions that have not searched yet).
     public var statusUpdater: @Sendable (UpstreamStatus) -> Void {
         // (every updater shares `lastBlockFannedOut`: the loops hear of the block only when it changes)
-        let update = status.makeUpdater()
-        let loops = sessionLoops
+        let update = updateStatus
+        let loops = loopSessions
         return { [weak self] status in
             update(status)
             // Most reports only move the remaining budget: the loops hear of the block only when it changes.
@@ -143,53 +145,9 @@ public final class Application: @unchecked Sendable {
         }
     }
 
-    /// Live sessions across loops.
-    public var sessions: Int { sessionCount.load(ordering: .relaxed) }
-
-    // MARK: internals shared by the routes
+    /// Live sessions on this process.
+    public var sessions: Int { env.sessions }
 
     /// Seconds from the injected `clock` (monotonic in production).
-    func now() -> Double { clock.now() }
-
-    /// Reserves a session slot; false at the limit.
-    func reserveSession() -> Bool {
-        let n = sessionCount.add(1, ordering: .relaxed).newValue
-        if n > configuration.maxSessions {
-            sessionCount.subtract(1, ordering: .relaxed)
-            return false
-        }
-        metrics.sessions.increment()
-        return true
-    }
-
-    func sessionEnded(reason: String) {
-        sessionCount.subtract(1, ordering: .relaxed)
-        metrics.sessions.decrement()
-        metrics.sessionEnded(reason: reason)
-        if reason == "moved" { cluster?.metrics.moved.increment() }
-    }
-
-    /// The loop that owns session `id`, or nil when `id` cannot be one of ours.
-    func home(of id: String) -> SessionLoop? {
-        if cluster != nil {  // another node may have more loops: any index maps onto ours
-            return SessionID.loopIndex(of: id, loops: 1000).map { sessionLoops[$0 % sessionLoops.count] }
-        }
-        return SessionID.loopIndex(of: id, loops: sessionLoops.count).map { sessionLoops[$0] }
-    }
-
-    /// Runs `work` on the owner of session `id` and sends its response from the request's loop.
-    func onOwner(
-        of id: String, _ request: HTTPRequest, _ responder: HTTPResponder,
-        _ work: @escaping @Sendable (SessionLoop) -> HTTPResponse
-    ) {
-        guard let home = home(of: id) else { return responder.send(Application.noSession(id)) }
-        home.loop.runOrExecute {
-            let response = work(home)
-            responder.loop.runOrExecute { responder.send(response) }
-        }
-    }
-
-    static func noSession(_ id: String) -> HTTPResponse {
-        .problem(status: 404, detail: "no session '\(id.prefix(64))'")
-    }
+    func now() -> Double { env.now() }
 }

@@ -1,8 +1,9 @@
 import Synchronization
 
 /// A reference-counted object that other loops may read through an atomic cell without a lock
-/// (a `HazardCell`), and whose owner retires it instead of releasing it.
-class HazardObject: @unchecked Sendable {}
+/// (a `HazardCell`), and whose owner retires it instead of releasing it. It must be `Sendable` (checked:
+/// immutable, or atomic), since every loop may read it.
+protocol HazardObject: AnyObject, Sendable {}
 
 /// Hazard pointers (Michael, 2004) with one slot per event loop: how an object published in an
 /// atomic cell by its owner can be read by any loop without a lock, and freed by the owner only
@@ -15,6 +16,7 @@ class HazardObject: @unchecked Sendable {}
 ///
 /// Threading: `protect(_:slot:)` on loop `slot`'s thread only; `retire`/`reclaim` on the owning
 /// loop's thread with that loop's own `RetiredList`.
+// @unchecked: its slots are atomics behind a raw pointer, each written by one loop only.
 final class HazardDomain: @unchecked Sendable {
     private let slots: UnsafeMutablePointer<Atomic<UInt>>
     let count: Int
@@ -45,7 +47,7 @@ final class HazardDomain: @unchecked Sendable {
             if again == raw {
                 // Still published, and announced before the owner could scan: it cannot be freed
                 // until the slot is cleared, so the retain below is safe.
-                let object = Unmanaged<HazardObject>.fromOpaque(UnsafeRawPointer(bitPattern: raw)!).retain()
+                let object = Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: raw)!).retain()
                 slots[slot].store(0, ordering: .releasing)
                 return unsafeDowncast(object.takeRetainedValue(), to: T.self)
             }
@@ -64,14 +66,14 @@ final class HazardDomain: @unchecked Sendable {
 /// An atomic, owner-written reference to a `HazardObject` (holds one strong reference).
 ///
 /// Threading: `replace` on the owner's loop only; `HazardDomain.protect` from any loop.
-struct HazardCell: ~Copyable, @unchecked Sendable {
+struct HazardCell: ~Copyable, Sendable {
     let raw = Atomic<UInt>(0)
 
     init() {}
 
     /// Publishes `object` (or empties the cell); the previous object goes to `retired`.
-    func replace(with object: HazardObject?, retired: inout RetiredList, domain: HazardDomain) {
-        let new = object.map { UInt(bitPattern: Unmanaged.passRetained($0).toOpaque()) } ?? 0
+    func replace(with object: (any HazardObject)?, retired: inout RetiredList, domain: HazardDomain) {
+        let new = object.map { UInt(bitPattern: Unmanaged<AnyObject>.passRetained($0).toOpaque()) } ?? 0
         let old = raw.exchange(new, ordering: .sequentiallyConsistent)
         if old != 0 { retired.retire(old, domain: domain) }
     }
@@ -84,12 +86,12 @@ struct HazardCell: ~Copyable, @unchecked Sendable {
         let r = raw.load(ordering: .relaxed)
         guard r != 0 else { return nil }
         return unsafeDowncast(
-            Unmanaged<HazardObject>.fromOpaque(UnsafeRawPointer(bitPattern: r)!).takeUnretainedValue(), to: T.self)
+            Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: r)!).takeUnretainedValue(), to: T.self)
     }
 
     deinit {
         let r = raw.load(ordering: .acquiring)
-        if r != 0 { Unmanaged<HazardObject>.fromOpaque(UnsafeRawPointer(bitPattern: r)!).release() }
+        if r != 0 { Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: r)!).release() }
     }
 }
 
@@ -112,7 +114,7 @@ struct RetiredList {
             if domain.isProtected(raw) {
                 kept.append(raw)
             } else {
-                Unmanaged<HazardObject>.fromOpaque(UnsafeRawPointer(bitPattern: raw)!).release()
+                Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: raw)!).release()
             }
         }
         pending = kept

@@ -2,10 +2,10 @@ import JSON
 import ViewModels
 
 extension Session {
-    /// The version of the session envelope (`Application.clusterState(of:)` writes it, `restore` reads it).
+    /// The version of the session envelope (`storedForm` writes it, `restore` reads it).
     static let durableVersion = 1
 
-    /// Restores the view models from a stored session state (`Application.clusterState(of:)`'s bytes:
+    /// Restores the view models from a stored session state (`storedForm`'s bytes:
     /// `{"version": 1, "viewModels": {name: envelope}, …}`; owner loop only): each resumes its work under
     /// way (a loading search issues its request again). A view model the bytes do not name keeps its state
     /// (it was added after they were written); names no view model has are ignored. All or nothing: when
@@ -45,5 +45,49 @@ extension Session {
             }
             restored.append((vm, before))
         }
+    }
+
+    /// The bytes stored as a session's state (`SessionSnapshot.state`, `SessionCommit.state`): each of the
+    /// session's own view models' `durableState` (the shared `status` is app-wide and not included; `seq`
+    /// and `inputSeq` are stored beside the state) plus `outputs`, the view models' snapshot outputs, so
+    /// any node answers `GET /state` without running them:
+    /// `{"version":1,"viewModels":{name: durableState, …},"outputs":{name: snapshot, …}}`. Each view model's parts come from its memo in `memos`
+    /// (made on first use, one per view model, kept by the owner between commits), so a commit encodes
+    /// only the view models that changed since the last one (owner loop).
+    func storedForm(memos: inout [StoredFormMemo]) -> [UInt8] {
+        let vms = viewModels
+        if memos.count != vms.count { memos = vms.map { _ in StoredFormMemo() } }
+        var size = 48
+        for (vm, memo) in zip(vms, memos) {
+            memo.refresh(vm)
+            size += 2 * vm.name.utf8.count + memo.durable.count + memo.snapshot.count + 8
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(size)
+        out.append(contentsOf: #"{"version":"#.utf8)
+        JSONValue.writeInt(Session.durableVersion, into: &out)
+        /// `{name: part, …}` of every view model, `part` already JSON text.
+        func members(_ part: (StoredFormMemo) -> [UInt8]) {
+            out.append(UInt8(ascii: "{"))
+            for (i, (vm, memo)) in zip(vms, memos).enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                JSONValue.writeString(vm.name, into: &out)
+                out.append(UInt8(ascii: ":"))
+                out.append(contentsOf: part(memo))
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(contentsOf: #","viewModels":"#.utf8)
+        members { $0.durable }
+        out.append(contentsOf: #","outputs":"#.utf8)
+        members { $0.snapshot }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
+    /// `storedForm(memos:)` without memos kept (a session's first commit).
+    func storedForm() -> [UInt8] {
+        var memos: [StoredFormMemo] = []
+        return storedForm(memos: &memos)
     }
 }

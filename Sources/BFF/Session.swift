@@ -1,3 +1,4 @@
+import EventHTTP
 import JSON
 import ViewModels
 
@@ -9,14 +10,14 @@ import ViewModels
 /// through their own loop's `execute` (`runOrExecute`).
 ///
 /// Memory: one per session, so what every session has the same (history and rate bounds) is read from
-/// the configuration, cluster mode's two hooks and the idempotency keys live out of line, the id and
+/// the configuration, cluster mode's two callbacks and the idempotency keys live out of line, the id and
 /// the ended flag are kept once (in `handle`), and the first stream needs no array.
 final class Session {
     /// The session's id (kept once, in `handle`).
     var id: String { handle.id }
-    unowned let home: SessionLoop
+    unowned let owner: LoopSessions
     /// This session's own view models, by contract name, in snapshot order (the shared `status`
-    /// view model is added by `SessionLoop`).
+    /// view model is added by `LoopSessions`).
     let viewModels: [ViewModel]
     private(set) var seq = 0
     private(set) var inputSeq = 0
@@ -30,43 +31,43 @@ final class Session {
         set { handle.lastActivity = newValue }
     }
     var bucket: TokenBucket
-    /// What most sessions never use, allocated when first needed: cluster mode's hooks and the
+    /// What most sessions never use, allocated when first needed: cluster mode's callbacks and the
     /// idempotency keys seen.
-    private var hooks: Hooks?
+    private var extras: Extras?
     /// True once the session ended (kept in `handle`, which other loops read).
     var isEnded: Bool { handle.ended.load(ordering: .relaxed) }
 
-    /// The rarely used parts of a session (see `hooks`).
-    private final class Hooks {
+    /// The rarely used parts of a session (see `extras`).
+    private final class Extras {
         var eventSink: ((_ viewModel: String, _ data: [UInt8], _ isSignal: Bool) -> Void)?
         var onEnd: (() -> Void)?
         /// The `Idempotency-Key`s of recent inputs, with the `inputSeq` each got and when.
         var idempotency: [String: (inputSeq: Int, at: Double)] = [:]
     }
 
-    private var madeHooks: Hooks {
-        if let hooks { return hooks }
-        let made = Hooks()
-        hooks = made
+    private var madeExtras: Extras {
+        if let extras { return extras }
+        let made = Extras()
+        extras = made
         return made
     }
 
     /// Cluster mode: takes each event instead of numbering and delivering it here (the store's
     /// commit numbers it and its feed delivers it to streams on every node).
     var eventSink: ((_ viewModel: String, _ data: [UInt8], _ isSignal: Bool) -> Void)? {
-        get { hooks?.eventSink }
-        set { if newValue != nil || hooks != nil { madeHooks.eventSink = newValue } }
+        get { extras?.eventSink }
+        set { if newValue != nil || extras != nil { madeExtras.eventSink = newValue } }
     }
     /// Told once when the session ends (cluster mode releases its lease).
     var onEnd: (() -> Void)? {
-        get { hooks?.onEnd }
-        set { if newValue != nil || hooks != nil { madeHooks.onEnd = newValue } }
+        get { extras?.onEnd }
+        set { if newValue != nil || extras != nil { madeExtras.onEnd = newValue } }
     }
 
-    init(id: String, home: SessionLoop, viewModels: [ViewModel], now: Double) {
-        self.home = home
+    init(id: String, owner: LoopSessions, viewModels: [ViewModel], now: Double) {
+        self.owner = owner
         self.viewModels = viewModels
-        bucket = TokenBucket(burst: home.app.configuration.inputBurst, now: now)
+        bucket = TokenBucket(burst: owner.env.configuration.inputBurst, now: now)
         handle = SessionHandle(id: id, now: now)
         // One closure for all of them (its context is one allocation per session).
         let observe: (String, ViewModelEvent) -> Void = { [unowned self] name, event in
@@ -79,13 +80,13 @@ final class Session {
     var snapshot: JSONValue {
         var vms = JSONObject()
         for vm in viewModels { vms[vm.name] = .object(vm.snapshot) }
-        vms["status"] = .object(home.statusSnapshot)
+        vms["status"] = .object(owner.statusSnapshot)
         return ["seq": .int(seq), "viewModels": .object(vms)]
     }
 
     /// The snapshot as an SSE frame.
     /// Uses the published snapshot when it is current, but does not publish one: an idle session
-    /// with a stream then keeps no encoded copy (about 340 bytes each) until `GET /state` asks.
+    /// with a stream then keeps no encoded copy until `GET /state` asks.
     var snapshotFrame: [UInt8] {
         let current = handle.snapshot.ownerValue(as: EncodedSnapshot.self).flatMap { $0.seq == seq ? $0.json : nil }
         return SSEFrame.event(id: seq, name: "snapshot", data: current ?? snapshot.bytes)
@@ -96,14 +97,14 @@ final class Session {
     func encodedSnapshot() -> EncodedSnapshot {
         if let current = handle.snapshot.ownerValue(as: EncodedSnapshot.self), current.seq == seq { return current }
         let encoded = EncodedSnapshot(seq: seq, json: snapshot.bytes)
-        if !isEnded { handle.snapshot.replace(with: encoded, retired: &home.retired, domain: home.app.hazards) }
+        if !isEnded { handle.snapshot.replace(with: encoded, retired: &owner.retired, domain: owner.env.hazards) }
         return encoded
     }
 
     /// Withdraws the published snapshot (it no longer matches `seq`).
     func snapshotChanged() {
         if !handle.snapshot.isEmpty {
-            handle.snapshot.replace(with: nil, retired: &home.retired, domain: home.app.hazards)
+            handle.snapshot.replace(with: nil, retired: &owner.retired, domain: owner.env.hazards)
         }
     }
 
@@ -121,11 +122,13 @@ final class Session {
         seq += 1
         snapshotChanged()
         let frame = SSEFrame.event(id: seq, name: viewModel, data: data)
-        let c = home.app.configuration
+        let c = owner.env.configuration
         history.append(
             .init(seq: seq, frame: frame, isSignal: isSignal), maxEvents: c.historyEvents, maxBytes: c.historyBytes)
-        home.app.metrics.events.increment()
-        for stream in streams { stream.deliverFromSession(frame, isSignal: isSignal) }
+        owner.env.metrics.events.increment()
+        for stream in streams {
+            stream.run(with: (frame, isSignal)) { stream, e in stream.deliverFromSession(e.0, isSignal: e.1) }
+        }
     }
 
     /// Cluster mode: the counters as the store last committed them (after a restore or a commit).
@@ -151,15 +154,15 @@ final class Session {
     {
         lastActivity = now
         if let key = idempotencyKey {
-            if let seen = hooks?.idempotency[key], now - seen.at < home.app.configuration.idempotencyWindow {
+            if let seen = extras?.idempotency[key], now - seen.at < owner.env.configuration.idempotencyWindow {
                 return .duplicate(inputSeq: seen.inputSeq)
             }
         }
-        let c = home.app.configuration
+        let c = owner.env.configuration
         if let wait = bucket.take(now: now, rate: c.inputRate, burst: c.inputBurst) {
             return .rateLimited(
                 retryAfterSeconds: max(1, Int(wait.rounded(.up))),
-                inputsPerSecond: Int(home.app.configuration.inputRate))
+                inputsPerSecond: Int(owner.env.configuration.inputRate))
         }
         guard let vm = viewModels.first(where: { $0.name == name }) else {
             if name == "status" { return .refused(.unknownInput(viewModel: "status", input: input, known: [])) }
@@ -171,14 +174,14 @@ final class Session {
             return .refused(error)
         }
         inputSeq += 1
-        home.app.metrics.inputs.increment()
+        owner.env.metrics.inputs.increment()
         if let key = idempotencyKey { remember(key: key, inputSeq: inputSeq, now: now) }
         return .accepted(inputSeq: inputSeq)
     }
 
     private func remember(key: String, inputSeq: Int, now: Double) {
-        let window = home.app.configuration.idempotencyWindow
-        let rare = madeHooks
+        let window = owner.env.configuration.idempotencyWindow
+        let rare = madeExtras
         if rare.idempotency.count >= 1024 { rare.idempotency = rare.idempotency.filter { now - $0.value.at < window } }
         if rare.idempotency.count >= 1024, let oldest = rare.idempotency.min(by: { $0.value.at < $1.value.at }) {
             rare.idempotency[oldest.key] = nil
@@ -192,7 +195,7 @@ final class Session {
         handle.ended.store(true, ordering: .releasing)
         snapshotChanged()
         let frame = SSEFrame.event(id: nil, name: "end", json: ["reason": .string(reason)])
-        for stream in streams { stream.endFromSession(frame) }
+        for stream in streams { stream.run(with: frame) { stream, frame in stream.finish(with: frame) } }
         streams = SessionStreams()
         for vm in viewModels {
             vm.onEvent = nil
@@ -204,38 +207,43 @@ final class Session {
     }
 }
 
-/// A session's open streams: almost always none or one, so the first is held inline and only a second
-/// one allocates an array (an array of one stream was 48 bytes per session).
+/// A session's open streams (`SessionStreams`): almost always none or one, so the first is held inline
+/// and only a second one allocates an array (docs/BENCHMARKS.md, memory per session). Each is
+/// a `LoopOwned` reference: the stream lives on its connection's loop, which may not be the session's.
+typealias SessionStreams = InlineFirstList<LoopOwned<SessionStream>>
+
+/// A list whose first element is held inline and the others in an array: no allocation for a list of
+/// none or one, and the order, count and removal of an array.
 ///
-/// Threading: a value inside its session, used on the session's loop.
-struct SessionStreams: Sequence {
-    private var first: SessionStream?
-    private var more: [SessionStream] = []
+/// Threading: a value; used where its owner is (a session's on the session's loop).
+struct InlineFirstList<Element>: Sequence {
+    private var first: Element?
+    private var more: [Element] = []
 
     init() {}
 
     var count: Int { first == nil ? 0 : 1 + more.count }
     var isEmpty: Bool { first == nil }
 
-    mutating func append(_ stream: SessionStream) {
-        if first == nil { first = stream } else { more.append(stream) }
+    mutating func append(_ element: Element) {
+        if first == nil { first = element } else { more.append(element) }
     }
 
-    /// Removes every stream for which `shouldRemove` is true, keeping the others in order.
-    mutating func removeAll(where shouldRemove: (SessionStream) -> Bool) {
-        var kept = SessionStreams()
+    /// Removes every element for which `shouldRemove` is true, keeping the others in order.
+    mutating func removeAll(where shouldRemove: (Element) -> Bool) {
+        var kept = InlineFirstList()
         for s in self where !shouldRemove(s) { kept.append(s) }
         self = kept
     }
 
     func makeIterator() -> Iterator { Iterator(first: first, more: more.makeIterator()) }
 
-    /// The first stream, then the others (no allocation: events are delivered through it).
+    /// The first element, then the others (no allocation: events are delivered through it).
     struct Iterator: IteratorProtocol {
-        fileprivate var first: SessionStream?
-        fileprivate var more: IndexingIterator<[SessionStream]>
+        fileprivate var first: Element?
+        fileprivate var more: IndexingIterator<[Element]>
 
-        mutating func next() -> SessionStream? {
+        mutating func next() -> Element? {
             if let f = first {
                 first = nil
                 return f

@@ -2,7 +2,7 @@ import Synchronization
 
 /// A session's snapshot JSON (`{"seq", "viewModels"}`), encoded once per `seq` by the owner and
 /// served as is by any loop. Immutable.
-final class EncodedSnapshot: HazardObject, @unchecked Sendable {
+final class EncodedSnapshot: HazardObject {
     let seq: Int
     let json: [UInt8]
 
@@ -16,7 +16,7 @@ final class EncodedSnapshot: HazardObject, @unchecked Sendable {
 /// loop keeps the session alive) and the current encoded snapshot, if the owner has one.
 ///
 /// Threading: every member is atomic or immutable; the snapshot cell is written by the owner only.
-final class SessionHandle: HazardObject, @unchecked Sendable {
+final class SessionHandle: HazardObject {
     let id: String
     private let activity: Atomic<UInt64>
     /// Set by the owner when the session ends (a reader holding the handle then answers 404).
@@ -49,10 +49,11 @@ protocol SnapshotSource: Sendable {
 /// The sessions of one loop by id, readable by every loop without a lock: an open-addressing table
 /// of atomic references to `SessionHandle`s, written by the owner only, read under hazard pointers.
 ///
-/// It is a cache in front of `SessionLoop.sessions` (the owner's authoritative dictionary): probing
+/// It is a cache in front of `LoopSessions.sessions` (the owner's authoritative dictionary): probing
 /// is bounded, so a session that found no slot is simply not listed, and its reads take the hop.
 ///
 /// Threading: `insert`/`remove` on the owning loop; `find` on any loop (its own hazard slot).
+// @unchecked: a table of atomics behind a raw pointer (the owner writes, hazard pointers guard reads).
 final class SessionDirectory: @unchecked Sendable {
     private let table: UnsafeMutablePointer<Atomic<UInt>>
     private let capacity: Int
@@ -72,7 +73,7 @@ final class SessionDirectory: @unchecked Sendable {
         for i in 0..<capacity {
             let raw = table[i].load(ordering: .acquiring)
             if raw > SessionDirectory.tombstone {
-                Unmanaged<HazardObject>.fromOpaque(UnsafeRawPointer(bitPattern: raw)!).release()
+                Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: raw)!).release()
             }
         }
         table.deinitialize(count: capacity)
@@ -97,7 +98,7 @@ final class SessionDirectory: @unchecked Sendable {
         var i = start(handle.id)
         for _ in 0..<SessionDirectory.maxProbes {
             if table[i].load(ordering: .relaxed) <= SessionDirectory.tombstone {
-                let raw = UInt(bitPattern: Unmanaged.passRetained(handle as HazardObject).toOpaque())
+                let raw = UInt(bitPattern: Unmanaged<AnyObject>.passRetained(handle).toOpaque())
                 table[i].store(raw, ordering: .releasing)
                 return true
             }
@@ -108,7 +109,7 @@ final class SessionDirectory: @unchecked Sendable {
 
     /// Unlists a session (owner loop); its handle is released once no reader holds it.
     func remove(_ handle: SessionHandle, retired: inout RetiredList, domain: HazardDomain) {
-        let target = UInt(bitPattern: Unmanaged.passUnretained(handle as HazardObject).toOpaque())
+        let target = UInt(bitPattern: Unmanaged<AnyObject>.passUnretained(handle).toOpaque())
         var i = start(handle.id)
         for _ in 0..<SessionDirectory.maxProbes {
             if table[i].load(ordering: .relaxed) == target {
@@ -151,7 +152,7 @@ final class SessionDirectory: @unchecked Sendable {
 
 /// Single-process mode: the snapshot the owner loop last encoded, read through its directory.
 struct LocalSnapshots: SnapshotSource {
-    let loops: [SessionLoop]
+    let loops: [LoopSessions]
     let hazards: HazardDomain
 
     func currentSnapshot(of id: String, reader: Int, now: Double) -> EncodedSnapshot? {

@@ -10,24 +10,36 @@ import JSON
 /// and writes the kept signals and then that snapshot, so the latest state always arrives and
 /// memory per stream stays bounded.
 ///
-/// Threading: `deliverFromSession`/`endFromSession` are called on the session's loop and hop here;
-/// everything else runs on `host.loop`.
+/// Threading: host loop only (not `Sendable`). The session, on its own loop, holds the stream's
+/// `link` (a `LoopOwned` reference that traps when opened off the host loop) and hands it frames,
+/// which hop here.
 ///
-/// Memory: one per open stream; cluster mode's two hooks live out of line, and the small fields are
+/// Memory: one per open stream; cluster mode's two extras live out of line, and the small fields are
 /// declared last so that they pack.
-final class SessionStream: HTTPStreamCloseObserver, @unchecked Sendable {
+final class SessionStream: HTTPStreamCloseObserver {
     enum Mode { case live, behind, catchingUp }
 
     let sessionID: String
-    /// The loop the session lives on.
-    unowned let sessionHome: SessionLoop
+    /// The loop the session lives on, when it lives in this process (set by `LocalSessions` as it attaches
+    /// the stream): told when the stream closes, asked for a fresh snapshot when it fell behind.
+    unowned var sessionOwner: LoopSessions?
     /// The loop the HTTP connection lives on.
-    unowned let host: SessionLoop
-    private var http: HTTPStream?
+    unowned let host: LoopSessions
+    /// The request until the stream starts, then its HTTP stream (one word: an idle stream's size counts).
+    private var connection = Connection.closed
+    private enum Connection {
+        case pending(HTTPResponder)
+        case open(HTTPStream)
+        case closed
+    }
+    private var http: HTTPStream? {
+        get { if case .open(let s) = connection { s } else { nil } }
+        set { connection = newValue.map { .open($0) } ?? .closed }
+    }
     private var pendingSignals: [[UInt8]] = []
     static let maxPendingSignals = 1000
-    /// Cluster mode's hooks, allocated when one is set.
-    private var hooks: Hooks?
+    /// Cluster mode's extras, allocated when one is set.
+    private var extras: Extras?
     /// Keep-alive bookkeeping: how many ticks (`keepAliveTicksPerInterval` to an interval) passed
     /// with nothing written, and whether anything was written since the last keep-alive tick.
     private var quietTicks: Int32 = 0
@@ -41,51 +53,51 @@ final class SessionStream: HTTPStreamCloseObserver, @unchecked Sendable {
     /// below the interval (plus the timer's lateness).
     static let keepAliveTicksPerInterval = 8
 
-    /// The hooks cluster mode sets on a stream (see `snapshotSource`, `onClosed`).
-    private final class Hooks {
+    /// The extras cluster mode sets on a stream (see `snapshotSource`, `onClosed`).
+    private final class Extras {
         var snapshotSource: ((@escaping ([UInt8]) -> Void) -> Void)?
         var onClosed: (() -> Void)?
     }
 
-    private var madeHooks: Hooks {
-        if let hooks { return hooks }
-        let made = Hooks()
-        hooks = made
+    private var madeExtras: Extras {
+        if let extras { return extras }
+        let made = Extras()
+        extras = made
         return made
     }
 
     /// Cluster mode: where a stream that fell behind gets its fresh snapshot frame (the session's state
     /// is in the store, not on a loop here); nil asks the local session. Host loop only.
     var snapshotSource: ((@escaping ([UInt8]) -> Void) -> Void)? {
-        get { hooks?.snapshotSource }
-        set { if newValue != nil || hooks != nil { madeHooks.snapshotSource = newValue } }
+        get { extras?.snapshotSource }
+        set { if newValue != nil || extras != nil { madeExtras.snapshotSource = newValue } }
     }
     /// Cluster mode: told once when the stream is over (host loop).
     var onClosed: (() -> Void)? {
-        get { hooks?.onClosed }
-        set { if newValue != nil || hooks != nil { madeHooks.onClosed = newValue } }
+        get { extras?.onClosed }
+        set { if newValue != nil || extras != nil { madeExtras.onClosed = newValue } }
     }
 
-    init(sessionID: String, sessionHome: SessionLoop, host: SessionLoop) {
+    /// A stream of session `sessionID` for the request `responder` answers, on the responder's loop
+    /// `host` (host loop).
+    init(sessionID: String, host: LoopSessions, responder: HTTPResponder) {
         self.sessionID = sessionID
-        self.sessionHome = sessionHome
         self.host = host
+        connection = .pending(responder)
     }
 
-    // MARK: called on the session's loop
+    /// The reference the session keeps, on its own loop (any thread may hold it; only the host opens it).
+    var link: LoopOwned<SessionStream> { LoopOwned(self, loop: host.loop) }
 
-    func deliverFromSession(_ frame: [UInt8], isSignal: Bool) {
-        host.loop.runOrExecute(with: (self, frame, isSignal)) { $0.0.deliver($0.1, isSignal: $0.2) }
-    }
-
-    func endFromSession(_ frame: [UInt8]) {
-        host.loop.runOrExecute(with: (self, frame)) { $0.0.finish(with: $0.1) }
-    }
+    /// Writes a frame the session emitted (called through `link` from the session's loop).
+    func deliverFromSession(_ frame: [UInt8], isSignal: Bool) { deliver(frame, isSignal: isSignal) }
 
     // MARK: on the host loop
 
     /// Starts the HTTP stream with the preamble and the first frames (snapshot or replay).
-    func start(responder: HTTPResponder, initial: [UInt8]) {
+    func start(initial: [UInt8]) {
+        guard case .pending(let responder) = connection else { return }
+        connection = .closed
         guard
             let stream = responder.startStream(headers: [
                 ("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-cache"),
@@ -106,7 +118,7 @@ final class SessionStream: HTTPStreamCloseObserver, @unchecked Sendable {
         guard let http, !http.isClosed else { return }
         switch mode {
         case .live:
-            if http.queuedBytes < host.app.configuration.streamHighWaterBytes {
+            if http.queuedBytes < host.env.configuration.streamHighWaterBytes {
                 http.write(frame)
                 wroteSinceTick = true
                 return
@@ -119,7 +131,7 @@ final class SessionStream: HTTPStreamCloseObserver, @unchecked Sendable {
                 pendingSignals.append(frame)
                 if pendingSignals.count > SessionStream.maxPendingSignals { return close() }
             } else {
-                host.app.metrics.coalesced.increment()
+                host.env.metrics.coalesced.increment()
             }
         }
     }
@@ -128,16 +140,17 @@ final class SessionStream: HTTPStreamCloseObserver, @unchecked Sendable {
     func checkDrained() -> Bool {
         guard let http, !http.isClosed else { return true }
         guard mode == .behind else { return mode == .live }
-        guard http.queuedBytes <= host.app.configuration.streamHighWaterBytes / 4 else { return false }
+        guard http.queuedBytes <= host.env.configuration.streamHighWaterBytes / 4 else { return false }
         mode = .catchingUp
         if let snapshotSource {
             snapshotSource { [weak self] frame in self?.catchUp(snapshotFrame: frame) }
             return true
         }
-        let (home, id, me) = (sessionHome, sessionID, self)
-        home.loop.execute {
-            guard let frame = home.sessions[id].map({ $0.snapshotFrame }) else { return }
-            me.host.loop.execute { me.catchUp(snapshotFrame: frame) }
+        guard let owner = sessionOwner else { return true }
+        let (id, link) = (sessionID, self.link)
+        owner.loop.execute {
+            guard let frame = owner.sessions[id].map({ $0.snapshotFrame }) else { return }
+            link.run(with: frame) { stream, frame in stream.catchUp(snapshotFrame: frame) }
         }
         return true
     }
@@ -200,7 +213,8 @@ final class SessionStream: HTTPStreamCloseObserver, @unchecked Sendable {
         host.unregister(self)
         onClosed?()
         onClosed = nil
-        let (home, id, me) = (sessionHome, sessionID, self)
-        home.loop.execute { home.streamClosed(me, sessionID: id) }
+        guard let owner = sessionOwner else { return }
+        let (id, link) = (sessionID, self.link)
+        owner.loop.execute { owner.streamClosed(link, sessionID: id) }
     }
 }

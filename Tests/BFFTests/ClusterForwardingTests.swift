@@ -65,7 +65,7 @@ final class ClusterForwardingTests: ClusterTestCase {
         let a = try node("a", logger: logs.logger(level: .warning))
         let b = try node("b")
         let id = try a.createSession()
-        let cluster = try XCTUnwrap(a.app.cluster)
+        let cluster = try XCTUnwrap(a.app.backend as? ClusterNode)
         // What a node of another version, or damage, would put on the session's input channel and on
         // every reply channel of `a`: the old JSON form, and a message whose lengths lie.
         let secret = "do-not-log-me"
@@ -85,7 +85,7 @@ final class ClusterForwardingTests: ClusterTestCase {
         let a = try node("a")
         let b = try node("b")
         let id = try a.createSession()
-        let channel = try XCTUnwrap(a.app.cluster).inputChannel(id)
+        let channel = try XCTUnwrap(a.app.backend as? ClusterNode).inputChannel(id)
         // A second subscriber of the session's input channel that answers every input at once with
         // `moved`, as a node does that has just handed the session over and is still unsubscribing.
         let loop = startedLoop()
@@ -100,9 +100,7 @@ final class ClusterForwardingTests: ClusterTestCase {
             subscriber.start()
             subscriber.subscribe(channel: channel, onSubscribed: { confirm.yield() }) { message in
                 guard let (_, replyTo, correlation) = ForwardedInput.decode(message.payload) else { return }
-                let moved = HTTPResponse.problem(
-                    status: 503, detail: "moved", headers: [("Retry-After", "1")])
-                let bytes = ForwardedReply.encode(correlation: correlation, moved, moved: true)
+                let bytes = ForwardedReply.encode(correlation: correlation, .failed(.moved), moved: true)
                 publisher.send(["PUBLISH", RedisArg(replyTo), RedisArg(bytes: bytes)]) { _ in }
             }
         }

@@ -86,8 +86,11 @@ final class ClusterSpreadTests: ClusterTestCase {
         // Together they would come in one burst per interval: all 30 checks in the same tick, all 30
         // renewals within the few ms the creations took. Spread: 3 checks per 0.1 s slice (a late tick
         // may meet the next); renewals at random phases over half an interval, those of one 0.1 s
-        // slice in one call (~6 of the 30 per slice on average).
+        // slice in one call (~6 of the 30 per slice on average; a random phase puts up to ~12 in one slice,
+        // and on a loaded host a late slice meets the next in one 50 ms window: 16–20 were seen). Not
+        // spread, a whole round (all 30) lands in one window, which the bound below still refuses.
         XCTAssertLessThanOrEqual(densest(checks.map(\.time), window: 0.02), count / 3, "checks: \(checks.count)")
-        XCTAssertLessThanOrEqual(densest(renewals.map(\.time), window: 0.05), count / 2, "renewals: \(renewals.count)")
+        XCTAssertLessThanOrEqual(
+            densest(renewals.map(\.time), window: 0.05), count * 5 / 6, "renewals: \(renewals.count)")
     }
 }

@@ -30,7 +30,7 @@ final class ClusterStoredStateTests: XCTestCase {
         /// (assembled, reference, encodings per view model) on the session's loop.
         func commitNow() throws -> ([UInt8], [UInt8], [Int]) {
             try t.onOwner(of: id) { s in
-                (t.app.clusterState(of: s, memos: &kept.memos), Self.reference(s), kept.memos.map(\.encodings))
+                (s.storedForm(memos: &kept.memos), Self.reference(s), kept.memos.map(\.encodings))
             }
         }
         var (bytes, reference, first) = try commitNow()

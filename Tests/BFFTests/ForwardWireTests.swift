@@ -38,32 +38,37 @@ final class ForwardWireTests: XCTestCase {
         XCTAssertEqual(correlation, -7)
     }
 
-    func testAReplyReadsBackWithItsHeadersBodyAndMark() throws {
-        let response = HTTPResponse(
-            status: 202, headers: [("Content-Type", "application/json"), ("Retry-After", "3"), ("X-Empty", "")],
-            body: Array("{\"inputSeq\":12}".utf8))
-        for moved in [false, true] {
-            let (correlation, decoded, isMoved) = try XCTUnwrap(
-                ForwardedReply.decode(ForwardedReply.encode(correlation: 99, response, moved: moved)))
-            XCTAssertEqual(correlation, 99)
-            XCTAssertEqual(decoded.status, 202)
-            XCTAssertEqual(
-                decoded.headers.map { "\($0.0)=\($0.1)" },
-                ["Content-Type=application/json", "Retry-After=3", "X-Empty="])
-            XCTAssertEqual(decoded.body, response.body)
-            XCTAssertEqual(isMoved, moved)
+    func testEveryRunnerAnswerReadsBackWithItsMark() throws {
+        let answers: [RunnerAnswer] = [
+            .input(.accepted(inputSeq: 12)), .input(.duplicate(inputSeq: 3)),
+            .input(.rateLimited(retryAfterSeconds: 2, inputsPerSecond: 50)),
+            .input(.unknownViewModel(name: "nope:1", known: ["search", "greeting", "status"])),
+            .input(.unknownViewModel(name: "", known: [])),
+            .input(.refused(.unknownInput(viewModel: "search", input: "x\n", known: ["query", "sort"]))),
+            .input(.refused(.invalidValue(viewModel: "search", input: "sort", detail: "expected one of: \"a\", b"))),
+            .deleted, .failed(.notFound), .failed(.sessionLimit(20_000)),
+            .failed(.tooManyStreams(limit: 4, clusterWide: true)),
+            .failed(.tooManyStreams(limit: 4, clusterWide: false)),
+            .failed(.storeUnavailable), .failed(.moved), .failed(.heldElsewhere(seconds: 9)),
+            .failed(.runnerDidNotAnswer), .failed(.unreadableState), .failed(.tooLarge(1 << 20)),
+        ]
+        for answer in answers {
+            for moved in [false, true] {
+                let bytes = ForwardedReply.encode(correlation: 99, answer, moved: moved)
+                XCTAssertEqual(Array(bytes.prefix(4)), Array("fr2\n".utf8))
+                let (correlation, decoded, isMoved) = try XCTUnwrap(ForwardedReply.decode(bytes), "\(answer)")
+                XCTAssertEqual(correlation, 99)
+                XCTAssertEqual(decoded, answer)
+                XCTAssertEqual(isMoved, moved)
+            }
         }
-        let empty = try XCTUnwrap(
-            ForwardedReply.decode(ForwardedReply.encode(correlation: 1, HTTPResponse(status: 204))))
-        XCTAssertEqual(empty.response.status, 204)
-        XCTAssertTrue(empty.response.headers.isEmpty)
-        XCTAssertTrue(empty.response.body.isEmpty)
     }
 
     func testMalformedOrForeignMessagesReadAsNil() {
         let input = ForwardedInput(sessionID: "s", viewModel: "m", input: "i", value: .string("v"), idempotencyKey: "k")
             .encode(replyTo: "r", correlation: 5)
-        let reply = ForwardedReply.encode(correlation: 5, HTTPResponse(status: 202, body: Array("{}".utf8)))
+        let reply = ForwardedReply.encode(
+            correlation: 5, .input(.refused(.unknownInput(viewModel: "m", input: "i", known: ["a"]))))
         // Every truncation, one extra byte, and the other message's tag.
         for n in 0..<input.count { XCTAssertNil(ForwardedInput.decode(Array(input.prefix(n))), "prefix \(n)") }
         for n in 0..<reply.count { XCTAssertNil(ForwardedReply.decode(Array(reply.prefix(n))), "prefix \(n)") }
@@ -77,10 +82,12 @@ final class ForwardWireTests: XCTestCase {
         XCTAssertNil(ForwardedInput.decode(Array("fi1\n0:1:s1:m1:i0:1:r1:59999999999:\"v\"".utf8)))
         XCTAssertNil(ForwardedInput.decode(Array("fi1\n0:1:s1:m1:i0:1:r1:5x:\"v\"".utf8)))
         XCTAssertNil(ForwardedInput.decode(Array("fi1\n0:1:s1:m1:i0:1:r1:51:{".utf8)))
-        XCTAssertNil(ForwardedReply.decode(Array("fr1\n0:1:53:2021:1:X".utf8)))  // a header with no value
-        XCTAssertNil(ForwardedReply.decode(Array("fr1\n0:1:53:2023:999".utf8)))  // 999 headers announced
-        XCTAssertNil(ForwardedReply.decode(Array("fr1\n0:0:3:2021:1".utf8)))  // an empty correlation number
+        XCTAssertNil(ForwardedReply.decode(Array("fr1\n0:1:53:2021:1:X".utf8)))  // the HTTP form of earlier builds
+        XCTAssertNil(ForwardedReply.decode(Array("fr2\n0:1:51:q".utf8)))  // an unknown kind
+        XCTAssertNil(ForwardedReply.decode(Array("fr2\n0:1:51:f7:unknown1:0".utf8)))  // an unknown failure
+        XCTAssertNil(ForwardedReply.decode(Array("fr2\n0:1:51:v1:n3:999".utf8)))  // 999 names announced
+        XCTAssertNil(ForwardedReply.decode(Array("fr2\n0:0:1:a1:1".utf8)))  // an empty correlation number
         // The well-formed spelling of the same reply reads.
-        XCTAssertNotNil(ForwardedReply.decode(Array("fr1\n0:1:53:2021:00:".utf8)))
+        XCTAssertNotNil(ForwardedReply.decode(Array("fr2\n0:1:51:a1:1".utf8)))
     }
 }

@@ -25,7 +25,7 @@ final class SessionDurableStateTests: XCTestCase {
         _ = try t.post(a, "greeting", "name", #"{"value":"ann"}"#)
         _ = try t.post(a, "greeting", "greet")
         _ = try t.post(a, "search", "query", #"{"value":"swift"}"#)
-        let bytes = try t.onOwner(of: a) { t.app.clusterState(of: $0) }
+        let bytes = try t.onOwner(of: a) { $0.storedForm() }
         let stored = try JSONValue.parse(bytes)
         XCTAssertEqual(stored["version"], 1)
         XCTAssertEqual(stored["viewModels"]?.objectValue?.keys, ["search", "greeting"], "status is app-wide")
@@ -35,7 +35,7 @@ final class SessionDurableStateTests: XCTestCase {
         XCTAssertNil(try restore(t, b, bytes))
         XCTAssertNotEqual(try t.state(b)["viewModels"], fresh["viewModels"])
         XCTAssertEqual(try t.state(b)["viewModels"], try t.state(a)["viewModels"])
-        XCTAssertEqual(try JSONValue.parse(try t.onOwner(of: b) { t.app.clusterState(of: $0) }), stored)
+        XCTAssertEqual(try JSONValue.parse(try t.onOwner(of: b) { $0.storedForm() }), stored)
         XCTAssertEqual(try t.state(b)["seq"], 0, "a restore emits no event")
     }
 
@@ -43,7 +43,7 @@ final class SessionDurableStateTests: XCTestCase {
         let t = try LiveApp()
         let a = try t.createSession()
         _ = try t.post(a, "search", "query", #"{"value":"swift"}"#)
-        var good = try JSONValue.parse(try t.onOwner(of: a) { t.app.clusterState(of: $0) }).objectValue!
+        var good = try JSONValue.parse(try t.onOwner(of: a) { $0.storedForm() }).objectValue!
         let b = try t.createSession()
         _ = try t.post(b, "greeting", "name", #"{"value":"bob"}"#)
         let before = try t.state(b)

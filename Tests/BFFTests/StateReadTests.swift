@@ -40,14 +40,14 @@ final class StateReadTests: XCTestCase {
         let id = try t.createSession()
         _ = try t.state(id)
         let handle = try XCTUnwrap(
-            t.app.snapshots.loops[0].directory.find(id, slot: 0, domain: t.app.hazards))
-        let first = try XCTUnwrap(t.app.hazards.protect(handle.snapshot, slot: 0, as: EncodedSnapshot.self))
+            t.app.loopSessions[0].directory.find(id, slot: 0, domain: t.app.env.hazards))
+        let first = try XCTUnwrap(t.app.env.hazards.protect(handle.snapshot, slot: 0, as: EncodedSnapshot.self))
         _ = try t.state(id)
-        let second = try XCTUnwrap(t.app.hazards.protect(handle.snapshot, slot: 0, as: EncodedSnapshot.self))
+        let second = try XCTUnwrap(t.app.env.hazards.protect(handle.snapshot, slot: 0, as: EncodedSnapshot.self))
         XCTAssertTrue(first === second, "an unchanged snapshot was encoded again")
         XCTAssertEqual(try t.post(id, "greeting", "name", #"{"value":"x"}"#).status, 202)
         XCTAssertEqual(try t.state(id)["seq"]?.intValue, 1)
-        let third = try XCTUnwrap(t.app.hazards.protect(handle.snapshot, slot: 0, as: EncodedSnapshot.self))
+        let third = try XCTUnwrap(t.app.env.hazards.protect(handle.snapshot, slot: 0, as: EncodedSnapshot.self))
         XCTAssertEqual(third.seq, 1)
     }
 

@@ -87,11 +87,13 @@ final class LiveApp: @unchecked Sendable {
     /// `body` (and whatever it captures, this `LiveApp` included) is released on the calling thread,
     /// never by the loop: the job holds only the `OwnerCall`, which lets go of `body` here.
     func onOwner<T: Sendable>(of id: String, _ body: @escaping @Sendable (Session) -> T) throws -> T {
-        let home = try XCTUnwrap(app.home(of: id), "no owner for \(id)")
+        let owner = try XCTUnwrap(
+            SessionID.loopIndex(of: id, loops: app.loopSessions.count).map { app.loopSessions[$0] },
+            "no owner for \(id)")
         let call = OwnerCall(body)
-        home.loop.execute { call.run(on: home, id) }
+        owner.loop.execute { call.run(on: owner, id) }
         // On a time-out `call` (and `body`) stay with the loop's job; the test fails with the error.
-        guard call.done.wait(timeout: .now() + 5) == .success else { throw LoopDidNotAnswer(loop: home.loop.index) }
+        guard call.done.wait(timeout: .now() + 5) == .success else { throw LoopDidNotAnswer(loop: owner.loop.index) }
         return try call.takeResult()
     }
 
@@ -139,8 +141,8 @@ private final class OwnerCall<T>: @unchecked Sendable {
     init(_ body: @escaping @Sendable (Session) -> T) { self.body = body }
 
     /// On the owner loop.
-    func run(on home: SessionLoop, _ id: String) {
-        if let session = home.sessions[id] { result = body?(session) }
+    func run(on owner: LoopSessions, _ id: String) {
+        if let session = owner.sessions[id] { result = body?(session) }
         done.signal()
     }
 

@@ -42,52 +42,173 @@ struct ForwardedInput {
     }
 }
 
-/// An answer on its way back: the correlation number and the HTTP response to send.
+/// What the runner of a session answered to a forwarded input or delete, in the session layer's terms
+/// (the sender maps it to HTTP like any local answer).
+enum RunnerAnswer: Equatable, Sendable {
+    case input(InputOutcome)
+    case deleted
+    case failed(SessionFailure)
+
+    /// As the answer to an input (a `deleted` answer cannot come for one: read as `notFound`).
+    var inputResult: InputResult {
+        switch self {
+        case .input(let outcome): .success(outcome)
+        case .failed(let failure): .failure(failure)
+        case .deleted: .failure(.notFound)
+        }
+    }
+
+    /// As the answer to a delete (an input's outcome cannot come for one: read as `moved`).
+    var deleteResult: Result<Void, SessionFailure> {
+        switch self {
+        case .deleted: .success(())
+        case .failed(let failure): .failure(failure)
+        case .input: .failure(.moved)
+        }
+    }
+}
+
+/// An answer on its way back: the correlation number and the runner's answer.
 /// `moved` marks the answer of a node that does not run the session (any more): the input was not
 /// applied there, and another receiver of the same `PUBLISH` may be applying it (a node that just took
 /// the session over while the one it took it from was still unsubscribing).
-/// Wire form: `ForwardWire` (`fr1`), fields flags (`m` moved), correlation, status, header count, each
-/// header's name and value, body.
+/// Wire form: `ForwardWire` (`fr2`), fields flags (`m` moved), correlation, then the answer: a kind
+/// (`a` accepted, `d` duplicate: inputSeq; `r` rate-limited: seconds, rate; `v` unknown view model: name,
+/// count, names; `u` unknown input: view model, input, count, names; `i` invalid value: view model,
+/// input, detail; `x` deleted; `f` failed: the failure's name and number).
 enum ForwardedReply {
-    static func encode(correlation: Int, _ r: HTTPResponse, moved: Bool = false) -> [UInt8] {
-        var w = ForwardWire.Writer(tag: ForwardWire.replyTag, capacity: 64 + r.body.count + 48 * r.headers.count)
+    static func encode(correlation: Int, _ answer: RunnerAnswer, moved: Bool = false) -> [UInt8] {
+        var w = ForwardWire.Writer(tag: ForwardWire.replyTag, capacity: 64)
         w.field(moved ? "m" : "")
         w.field(correlation)
-        w.field(r.status)
-        w.field(r.headers.count)
-        for (name, value) in r.headers {
-            w.field(name)
-            w.field(value)
+        func list(_ names: [String]) {
+            w.field(names.count)
+            for n in names { w.field(n) }
         }
-        w.field(r.body)
+        switch answer {
+        case .input(.accepted(let n)):
+            w.field("a")
+            w.field(n)
+        case .input(.duplicate(let n)):
+            w.field("d")
+            w.field(n)
+        case .input(.rateLimited(let seconds, let rate)):
+            w.field("r")
+            w.field(seconds)
+            w.field(rate)
+        case .input(.unknownViewModel(let name, let known)):
+            w.field("v")
+            w.field(name)
+            list(known)
+        case .input(.refused(.unknownInput(let vm, let input, let known))):
+            w.field("u")
+            w.field(vm)
+            w.field(input)
+            list(known)
+        case .input(.refused(.invalidValue(let vm, let input, let detail))):
+            w.field("i")
+            w.field(vm)
+            w.field(input)
+            w.field(detail)
+        case .deleted:
+            w.field("x")
+        case .failed(let f):
+            w.field("f")
+            let (name, n) = f.wire
+            w.field(name)
+            w.field(n)
+        }
         return w.bytes
     }
 
-    static func decode(_ bytes: [UInt8]) -> (correlation: Int, response: HTTPResponse, moved: Bool)? {
+    static func decode(_ bytes: [UInt8]) -> (correlation: Int, answer: RunnerAnswer, moved: Bool)? {
         var r = ForwardWire.Reader(bytes, tag: ForwardWire.replyTag)
-        guard let flags = r.field(), let c = r.int(), let status = r.int(), let count = r.int(),
-            (0...64).contains(count)
-        else { return nil }
-        var headers: [(String, String)] = []
-        headers.reserveCapacity(count)
-        for _ in 0..<count {
-            guard let name = r.string(), let value = r.string() else { return nil }
-            headers.append((name, value))
+        guard let flags = r.field(), let c = r.int(), let kind = r.string() else { return nil }
+        func list() -> [String]? {
+            guard let count = r.int(), (0...256).contains(count) else { return nil }
+            var names: [String] = []
+            for _ in 0..<count {
+                guard let n = r.string() else { return nil }
+                names.append(n)
+            }
+            return names
         }
-        guard let body = r.field(), r.atEnd else { return nil }
-        return (c, HTTPResponse(status: status, headers: headers, body: Array(body)), flags.contains(UInt8(ascii: "m")))
+        let answer: RunnerAnswer
+        switch kind {
+        case "a":
+            guard let n = r.int() else { return nil }
+            answer = .input(.accepted(inputSeq: n))
+        case "d":
+            guard let n = r.int() else { return nil }
+            answer = .input(.duplicate(inputSeq: n))
+        case "r":
+            guard let s = r.int(), let rate = r.int() else { return nil }
+            answer = .input(.rateLimited(retryAfterSeconds: s, inputsPerSecond: rate))
+        case "v":
+            guard let name = r.string(), let known = list() else { return nil }
+            answer = .input(.unknownViewModel(name: name, known: known))
+        case "u":
+            guard let vm = r.string(), let input = r.string(), let known = list() else { return nil }
+            answer = .input(.refused(.unknownInput(viewModel: vm, input: input, known: known)))
+        case "i":
+            guard let vm = r.string(), let input = r.string(), let detail = r.string() else { return nil }
+            answer = .input(.refused(.invalidValue(viewModel: vm, input: input, detail: detail)))
+        case "x": answer = .deleted
+        case "f":
+            guard let name = r.string(), let n = r.int(), let f = SessionFailure(wire: name, n) else { return nil }
+            answer = .failed(f)
+        default: return nil
+        }
+        guard r.atEnd else { return nil }
+        return (c, answer, flags.contains(UInt8(ascii: "m")))
+    }
+}
+
+extension SessionFailure {
+    /// The failure's name and number in a forwarded reply.
+    fileprivate var wire: (String, Int) {
+        switch self {
+        case .notFound: ("notFound", 0)
+        case .sessionLimit(let n): ("sessionLimit", n)
+        case .tooManyStreams(let limit, let clusterWide):
+            (clusterWide ? "tooManyStreamsCluster" : "tooManyStreams", limit)
+        case .storeUnavailable: ("storeUnavailable", 0)
+        case .moved: ("moved", 0)
+        case .heldElsewhere(let seconds): ("heldElsewhere", seconds)
+        case .runnerDidNotAnswer: ("runnerDidNotAnswer", 0)
+        case .unreadableState: ("unreadableState", 0)
+        case .tooLarge(let n): ("tooLarge", n)
+        }
+    }
+
+    /// The failure a forwarded reply names; nil for a name this build does not know.
+    fileprivate init?(wire name: String, _ n: Int) {
+        switch name {
+        case "notFound": self = .notFound
+        case "sessionLimit": self = .sessionLimit(n)
+        case "tooManyStreams": self = .tooManyStreams(limit: n, clusterWide: false)
+        case "tooManyStreamsCluster": self = .tooManyStreams(limit: n, clusterWide: true)
+        case "storeUnavailable": self = .storeUnavailable
+        case "moved": self = .moved
+        case "heldElsewhere": self = .heldElsewhere(seconds: n)
+        case "runnerDidNotAnswer": self = .runnerDidNotAnswer
+        case "unreadableState": self = .unreadableState
+        case "tooLarge": self = .tooLarge(n)
+        default: return nil
+        }
     }
 }
 
 /// The wire form of the forwarding messages (`ForwardedInput`, `ForwardedReply`): a tag naming the
-/// message and its version (`fi1\n`, `fr1\n`), then fields, each `<decimal length>:<bytes>`. Written
-/// and read in one pass with no intermediate tree: JSON here cost ~70,000 instructions per forwarded
+/// message and its version (`fi1\n`, `fr2\n`: the reply carries the runner's answer, no longer an HTTP
+/// response), then fields, each `<decimal length>:<bytes>`. Written
+/// and read in one pass with no intermediate tree: JSON here cost far more per forwarded
 /// input across the two nodes (docs/BENCHMARKS.md). A message with another tag (a node of another
-/// version) or a malformed one decodes to nil and is dropped (`Application.dropUnreadable`: a warning
+/// version) or a malformed one decodes to nil and is dropped (`ClusterNode.dropUnreadable`: a warning
 /// in the log); its sender answers `503` after its forwarding time-out.
 enum ForwardWire {
     static let inputTag: [UInt8] = Array("fi1\n".utf8)
-    static let replyTag: [UInt8] = Array("fr1\n".utf8)
+    static let replyTag: [UInt8] = Array("fr2\n".utf8)
     /// The longest length prefix a reader accepts (a field is at most a Redis message: 512 MB < 10⁹).
     static let maxLengthDigits = 9
 
@@ -179,126 +300,120 @@ enum ForwardWire {
 
 /// A forwarded input waiting for the owner's answer (sender loop only).
 struct PendingForward {
-    var reply: (HTTPResponse) -> Void
+    var reply: (RunnerAnswer) -> Void
     var timer: LoopTimer
     var sessionID: String
     /// How many subscribers the `PUBLISH` reached (nil until its reply is in).
     var receivers: Int?
     /// `moved` answers so far, and the last one: used only once every receiver has answered `moved`.
     var movedAnswers = 0
-    var moved: HTTPResponse?
+    var moved: RunnerAnswer?
 
     /// The answer to give once every receiver of the `PUBLISH` has answered `moved` (nil until then).
-    var allMoved: HTTPResponse? {
+    var allMoved: RunnerAnswer? {
         guard let moved, let receivers, movedAnswers >= receivers else { return nil }
         return moved
     }
 }
 
-extension Application {
+extension ClusterNode {
     /// Sends `input` to the session's owner through Redis and answers with the owner's answer, or `503`
-    /// (nobody runs it right now, or no answer in time) (loop `home`). When the `PUBLISH` reaches nobody
+    /// (nobody runs it right now, or no answer in time) (loop `owner`). When the `PUBLISH` reaches nobody
     /// (the input went nowhere) and `onNobody` is given, `onNobody` runs instead of the `503`.
     func forward(
-        _ input: ForwardedInput, cluster: ClusterNode, home: SessionLoop, remainingMilliseconds ms: Int,
-        reply: @escaping (HTTPResponse) -> Void, onNobody: (() -> Void)? = nil
+        _ input: ForwardedInput, owner: LoopSessions, remainingMilliseconds ms: Int, onNobody: (() -> Void)? = nil,
+        reply: @escaping (RunnerAnswer) -> Void
     ) {
-        let index = home.loop.index
-        let state = cluster.perLoop[index]
+        let index = owner.loop.index
+        let state = perLoop[index]
         state.value.nextForward += 1
         let correlation = state.value.nextForward
-        let timer = home.loop.schedule(after: cluster.forwardTimeout) {
+        let timer = owner.loop.schedule(after: forwardTimeout) {
             guard let pending = state.value.forwards.removeValue(forKey: correlation) else { return }
-            pending.reply(
-                .problem(
-                    status: 503,
-                    detail: "the node running session '\(input.sessionID)' did not answer in time; the input may have "
-                        + "been applied: retry with the same Idempotency-Key", headers: [("Retry-After", "1")]))
+            pending.reply(.failed(.runnerDidNotAnswer))
         }
         state.value.forwards[correlation] = PendingForward(reply: reply, timer: timer, sessionID: input.sessionID)
-        let payload = input.encode(replyTo: cluster.replyChannels[index], correlation: correlation)
-        cluster.stores[index].connection.send([
-            "PUBLISH", RedisArg(cluster.inputChannel(input.sessionID)), RedisArg(bytes: payload),
+        let payload = input.encode(replyTo: replyChannels[index], correlation: correlation)
+        stores[index].connection.send([
+            "PUBLISH", RedisArg(inputChannel(input.sessionID)), RedisArg(bytes: payload),
         ]) { result in
             if case .success(let v) = result, let n = v.int, n > 0 {
-                cluster.metrics.crossNodeInputs.increment()
+                self.metrics.crossNodeInputs.increment()
                 // The owner got it: its answer (or the timer) completes the request.
                 guard var pending = state.value.forwards[correlation] else { return }
                 pending.receivers = Int(n)
                 state.value.forwards[correlation] = pending
-                if let moved = pending.allMoved {
-                    Application.complete(correlation, with: moved, cluster: cluster, loop: index)
-                }
+                if let moved = pending.allMoved { self.complete(correlation, with: moved, loop: index) }
                 return
             }
             guard let pending = state.value.forwards.removeValue(forKey: correlation) else { return }
             pending.timer.cancel()
             if case .success = result, let onNobody { return onNobody() }
             if case .failure = result {
-                cluster.metrics.redisErrors.increment()
-                return pending.reply(
-                    .problem(
-                        status: 503, detail: "the cluster's Redis is unavailable; retry",
-                        headers: [("Retry-After", "1")]))
+                self.metrics.redisErrors.increment()
+                return pending.reply(.failed(.storeUnavailable))
             }
-            let seconds = max(1, (ms + 999) / 1000)
-            pending.reply(
-                .problem(
-                    status: 503,
-                    detail: "the node running session '\(input.sessionID)' is not reachable; another node takes it "
-                        + "over when its lease ends (in \(seconds) s at most)",
-                    headers: [("Retry-After", String(seconds))]))
+            pending.reply(.failed(.heldElsewhere(seconds: max(1, (ms + 999) / 1000))))
         }
     }
 
-    /// The owner's side: a forwarded input arrived on the session's input channel (owner loop `home`).
-    func receiveForwarded(_ payload: [UInt8], cluster: ClusterNode, home: SessionLoop) {
+    /// The owner's side: a forwarded input arrived on the session's input channel (owner loop `owner`).
+    func receiveForwarded(_ payload: [UInt8], owner: LoopSessions) {
         guard let (input, replyTo, correlation) = ForwardedInput.decode(payload) else {
-            return dropUnreadable(payload, cluster: cluster, loop: home.loop.index)
+            return dropUnreadable(payload, loop: owner.loop.index)
         }
-        let store = cluster.stores[home.loop.index]
-        let publish: (HTTPResponse, Bool) -> Void = { response, moved in
-            let bytes = ForwardedReply.encode(correlation: correlation, response, moved: moved)
+        let store = stores[owner.loop.index]
+        let publish: (RunnerAnswer, Bool) -> Void = { answer, moved in
+            let bytes = ForwardedReply.encode(correlation: correlation, answer, moved: moved)
             store.connection.send(["PUBLISH", RedisArg(replyTo), RedisArg(bytes: bytes)]) { _ in }
         }
-        let reply: (HTTPResponse) -> Void = { publish($0, false) }
-        guard let owned = cluster.perLoop[home.loop.index].value.owned[input.sessionID] else {
-            return publish(
-                Application.response(to: .unavailable("moved"), cluster: cluster, sessionID: input.sessionID), true)
+        guard let owned = perLoop[owner.loop.index].value.owned[input.sessionID] else {
+            return publish(.failed(.moved), true)
         }
-        if input.isDelete { return deleteOwned(owned, cluster: cluster, reply: reply) }
-        applyInput(
-            owned, cluster: cluster, viewModel: input.viewModel, input: input.input, value: input.value,
-            key: input.idempotencyKey, reply: reply)
+        if input.isDelete {
+            return deleteOwned(owned) { result in
+                switch result {
+                case .success: publish(.deleted, false)
+                case .failure(let f): publish(.failed(f), false)
+                }
+            }
+        }
+        let sessionInput = SessionInput(
+            sessionID: input.sessionID, viewModel: input.viewModel, input: input.input, value: input.value,
+            idempotencyKey: input.idempotencyKey)
+        applyInput(owned, sessionInput) { result in
+            switch result {
+            case .success(let outcome): publish(.input(outcome), false)
+            case .failure(let f): publish(.failed(f), false)
+            }
+        }
     }
 
     /// The sender's side: an owner answered a forwarded input (loop `index`). A `moved` answer completes
     /// the request only once every receiver of the `PUBLISH` has answered `moved` (another receiver may
     /// be the session's new owner, applying the input); the session's remembered holder is forgotten.
-    func receiveForwardReply(_ payload: [UInt8], cluster: ClusterNode, loop index: Int) {
-        let state = cluster.perLoop[index]
-        guard let (correlation, response, moved) = ForwardedReply.decode(payload) else {
-            return dropUnreadable(payload, cluster: cluster, loop: index)
+    func receiveForwardReply(_ payload: [UInt8], loop index: Int) {
+        let state = perLoop[index]
+        guard let (correlation, answer, moved) = ForwardedReply.decode(payload) else {
+            return dropUnreadable(payload, loop: index)
         }
         guard var pending = state.value.forwards[correlation] else { return }
-        guard moved else { return Application.complete(correlation, with: response, cluster: cluster, loop: index) }
+        guard moved else { return complete(correlation, with: answer, loop: index) }
         state.value.heldElsewhere[pending.sessionID] = nil
         pending.movedAnswers += 1
-        pending.moved = response
+        pending.moved = answer
         state.value.forwards[correlation] = pending
-        if let moved = pending.allMoved {
-            Application.complete(correlation, with: moved, cluster: cluster, loop: index)
-        }
+        if let moved = pending.allMoved { complete(correlation, with: moved, loop: index) }
     }
 
     /// A forwarding message this node cannot read (a node of another version during a rolling deploy, or
     /// damage) is dropped: its sender answers `503` after its time-out. Said in the log at most every
     /// 10 s per loop, with the number dropped since, and never with the message's content (it may hold a
     /// user's input).
-    func dropUnreadable(_ payload: [UInt8], cluster: ClusterNode, loop index: Int) {
-        let state = cluster.perLoop[index]
+    func dropUnreadable(_ payload: [UInt8], loop index: Int) {
+        let state = perLoop[index]
         state.value.unreadable += 1
-        let t = now()
+        let t = env.now()
         if let last = state.value.unreadableLoggedAt, t - last < 10 { return }
         logger.warning(
             "cluster: unreadable forwarding message dropped (a node of another version?)",
@@ -311,10 +426,10 @@ extension Application {
     }
 
     /// Answers the forwarded input `correlation` of loop `index` with `response` (once).
-    static func complete(_ correlation: Int, with response: HTTPResponse, cluster: ClusterNode, loop index: Int) {
-        guard let pending = cluster.perLoop[index].value.forwards.removeValue(forKey: correlation) else { return }
+    func complete(_ correlation: Int, with answer: RunnerAnswer, loop index: Int) {
+        guard let pending = perLoop[index].value.forwards.removeValue(forKey: correlation) else { return }
         pending.timer.cancel()
-        pending.reply(response)
+        pending.reply(answer)
     }
 
     /// Forwards `input` without asking Redis who holds the lease when this loop saw another node's live
@@ -324,31 +439,31 @@ extension Application {
     /// may take the session over). Nothing is lost or applied twice by skipping `acquire`: whoever
     /// receives the input is subscribed because it runs the session (its commits are fenced), a
     /// `PUBLISH` that reached nobody delivered the input nowhere, and a node that no longer runs the
-    /// session answers `moved` (loop `home`).
+    /// session answers `moved` (loop `owner`).
     func forwardToKnownHolder(
-        _ input: ForwardedInput, cluster: ClusterNode, home: SessionLoop, reply: @escaping (HTTPResponse) -> Void,
+        _ input: ForwardedInput, owner: LoopSessions, reply: @escaping (RunnerAnswer) -> Void,
         otherwise: @escaping () -> Void
     ) {
-        let state = cluster.perLoop[home.loop.index]
+        let state = perLoop[owner.loop.index]
         let id = input.sessionID
         guard state.value.owned[id] == nil, let until = state.value.heldElsewhere[id] else { return otherwise() }
-        let left = until - now()
+        let left = until - env.now()
         guard left > 0 else {
             state.value.heldElsewhere[id] = nil
             return otherwise()
         }
         forward(
-            input, cluster: cluster, home: home, remainingMilliseconds: Int(left * 1000), reply: reply,
+            input, owner: owner, remainingMilliseconds: Int(left * 1000),
             onNobody: {
                 state.value.heldElsewhere[id] = nil
                 otherwise()
-            })
+            }, reply: reply)
     }
 
-    /// Remembers that another node holds session `id`'s lease for `ms` more milliseconds (loop `home`).
-    func rememberHolder(_ id: String, remainingMilliseconds ms: Int, cluster: ClusterNode, home: SessionLoop) {
-        let state = cluster.perLoop[home.loop.index]
-        let t = now()
+    /// Remembers that another node holds session `id`'s lease for `ms` more milliseconds (loop `owner`).
+    func rememberHolder(_ id: String, remainingMilliseconds ms: Int, owner: LoopSessions) {
+        let state = perLoop[owner.loop.index]
+        let t = env.now()
         if state.value.heldElsewhere.count >= 4096 {
             state.value.heldElsewhere = state.value.heldElsewhere.filter { $0.value > t }
         }
@@ -363,50 +478,48 @@ extension Application {
     /// holder. One whose lease nobody holds (its owner died, `kill -9`) is then acquired and taken over
     /// even if no request comes (a search it was loading completes, the streams see it): one more round
     /// trip, only then.
-    func startOrphanChecks(_ cluster: ClusterNode) {
-        for (index, state) in cluster.perLoop.enumerated() {
+    func startOrphanChecks() {
+        for (index, state) in perLoop.enumerated() {
             let loop = state.loop
-            loop.execute { [unowned self] in
-                let slices = cluster.streamedCheckSlices
-                state.value.orphanTimer = loop.scheduleRepeating(every: cluster.streamedCheckInterval / Double(slices))
-                {
-                    [unowned self] in
+            loop.execute {
+                let slices = self.streamedCheckSlices
+                state.value.orphanTimer = loop.scheduleRepeating(every: self.streamedCheckInterval / Double(slices)) {
                     let slice = state.value.orphanSlice
                     state.value.orphanSlice = (slice + 1) % slices
                     for (id, fed) in state.value.fed where fed.slot == slice {
-                        self.checkStreamed(id, members: fed.streams.map { $0.member }, cluster: cluster, from: index)
+                        self.checkStreamed(id, members: fed.streams.map { $0.member }, from: index)
                     }
                 }
             }
         }
     }
 
-    private func checkStreamed(_ id: String, members: [String], cluster: ClusterNode, from index: Int) {
-        guard let home = home(of: id) else { return }
-        cluster.stores[index].renewStreams(
-            sessionID: id, members: members, ttlMilliseconds: cluster.streamDeadlineMilliseconds
-        ) { [unowned self] result in
-            home.loop.runOrExecute { [unowned self] in
-                if let owned = cluster.perLoop[home.loop.index].value.owned[id] {
-                    owned.session.lastActivity = self.now()  // watched here: not idle
+    private func checkStreamed(_ id: String, members: [String], from index: Int) {
+        guard let owner = owner(of: id) else { return }
+        stores[index].renewStreams(sessionID: id, members: members, ttlMilliseconds: streamDeadlineMilliseconds) {
+            result in
+            let holder = result.map { $0 }
+            owner.loop.runOrExecute {
+                if let owned = self.perLoop[owner.loop.index].value.owned[id] {
+                    owned.session.lastActivity = self.env.now()  // watched here: not idle
                     return
                 }
                 // A live lease elsewhere: nothing to do. Free, or this loop's own (the session left this
                 // node after a failed commit): acquire it.
-                guard case .success(let holder) = result, holder == nil || holder == cluster.holders[home.loop.index]
+                guard case .success(let holder) = holder, holder == nil || holder == self.holders[owner.loop.index]
                 else { return }
-                self.withOwned(id, cluster: cluster, home: home, reply: { _ in }, onHeld: { _ in }) { _ in }
+                self.withOwned(id, owner: owner, refuse: { _ in }, onHeld: { _ in }) { _ in }
             }
         }
     }
 
     /// Subscribes every loop to its reply channel (at start).
-    func subscribeForwardReplies(_ cluster: ClusterNode) {
-        for (index, subscriber) in cluster.subscribers.enumerated() {
-            let channel = cluster.replyChannels[index]
-            subscriber.connection.loop.execute { [unowned self] in
+    func subscribeForwardReplies() {
+        for (index, subscriber) in subscribers.enumerated() {
+            let channel = replyChannels[index]
+            subscriber.connection.loop.execute {
                 subscriber.subscribe(channel: channel) { message in
-                    self.receiveForwardReply(message.payload, cluster: cluster, loop: index)
+                    self.receiveForwardReply(message.payload, loop: index)
                 }
             }
         }

@@ -1,6 +1,7 @@
 import ClusterRedis
 import ClusterStore
 import CoreMetrics
+import Dispatch
 import EventHTTP
 import Glibc
 import JSON
@@ -8,14 +9,17 @@ import Logging
 import RedisClient
 import ViewModels
 
-/// Cluster mode's half of the composition: per loop, a Redis connection with its `RedisSessionStore`,
-/// a subscriber with its `RedisSessionEventFeed`, and the loop's cluster state (the sessions whose
-/// lease this loop holds, the streams fed from Redis). Built by `Application.init` when
-/// `AppConfiguration.cluster` is set; nothing else in the session layer knows Redis.
+/// The cluster-mode session backend (`SessionBackend`, chosen by `Application.init` when
+/// `AppConfiguration.cluster` is set): per loop, a Redis connection with its `RedisSessionStore`, a
+/// subscriber with its `RedisSessionEventFeed`, and the loop's cluster state (the sessions whose lease
+/// this loop holds, the streams fed from Redis). Nothing else in the session layer knows Redis.
 ///
 /// Threading: `perLoop[i]`, `stores[i]`, `feeds[i]` belong to loop i (the `LoopBound` traps elsewhere).
-final class ClusterNode: @unchecked Sendable {
+final class ClusterNode: SessionBackend {
     let settings: ClusterSettings
+    let env: SessionEnvironment
+    /// The session layer's loops (the same as `Application.loopSessions`).
+    let loopSessions: [LoopSessions]
     let group: RedisConnectionGroup
     let stores: [RedisSessionStore]
     let subscribers: [RedisSubscriber]
@@ -32,11 +36,11 @@ final class ClusterNode: @unchecked Sendable {
     /// Every key and channel name (`settings.keyPrefix`).
     let keys: ClusterKeys
 
-    init(
-        settings: ClusterSettings, configuration: AppConfiguration, loops: [EventLoop], logger: Logger,
-        factory: MetricsFactory
-    ) {
+    init(settings: ClusterSettings, env: SessionEnvironment, loops loopSessions: [LoopSessions]) {
+        let (configuration, logger, loops) = (env.configuration, env.logger, loopSessions.map(\.loop))
         self.settings = settings
+        self.env = env
+        self.loopSessions = loopSessions
         self.logger = logger
         group = RedisConnectionGroup(loops: loops, configuration: settings.redis, logger: logger)
         let keys = ClusterKeys(prefix: settings.keyPrefix)
@@ -57,7 +61,7 @@ final class ClusterNode: @unchecked Sendable {
         streamedCheckInterval = max(0.05, min(settings.leaseTTL, configuration.sessionIdleTimeout / 4))
         streamDeadlineMilliseconds = max(1, Int((3 * streamedCheckInterval * 1000).rounded(.up)))
         streamedCheckSlices = max(1, Int(streamedCheckInterval / 0.1))
-        metrics = ClusterMetrics(factory: factory)
+        metrics = ClusterMetrics(factory: env.metrics.factory)
         for (c, subscriber) in zip(group.connections, subscribers) {
             let m = metrics
             c.onRoundTrip = { m.roundTrip.recordSeconds($0) }
@@ -71,11 +75,19 @@ final class ClusterNode: @unchecked Sendable {
         }
     }
 
-    /// Connects every loop's connection and subscriber.
+    /// Connects every loop's connection and subscriber, subscribes to the forwarded inputs' replies and
+    /// starts the checks of streamed sessions.
     func start() {
         group.start()
         for s in subscribers { s.connection.loop.execute { s.start() } }
+        subscribeForwardReplies()
+        startOrphanChecks()
     }
+
+    /// Shutdown: every session run here is handed to other nodes at once (`handOverAll`).
+    func prepareShutdown() { handOverAll(timeout: 2) }
+
+    var unreadyReason: String? { isReady ? nil : "Redis is not reachable" }
 
     /// Seconds between two checks, per loop, of the sessions streamed there: orphans are acquired, and
     /// the expiry of a session run elsewhere is renewed (an open stream keeps a session alive).
@@ -83,7 +95,7 @@ final class ClusterNode: @unchecked Sendable {
 
     /// The streamed sessions of a loop are checked in this many slices, one slice every
     /// `streamedCheckInterval / streamedCheckSlices` (about 0.1 s), each session in its own slice
-    /// (`FedSession.slot`): still once per interval each, but never all at once. 2,000 sessions checked
+    /// (`StreamedSession.slot`): still once per interval each, but never all at once. 2,000 sessions checked
     /// together stalled the loop and Redis for ~80 ms every interval (docs/BENCHMARKS.md, round 6).
     let streamedCheckSlices: Int
 
@@ -119,10 +131,10 @@ final class ClusterNode: @unchecked Sendable {
     /// Redis before the loops stop. After a confirmed unsubscribe a `PUBLISH` reaches nobody and its
     /// sender answers at once too: no forwarded input waits for the forward time-out.
     func handOverAll(timeout: Double, drainTimeout: Double = 1) {
-        let done = Countdown()
+        let done = DispatchGroup()
         for (i, state) in perLoop.enumerated() {
             let loop = state.loop
-            done.add()
+            done.enter()
             let m = metrics
             loop.execute {
                 let owned = state.value.owned
@@ -142,12 +154,12 @@ final class ClusterNode: @unchecked Sendable {
                             self.subscribers[i].unsubscribe(channel: self.inputChannel(id), onUnsubscribed: step)
                         }
                     } then: {
-                        self.stores[i].connection.send(["PING"], timeout: drainTimeout) { _ in done.finish() }
+                        self.stores[i].connection.send(["PING"], timeout: drainTimeout) { _ in done.leave() }
                     }
                 }
             }
         }
-        done.wait(seconds: timeout + drainTimeout * 2 + 0.5)
+        _ = done.wait(timeout: .now() + timeout + drainTimeout * 2 + 0.5)
     }
 }
 
@@ -196,7 +208,7 @@ struct ClusterLoopState {
     /// Sessions whose lease this loop holds.
     var owned: [String: OwnedSession] = [:]
     /// Streams on this loop fed from Redis, by session.
-    var fed: [String: FedSession] = [:]
+    var fed: [String: StreamedSession] = [:]
     /// Inputs forwarded from this loop to other nodes, waiting for their answers.
     var forwards: [Int: PendingForward] = [:]
     /// Sessions whose live lease another node held when this loop last asked (`acquire`), until when
@@ -225,7 +237,7 @@ struct ClusterLoopState {
 }
 
 /// A session run here under a lease (owner loop only).
-final class OwnedSession: @unchecked Sendable {  // loop-bound by convention (owner loop)
+final class OwnedSession {
     let session: Session
     let lease: Lease
     var keeper: LeaseKeeper?
@@ -262,7 +274,7 @@ final class OwnedSession: @unchecked Sendable {  // loop-bound by convention (ow
 }
 
 /// The streams of one session on one loop, fed by one subscription.
-final class FedSession: @unchecked Sendable {  // host loop only
+final class StreamedSession {
     /// The slice of the loop's periodic check this session is checked in (`ClusterNode.streamedCheckSlices`).
     let slot: Int
     var streams: [ClusterStream] = []
@@ -339,41 +351,4 @@ final class ClusterMetrics: Sendable {
 
     /// Counts one answer of the shared search cache (`outcome` one of `searchCacheOutcomes`).
     func searchCache(_ outcome: String) { searchCache[outcome]?.increment() }
-}
-
-/// Waits for a number of completions on other threads (shutdown only).
-final class Countdown: @unchecked Sendable {
-    private var mutex = pthread_mutex_t()
-    private var cond = pthread_cond_t()
-    private var count = 0
-
-    init() {
-        pthread_mutex_init(&mutex, nil)
-        pthread_cond_init(&cond, nil)
-    }
-
-    func add() {
-        pthread_mutex_lock(&mutex)
-        count += 1
-        pthread_mutex_unlock(&mutex)
-    }
-
-    func finish() {
-        pthread_mutex_lock(&mutex)
-        count -= 1
-        pthread_cond_broadcast(&cond)
-        pthread_mutex_unlock(&mutex)
-    }
-
-    func wait(seconds: Double) {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        let total = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9 + seconds
-        var deadline = timespec(tv_sec: Int(total), tv_nsec: Int((total - total.rounded(.down)) * 1e9))
-        pthread_mutex_lock(&mutex)
-        while count > 0 {
-            if pthread_cond_timedwait(&cond, &mutex, &deadline) == ETIMEDOUT { break }
-        }
-        pthread_mutex_unlock(&mutex)
-    }
 }

@@ -38,6 +38,8 @@ final class ClusterStatus: Sendable {
     private struct Applied {
         var last: UpstreamStatus?
         var cancelExpiry: (() -> Void)?
+        /// The timer facility (a loop thing, so kept with the loop's state).
+        let schedule: LeaseKeeper.Schedule
     }
 
     /// The board of `cluster` (`<prefix>:status:github` on loop 0), its time the system's.
@@ -65,8 +67,7 @@ final class ClusterStatus: Sendable {
         self.apply = apply
         self.logger = logger
         self.now = now
-        self.applied = LoopBound(Applied(), loop: loop)
-        self.schedule = UncheckedSchedule(schedule)
+        self.applied = LoopBound(Applied(schedule: schedule), loop: loop)
         loop.execute { [self] in
             let board = self.board.value
             board.observe(onSubscribed: { [self] in
@@ -79,14 +80,6 @@ final class ClusterStatus: Sendable {
                 if let s = Self.decode(bytes) { applyOnce(s) }
             }
         }
-    }
-
-    /// The timer facility (called on the loop only, like everything that uses it).
-    private let schedule: UncheckedSchedule
-
-    private struct UncheckedSchedule: @unchecked Sendable {
-        let run: LeaseKeeper.Schedule
-        init(_ run: @escaping LeaseKeeper.Schedule) { self.run = run }
     }
 
     /// Posts a report of this node's gateway to every node.
@@ -115,7 +108,7 @@ final class ClusterStatus: Sendable {
 
     /// At `until` (wall time), applies the end of the block `s` if `s` is still the last value applied.
     private func armExpiry(of s: UpstreamStatus, at until: Double) {
-        applied.value.cancelExpiry = schedule.run(max(0, until - now())) { [self] in
+        applied.value.cancelExpiry = applied.value.schedule(max(0, until - now())) { [self] in
             applied.value.cancelExpiry = nil
             guard applied.value.last == s else { return }
             if until > now() { return armExpiry(of: s, at: until) }  // the timer ran ahead of the wall clock

@@ -7,7 +7,7 @@ import RedisClient
 /// once and in order (`StreamCatchUp`). The same on the owner node and on any other.
 ///
 /// Threading: host loop only.
-final class ClusterStream: @unchecked Sendable {  // host loop only
+final class ClusterStream {
     let sessionID: String
     let stream: SessionStream
     /// This stream's name in the session's cluster-wide set of open streams (`SessionStore.admitStream`).
@@ -16,23 +16,22 @@ final class ClusterStream: @unchecked Sendable {  // host loop only
     /// True until the first snapshot was written, for a client without `Last-Event-ID`.
     private var needsSnapshot: Bool
     private var started = false
-    private var responder: HTTPResponder?
-    private let app: Application
-    private let cluster: ClusterNode
+    /// Answers the request when the stream cannot start (until it starts).
+    private var refuse: ((SessionFailure) -> Void)?
+    private let node: ClusterNode
     private var ended = false
     private var retryTimer: LoopTimer?
     private var startTimer: LoopTimer?
 
     init(
-        sessionID: String, member: String, lastEventID: Int?, stream: SessionStream, responder: HTTPResponder,
-        app: Application, cluster: ClusterNode
+        sessionID: String, member: String, lastEventID: Int?, stream: SessionStream,
+        refuse: @escaping (SessionFailure) -> Void, node: ClusterNode
     ) {
         self.sessionID = sessionID
         self.member = member
         self.stream = stream
-        self.responder = responder
-        self.app = app
-        self.cluster = cluster
+        self.refuse = refuse
+        self.node = node
         catchUp = StreamCatchUp(lastEventID: UInt64(max(0, lastEventID ?? 0)))
         needsSnapshot = lastEventID == nil
     }
@@ -56,8 +55,8 @@ final class ClusterStream: @unchecked Sendable {  // host loop only
         guard !ended else { return }
         catchUp.restart()
         if needsSnapshot { return writeSnapshot() }
-        cluster.stores[index].replay(
-            sessionID: sessionID, after: catchUp.lastWritten, limit: app.configuration.historyEvents
+        node.stores[index].replay(
+            sessionID: sessionID, after: catchUp.lastWritten, limit: node.env.configuration.historyEvents
         ) { [self] result in
             switch result {
             case .success(let replay):
@@ -79,8 +78,8 @@ final class ClusterStream: @unchecked Sendable {  // host loop only
     /// The stored snapshot as a frame, for a stream that fell behind.
     func snapshotFrame(_ done: @escaping ([UInt8]) -> Void) {
         let index = self.index
-        cluster.stores[index].load(sessionID: sessionID) { [app] result in
-            guard case .success(let snapshot) = result, let body = app.renderSnapshot(snapshot, loop: index) else {
+        node.stores[index].load(sessionID: sessionID) { [node] result in
+            guard case .success(let snapshot) = result, let body = node.renderSnapshot(snapshot, loop: index) else {
                 return
             }
             done(SSEFrame.event(id: Int(snapshot.seq), name: "snapshot", data: body))
@@ -89,10 +88,10 @@ final class ClusterStream: @unchecked Sendable {  // host loop only
 
     private func writeSnapshot() {
         let index = self.index
-        cluster.stores[index].load(sessionID: sessionID) { [self] result in
+        node.stores[index].load(sessionID: sessionID) { [self] result in
             switch result {
             case .success(let snapshot):
-                guard let body = app.renderSnapshot(snapshot, loop: index) else {
+                guard let body = node.renderSnapshot(snapshot, loop: index) else {
                     return fail(.unavailable("unreadable state"))
                 }
                 needsSnapshot = false
@@ -135,22 +134,22 @@ final class ClusterStream: @unchecked Sendable {  // host loop only
 
     /// Answers the request: the stream's head, `retry:` and `frames` (once; no start deadline after it).
     private func start(with frames: [[UInt8]]) {
-        guard !started, let responder else { return }
+        guard !started else { return }
         started = true
+        refuse = nil
         startTimer?.cancel()
         startTimer = nil
-        self.responder = nil
-        var initial = SSEFrame.retry(milliseconds: app.configuration.retryMilliseconds)
+        var initial = SSEFrame.retry(milliseconds: node.env.configuration.retryMilliseconds)
         for f in frames { initial += f }
-        stream.start(responder: responder, initial: initial)
+        stream.start(initial: initial)
     }
 
     private func fail(_ error: StoreError) {
-        cluster.failed(error)
-        if !started, let responder {
+        node.failed(error)
+        if !started, let refuse {
             ended = true
-            self.responder = nil
-            responder.send(Application.response(to: error, cluster: cluster, sessionID: sessionID))
+            self.refuse = nil
+            refuse(SessionFailure(error))
             stream.onClosed?()
             stream.onClosed = nil
             return
@@ -169,78 +168,60 @@ final class ClusterStream: @unchecked Sendable {  // host loop only
     static let retryDelay = 0.2
 }
 
-extension Application {
-    /// `GET /api/sessions/{id}/events` in cluster mode, on the request's loop.
-    func clusterOpenStream(_ cluster: ClusterNode, id: String, _ req: HTTPRequest, _ res: HTTPResponder) {
-        guard let home = home(of: id) else { return res.send(Application.noSession(id)) }
-        let index = req.loop.index
-        if req.method == .HEAD {
-            return cluster.stores[index].load(sessionID: id) { result in
-                switch result {
-                case .success: res.send(HTTPResponse(status: 200, headers: [("Content-Type", "text/event-stream")]))
-                case .failure(let error): res.send(Application.response(to: error, cluster: cluster, sessionID: id))
-                }
-            }
-        }
+extension ClusterNode {
+    /// `GET /api/sessions/{id}/events` in cluster mode (the request's loop, which hosts `stream`).
+    func openStream(
+        _ stream: SessionStream, sessionID id: String, lastEventID: Int?, refuse: @escaping (SessionFailure) -> Void
+    ) {
+        guard let owner = owner(of: id) else { return refuse(.notFound) }
+        let index = stream.host.loop.index
         // A stream starts only once its subscription is confirmed: while Redis is away it would wait
         // without an answer, so it is refused like every other request that needs Redis.
-        guard cluster.subscribers[index].connection.state == .ready, cluster.stores[index].connection.state == .ready
-        else {
-            return res.send(Application.response(to: .unavailable("not connected"), cluster: cluster, sessionID: id))
+        guard subscribers[index].connection.state == .ready, stores[index].connection.state == .ready else {
+            return refuse(.storeUnavailable)
         }
-        let state = cluster.perLoop[index]
-        let limit = configuration.maxStreamsPerSession
+        let state = perLoop[index]
+        let limit = env.configuration.maxStreamsPerSession
         // This loop's own count is a lower bound of the cluster's: refused without a round trip.
         guard (state.value.fed[id]?.streams.count ?? 0) < limit else {
-            return res.send(Application.tooManyStreams(id, limit))
+            return refuse(.tooManyStreams(limit: limit, clusterWide: true))
         }
         // The limit is cluster-wide: the session's set of open streams in the store admits this one (one
         // round trip), or refuses it when `limit` streams on any nodes count.
-        let member = cluster.streamMember(loop: index, state.value.nextStream)
+        let member = streamMember(loop: index, state.value.nextStream)
         state.value.nextStream += 1
-        cluster.stores[index].admitStream(
-            sessionID: id, member: member, limit: limit, ttlMilliseconds: cluster.streamDeadlineMilliseconds
-        ) { [unowned self] result in
+        stores[index].admitStream(
+            sessionID: id, member: member, limit: limit, ttlMilliseconds: streamDeadlineMilliseconds
+        ) { result in
             switch result {
             case .success(true):
-                self.clusterStartStream(cluster, id: id, member: member, home: home, req, res)
+                self.startStream(stream, id: id, member: member, owner: owner, lastEventID: lastEventID, refuse: refuse)
             case .success(false):
-                res.send(Application.tooManyStreams(id, limit))
+                refuse(.tooManyStreams(limit: limit, clusterWide: true))
             case .failure(let error):
-                cluster.failed(error)
-                res.send(Application.response(to: error, cluster: cluster, sessionID: id))
+                self.failed(error)
+                refuse(SessionFailure(error))
             }
         }
-    }
-
-    /// `429`: session `id` has its `limit` of open event streams.
-    static func tooManyStreams(_ id: String, _ limit: Int) -> HTTPResponse {
-        .problem(
-            status: 429,
-            detail: "session '\(id)' already has \(limit) open event streams (the limit, counted across the cluster)",
-            headers: [("Retry-After", "5")])
     }
 
     /// Starts an admitted stream: fed by the session's subscription on this loop (made by its first
     /// stream), released from the session's set of open streams when it closes (request loop).
-    private func clusterStartStream(
-        _ cluster: ClusterNode, id: String, member: String, home: SessionLoop, _ req: HTTPRequest,
-        _ res: HTTPResponder
+    private func startStream(
+        _ stream: SessionStream, id: String, member: String, owner: LoopSessions, lastEventID: Int?,
+        refuse: @escaping (SessionFailure) -> Void
     ) {
-        let index = req.loop.index
-        let state = cluster.perLoop[index]
-        let fed = state.value.fed[id] ?? FedSession(slot: state.value.takeSlot(of: cluster.streamedCheckSlices))
-        let lastEventID = req.header("Last-Event-ID").flatMap { Int($0.trimmingHTTPWhitespace()) }
-        let stream = SessionStream(sessionID: id, sessionHome: home, host: sessionLoops[index])
+        let index = stream.host.loop.index
+        let state = perLoop[index]
+        let fed = state.value.fed[id] ?? StreamedSession(slot: state.value.takeSlot(of: streamedCheckSlices))
         let cs = ClusterStream(
-            sessionID: id, member: member, lastEventID: lastEventID, stream: stream, responder: res, app: self,
-            cluster: cluster)
+            sessionID: id, member: member, lastEventID: lastEventID, stream: stream, refuse: refuse, node: self)
         stream.snapshotSource = { [unowned cs] done in cs.snapshotFrame(done) }
         // Two round trips at most before the first byte (the subscription's confirmation, then the
         // snapshot or the replay), each bounded by the command time-out.
-        cs.armStartDeadline(after: 2 * cluster.settings.redis.commandTimeout + 1)
-        let feed = cluster.feeds[index]
-        let store = cluster.stores[index]
+        cs.armStartDeadline(after: 2 * settings.redis.commandTimeout + 1)
+        let feed = feeds[index]
+        let store = stores[index]
         stream.onClosed = { [unowned fed, unowned cs] in
             fed.streams.removeAll { $0 === cs }
             if fed.streams.isEmpty, state.value.fed[id] === fed {
@@ -254,7 +235,7 @@ extension Application {
         fed.streams.append(cs)
         if state.value.fed[id] == nil {
             state.value.fed[id] = fed
-            if index == home.loop.index, state.value.owned[id] != nil {
+            if index == owner.loop.index, state.value.owned[id] != nil {
                 // Run on this very loop: its commits feed the streams (`deliverLocally`), without a round
                 // trip through Redis's pub/sub for the node's own events, until the session leaves it.
                 fed.followCommits()
@@ -267,10 +248,10 @@ extension Application {
     }
 
     /// Hands the events a commit on this loop just stored (`ids` in order) to the streams of session
-    /// `id` this loop feeds from its own commits (`FedSession.local`); each is written once, in order, as
+    /// `id` this loop feeds from its own commits (`StreamedSession.local`); each is written once, in order, as
     /// if it had come from the channel (owner loop).
-    func deliverLocally(_ id: String, _ events: [[UInt8]], ids: [UInt64], cluster: ClusterNode, loop: Int) {
-        guard let fed = cluster.perLoop[loop].value.fed[id], fed.local, ids.count == events.count else { return }
+    func deliverLocally(_ id: String, _ events: [[UInt8]], ids: [UInt64], loop: Int) {
+        guard let fed = perLoop[loop].value.fed[id], fed.local, ids.count == events.count else { return }
         for (i, eventID) in ids.enumerated() {
             let event = StoredEvent(id: eventID, payload: events[i])
             for s in fed.streams { s.live(event) }

@@ -10,8 +10,8 @@ import ViewModels
 /// Threading: everything mutable here is used on `loop` only, and that is checked: it lives in a
 /// `LoopBound`, which traps when opened on any other thread (so the class is `Sendable` without
 /// `@unchecked`). Other loops reach it with `loop.execute` / `loop.runOrExecute`.
-final class SessionLoop: Sendable {
-    unowned let app: Application
+final class LoopSessions: Sendable {
+    let env: SessionEnvironment
     let loop: EventLoop
     /// The sessions above as other loops read them (no hop for `GET /state`).
     let directory: SessionDirectory
@@ -68,12 +68,12 @@ final class SessionLoop: Sendable {
         _modify { yield &state.value.timers }
     }
 
-    init(app: Application, loop: EventLoop, status: JSONObject) {
-        self.app = app
+    init(env: SessionEnvironment, loop: EventLoop, status: JSONObject) {
+        self.env = env
         self.loop = loop
         executor = { work in loop.execute(work) }
         self.state = LoopBound(State(statusSnapshot: status), loop: loop)
-        directory = SessionDirectory(sessions: app.configuration.maxSessions)
+        directory = SessionDirectory(sessions: env.configuration.maxSessions)
     }
 
     /// Adds a new session (owner loop). A session that starts during a rate limit learns of it at once,
@@ -99,7 +99,7 @@ final class SessionLoop: Sendable {
 
     /// Starts the loop's timers (on the loop).
     func startTimers() {
-        let c = app.configuration
+        let c = env.configuration
         timers.append(
             loop.scheduleRepeating(every: c.keepAliveInterval / Double(SessionStream.keepAliveTicksPerInterval)) {
                 [unowned self] in
@@ -108,7 +108,7 @@ final class SessionLoop: Sendable {
         timers.append(
             loop.scheduleRepeating(every: max(0.05, min(5, c.sessionIdleTimeout / 4))) { [unowned self] in
                 self.expireIdleSessions()
-                self.retired.reclaim(domain: self.app.hazards)
+                self.retired.reclaim(domain: self.env.hazards)
             })
     }
 
@@ -122,8 +122,8 @@ final class SessionLoop: Sendable {
     // MARK: sessions
 
     func expireIdleSessions() {
-        let now = app.now()
-        let idle = app.configuration.sessionIdleTimeout
+        let now = env.now()
+        let idle = env.configuration.sessionIdleTimeout
         for (id, s) in sessions where s.streams.isEmpty && now - s.lastActivity >= idle {
             remove(id, reason: "expired")
         }
@@ -133,15 +133,15 @@ final class SessionLoop: Sendable {
     func remove(_ id: String, reason: String) {
         guard let s = sessions.removeValue(forKey: id) else { return }
         s.end(reason: reason)
-        directory.remove(s.handle, retired: &retired, domain: app.hazards)
-        app.sessionEnded(reason: reason)
+        directory.remove(s.handle, retired: &retired, domain: env.hazards)
+        env.sessionEnded(reason: reason)
     }
 
     /// A stream of session `id` closed on its host loop.
-    func streamClosed(_ stream: SessionStream, sessionID id: String) {
+    func streamClosed(_ stream: LoopOwned<SessionStream>, sessionID id: String) {
         guard let s = sessions[id] else { return }
-        s.streams.removeAll { $0 === stream }
-        s.lastActivity = app.now()  // the idle clock starts when the last stream goes
+        s.streams.removeAll { $0.isSame(as: stream) }
+        s.lastActivity = env.now()  // the idle clock starts when the last stream goes
     }
 
     /// The shared status changed: update the copy and tell every session here.
@@ -157,7 +157,7 @@ final class SessionLoop: Sendable {
         guard s.hostedIndex < 0 else { return }
         s.hostedIndex = Int32(hosted.count)
         hosted.append(s)
-        app.metrics.streams.increment()
+        env.metrics.streams.increment()
     }
 
     func unregister(_ s: SessionStream) {
@@ -170,7 +170,7 @@ final class SessionLoop: Sendable {
         }
         s.hostedIndex = -1
         behind[ObjectIdentifier(s)] = nil
-        app.metrics.streams.decrement()
+        env.metrics.streams.decrement()
     }
 
     func watchBehind(_ s: SessionStream) {

@@ -1,0 +1,362 @@
+import ClusterStore
+import EventHTTP
+import JSON
+import ViewModels
+
+/// Cluster mode's sessions (`ClusterNode` as the `SessionBackend`) and their ownership (see
+/// docs/CLUSTER.md, "The session layer in cluster mode").
+///
+/// - A session runs on the loop its id names (modulo this node's loops) of the node holding its lease.
+/// - Every change is a fenced commit; an input's `202` is sent only once its commit succeeded.
+/// - An input at a node that does not hold the lease: if the lease is free (expired, released), this
+///   node takes the session over (restores its view models from the stored state); while another node
+///   holds a live lease it is forwarded to that node through Redis (`ClusterForwarding.swift`).
+/// - `GET /state` answers from the store's committed snapshot; streams on every node are fed by the
+///   session's Redis channel with `StreamCatchUp`.
+extension ClusterNode {
+    /// The loop that runs session `id` on this node (the index its id names, modulo this node's loops:
+    /// another node may have more), or nil when `id` cannot be a session id.
+    func owner(of id: String) -> LoopSessions? {
+        SessionID.loopIndex(of: id, loops: 1000).map { loopSessions[$0 % loopSessions.count] }
+    }
+
+    // MARK: create
+
+    func create(at host: LoopSessions, reply: @escaping @Sendable (Result<String, SessionFailure>) -> Void) {
+        guard env.reserveSession() else { return reply(.failure(.sessionLimit(env.configuration.maxSessions))) }
+        let index = host.loop.index
+        let id = SessionID.make(loop: index)
+        let session = Session(id: id, owner: host, viewModels: env.makeViewModels(host.executor), now: env.now())
+        stores[index].create(sessionID: id, holder: holders[index], state: session.storedForm()) { result in
+            switch result {
+            case .success(let lease):
+                self.adopt(session, lease: lease, committedInputSeq: 0, owner: host)
+                reply(.success(id))
+            case .failure(let error):
+                self.failed(error)
+                session.end(reason: "moved")
+                self.env.sessionEnded(reason: "moved")
+                reply(.failure(SessionFailure(error)))
+            }
+        }
+    }
+
+    // MARK: ownership
+
+    /// Makes `session` one this loop runs under `lease`: its events go to commits, its lease is renewed.
+    @discardableResult
+    func adopt(_ session: Session, lease: Lease, committedInputSeq: Int, owner: LoopSessions) -> OwnedSession {
+        let owned = OwnedSession(session: session, lease: lease, committedInputSeq: committedInputSeq)
+        let state = perLoop[owner.loop.index]
+        state.value.heldElsewhere[session.id] = nil
+        let store = stores[owner.loop.index]
+        // The session keeps `owned` (and `owned` the session) until it ends: `Session.end` drops the sink.
+        session.eventSink = { name, data, isSignal in
+            owned.pending.append(ClusterEvent.encode(name: name, data: data, isSignal: isSignal))
+            guard !owned.flushScheduled else { return }
+            owned.flushScheduled = true
+            owner.loop.runSoon { self.flush(owned) }
+        }
+        let subscriber = subscribers[owner.loop.index]
+        let inputChannel = self.inputChannel(session.id)
+        let feed = feeds[owner.loop.index]  // captured instead of `owner` (which holds the session)
+        let metrics = self.metrics
+        session.onEnd = { [unowned owned] in
+            owned.failWaiters()
+            guard state.value.owned[session.id] === owned else { return }
+            state.value.owned[session.id] = nil
+            subscriber.unsubscribe(channel: inputChannel)
+            // Streams here fed by this loop's commits now follow whoever runs the session next.
+            if let fed = state.value.fed[session.id], fed.local {
+                fed.follow(feed, sessionID: session.id)
+            }
+            let keeper = owned.keeper
+            owned.keeper = nil  // the keeper's onLost refers back to `owned`
+            keeper?.handOver { r in if case .success(true) = r { metrics.handOvers.increment() } }
+        }
+        let renewals = state.value.renewals
+        let interval = settings.leaseTTL / 3
+        // Renewals run in the loop's ~0.1 s slices (at most 0.1 s late: TTL/3 leaves two thirds of the
+        // TTL): those of one slice are one round trip.
+        let keeper = LeaseKeeper(
+            lease: lease, store: store, ttlSeconds: settings.leaseTTL, interval: interval,
+            schedule: { seconds, work in renewals.schedule(after: seconds, work) },
+            onLost: { [unowned owned] loss in
+                self.logger.warning("lease lost", metadata: ["session": "\(session.id)", "loss": "\(loss)"])
+                owned.keeper = nil
+                self.leave(session)
+            })
+        owned.keeper = keeper
+        state.value.owned[session.id] = owned
+        // Inputs that reach other nodes come here through Redis while this loop runs the session.
+        subscriber.subscribe(channel: inputChannel) { message in
+            self.receiveForwarded(message.payload, owner: owner)
+        }
+        owner.add(session)
+        keeper.start(firstDelay: Double.random(in: 0.5...1) * interval)  // spread, see start
+        return owned
+    }
+
+    /// `session` leaves this node (its lease was lost or a commit failed): it ends here as `moved`, and is
+    /// restored from the store by whichever node runs it next (owner loop). Only this incarnation: a
+    /// later acquisition may have put a fresh one in its place.
+    func leave(_ session: Session) {
+        guard session.owner.sessions[session.id] === session else { return }
+        session.owner.remove(session.id, reason: "moved")
+        metrics.moved.increment()
+    }
+
+    /// Commits the events effects and status changes emitted outside an input (owner loop).
+    func flush(_ owned: OwnedSession) {
+        owned.flushScheduled = false
+        guard !owned.pending.isEmpty, !owned.session.isEnded else { return }
+        commit(owned, isInput: false, idempotencyKey: nil) { _ in }
+    }
+
+    /// One fenced commit of `owned`'s pending events and current state; on failure the session leaves
+    /// this node (its memory may be ahead of the store) and is restored from the store next time.
+    func commit(
+        _ owned: OwnedSession, isInput: Bool, idempotencyKey: String?,
+        completion: @escaping (Result<CommitResult, StoreError>) -> Void
+    ) {
+        let s = owned.session
+        let events = owned.pending
+        owned.pending = []
+        let c = SessionCommit(
+            lease: owned.lease, events: events, state: s.storedForm(memos: &owned.storedForms), isInput: isInput,
+            idempotencyKey: idempotencyKey)
+        stores[s.owner.loop.index].commit(c) { result in
+            switch result {
+            case .success(let r):
+                if let last = r.eventIDs.last, !s.isEnded { s.adoptCommitted(seq: Int(last)) }
+                self.deliverLocally(s.id, events, ids: r.eventIDs, loop: s.owner.loop.index)
+            case .failure(let error):
+                self.failed(error)
+                if error == .fenced { self.metrics.fenced.increment() }
+                self.logger.warning("commit failed", metadata: ["session": "\(s.id)", "error": "\(error)"])
+                if error == .fenced { owned.keeper?.stop() }
+                self.leave(s)
+            }
+            completion(result)
+        }
+    }
+
+    /// Runs `body` with the session this loop holds the lease of, acquiring it (a takeover when another
+    /// holder had it) if the lease is free; otherwise calls `onHeld` (another node's live lease, with its
+    /// remaining milliseconds) or `refuse`.
+    func withOwned(
+        _ id: String, owner: LoopSessions, refuse: @escaping (SessionFailure) -> Void,
+        onHeld: @escaping (_ remainingMilliseconds: Int) -> Void, _ body: @escaping (OwnedSession) -> Void
+    ) {
+        let state = perLoop[owner.loop.index]
+        if let owned = state.value.owned[id] { return body(owned) }
+        stores[owner.loop.index].acquire(sessionID: id, holder: holders[owner.loop.index]) { result in
+            if let owned = state.value.owned[id] { return body(owned) }  // acquired meanwhile here
+            switch result {
+            case .success(.acquired(let lease, let snapshot)):
+                guard self.env.reserveSession() else {
+                    self.stores[owner.loop.index].release(lease) { _ in }
+                    return refuse(.sessionLimit(self.env.configuration.maxSessions))
+                }
+                let session = Session(
+                    id: id, owner: owner, viewModels: self.env.makeViewModels(owner.executor), now: self.env.now())
+                do {
+                    if !snapshot.state.isEmpty { try session.restore(from: snapshot.state) }
+                } catch {
+                    self.logger.error("stored state refused", metadata: ["session": "\(id)", "error": "\(error)"])
+                    session.end(reason: "moved")
+                    self.env.sessionEnded(reason: "moved")
+                    self.stores[owner.loop.index].release(lease) { _ in }
+                    return refuse(.unreadableState)
+                }
+                session.adoptCommitted(seq: Int(snapshot.seq), inputSeq: Int(snapshot.inputSeq))
+                self.metrics.takeovers.increment()
+                body(self.adopt(session, lease: lease, committedInputSeq: Int(snapshot.inputSeq), owner: owner))
+            case .success(.heldBy(_, let ms)):
+                onHeld(ms)
+            case .failure(let error):
+                self.failed(error)
+                refuse(SessionFailure(error))
+            }
+        }
+    }
+
+    // MARK: inputs and deletes
+
+    func input(_ input: SessionInput, at host: LoopSessions, reply: @escaping @Sendable (InputResult) -> Void) {
+        let id = input.sessionID
+        guard let owner = owner(of: id) else { return reply(.failure(.notFound)) }
+        owner.loop.runOrExecute {
+            let forwarded = ForwardedInput(
+                sessionID: id, viewModel: input.viewModel, input: input.input, value: input.value,
+                idempotencyKey: input.idempotencyKey)
+            let answer: (RunnerAnswer) -> Void = { reply($0.inputResult) }
+            // `acquire`, then apply here or forward; when the forward reaches nobody (the owner has just
+            // released the session, or is not subscribed yet), `acquire` once more.
+            func acquireFirst(retries: Int) {
+                self.withOwned(
+                    id, owner: owner, refuse: { reply(.failure($0)) },
+                    onHeld: { ms in
+                        self.rememberHolder(id, remainingMilliseconds: ms, owner: owner)
+                        self.forward(
+                            forwarded, owner: owner, remainingMilliseconds: ms,
+                            onNobody: retries > 0 ? { acquireFirst(retries: retries - 1) } : nil, reply: answer)
+                    }
+                ) { owned in
+                    self.applyInput(owned, input, reply: reply)
+                }
+            }
+            self.forwardToKnownHolder(forwarded, owner: owner, reply: answer) {
+                acquireFirst(retries: 1)
+            }
+        }
+    }
+
+    /// Applies one input to a session run here and answers once it is committed (owner loop).
+    func applyInput(_ owned: OwnedSession, _ input: SessionInput, reply: @escaping (InputResult) -> Void) {
+        let s = owned.session
+        let key = input.idempotencyKey
+        let apply = {
+            let outcome = s.offer(
+                viewModel: input.viewModel, input: input.input, value: input.value, idempotencyKey: key,
+                now: self.env.now())
+            switch outcome {
+            case .accepted(let n):
+                self.commit(owned, isInput: true, idempotencyKey: key) { result in
+                    switch result {
+                    case .success(let r):
+                        let seq = r.inputSeq.map { Int($0) } ?? n
+                        if seq != n {
+                            self.logger.error(
+                                "inputSeq differs from the store's", metadata: ["local": "\(n)", "store": "\(seq)"])
+                        }
+                        owned.acknowledged(seq)
+                        reply(.success(.accepted(inputSeq: seq)))
+                    case .failure(let error):
+                        reply(.failure(SessionFailure(error)))
+                    }
+                }
+            case .duplicate(let n) where n > owned.committedInputSeq:
+                // The first attempt's commit is still in flight: answer when it lands.
+                owned.waiters.append((n, { ok in reply(ok ? .success(.duplicate(inputSeq: n)) : .failure(.moved)) }))
+            default:
+                reply(.success(outcome))
+            }
+        }
+        guard let key else { return apply() }
+        // A key a previous owner committed is in the store, not in this node's memory.
+        stores[s.owner.loop.index].inputSeq(sessionID: s.id, idempotencyKey: key) { result in
+            switch result {
+            case .success(let seen?): reply(.success(.duplicate(inputSeq: Int(seen))))
+            case .success(nil): apply()
+            case .failure(let error):
+                self.failed(error)
+                reply(.failure(SessionFailure(error)))
+            }
+        }
+    }
+
+    func delete(_ id: String, at host: LoopSessions, reply: @escaping @Sendable (Result<Void, SessionFailure>) -> Void)
+    {
+        guard let owner = owner(of: id) else { return reply(.failure(.notFound)) }
+        owner.loop.runOrExecute {
+            self.withOwned(
+                id, owner: owner, refuse: { reply(.failure($0)) },
+                onHeld: { ms in
+                    let delete = ForwardedInput(
+                        isDelete: true, sessionID: id, viewModel: "", input: "", value: .null, idempotencyKey: nil)
+                    self.forward(delete, owner: owner, remainingMilliseconds: ms) { reply($0.deleteResult) }
+                }
+            ) { owned in self.deleteOwned(owned, reply: reply) }
+        }
+    }
+
+    /// Deletes a session run here: first an `end` event (`deleted`) is committed, so streams on every
+    /// node end as in single-process mode, then the fenced delete (owner loop).
+    func deleteOwned(_ owned: OwnedSession, reply: @escaping (Result<Void, SessionFailure>) -> Void) {
+        let s = owned.session
+        let id = s.id
+        let owner = s.owner
+        owned.pending.append(
+            ClusterEvent.encode(name: "end", data: Array(#"{"reason":"deleted"}"#.utf8), isSignal: true))
+        commit(owned, isInput: false, idempotencyKey: nil) { result in
+            if case .failure(let error) = result { return reply(.failure(SessionFailure(error))) }
+            owned.keeper?.stop()
+            self.stores[owner.loop.index].delete(owned.lease) { result in
+                if owner.sessions[id] === s { owner.remove(id, reason: "deleted") }
+                switch result {
+                case .success: reply(.success(()))
+                case .failure(let error):
+                    self.failed(error)
+                    reply(.failure(SessionFailure(error)))
+                }
+            }
+        }
+    }
+
+    // MARK: state
+
+    func state(
+        of id: String, at host: LoopSessions, reply: @escaping @Sendable (Result<[UInt8], SessionFailure>) -> Void
+    ) {
+        guard owner(of: id) != nil else { return reply(.failure(.notFound)) }
+        let index = host.loop.index
+        stores[index].load(sessionID: id) { result in
+            switch result {
+            case .success(let snapshot):
+                guard let body = self.renderSnapshot(snapshot, loop: index) else {
+                    return reply(.failure(.unreadableState))
+                }
+                reply(.success(body))
+            case .failure(let error):
+                self.failed(error)
+                reply(.failure(SessionFailure(error)))
+            }
+        }
+    }
+
+    /// `GET /state`'s body from a stored snapshot, with this loop's copy of the shared `status` (loop `index`).
+    func renderSnapshot(_ snapshot: SessionSnapshot, loop index: Int) -> [UInt8]? {
+        guard case .object(let stored)? = try? JSONValue.parse(snapshot.state),
+            case .object(var outputs)? = stored["outputs"]
+        else { return nil }
+        outputs["status"] = .object(loopSessions[index].statusSnapshot)
+        return JSONValue.object(["seq": .int(Int(snapshot.seq)), "viewModels": .object(outputs)]).bytes
+    }
+}
+
+extension SessionFailure {
+    /// A store failure in the session layer's terms: gone → `notFound`, fenced → `moved`, unavailable →
+    /// `storeUnavailable`, too large → `tooLarge`.
+    init(_ error: StoreError) {
+        switch error {
+        case .gone: self = .notFound
+        case .fenced: self = .moved
+        case .unavailable: self = .storeUnavailable
+        case .tooLarge(let n): self = .tooLarge(n)
+        }
+    }
+}
+
+/// An event as stored and published: a kind byte (`s` signal, `o` outputs), the view model's name,
+/// a newline, its `data:` JSON. Any node frames it with the id the commit gave it.
+enum ClusterEvent {
+    static func encode(name: String, data: [UInt8], isSignal: Bool) -> [UInt8] {
+        var out: [UInt8] = [isSignal ? UInt8(ascii: "s") : UInt8(ascii: "o")]
+        out += Array(name.utf8)
+        out.append(UInt8(ascii: "\n"))
+        out += data
+        return out
+    }
+
+    /// The SSE frame of a stored event, and whether it is a signal or the session's end; nil if malformed.
+    /// `end` (the session was deleted) is framed without an id, as in single-process mode.
+    static func frame(_ e: StoredEvent) -> (frame: [UInt8], isSignal: Bool, isEnd: Bool)? {
+        let p = e.payload
+        guard p.count > 1, let nl = p.firstIndex(of: UInt8(ascii: "\n")) else { return nil }
+        let name = String(decoding: p[1..<nl], as: UTF8.self)
+        let isEnd = name == "end"
+        let frame = SSEFrame.event(id: isEnd ? nil : Int(e.id), name: name, data: Array(p[(nl + 1)...]))
+        return (frame, p[0] == UInt8(ascii: "s"), isEnd)
+    }
+}

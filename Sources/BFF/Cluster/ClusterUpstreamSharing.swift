@@ -1,0 +1,97 @@
+import ClusterRedis
+import ClusterStore
+import GitHubLive
+import GitHubSearch
+import Logging
+import Synchronization
+
+/// Cluster mode's `UpstreamSharing`: every node's gateway asks the cluster-wide token bucket before a
+/// call (`ClusterRateBudget`), every node's cache sits over the shared Redis cache
+/// (`ClusterSearchUpstream`), and every node's `status` follows the Redis status board
+/// (`ClusterStatus`). Built before the application; its parts are connected to the node's Redis
+/// connections (loop 0's) once the application exists. See docs/CLUSTER.md, "One upstream, shared".
+final class ClusterUpstreamSharing: UpstreamSharing {
+    private let github: GitHubSettings
+    private let logger: Logger
+    private let budget: ClusterRateBudget
+    /// The shared cache under the node's cache (made in `search(over:cache:)`).
+    private var shared: ClusterSearchUpstream?
+
+    init(github: GitHubSettings, logger: Logger) {
+        self.github = github
+        self.logger = logger
+        budget = ClusterRateBudget(logger: logger)
+    }
+
+    var rateBudget: (any SharedRateBudget)? { budget }
+
+    func search(over gateway: GitHubGateway, cache: CacheMaker) -> (
+        any RepositorySearching, @Sendable () async -> Void
+    ) {
+        let shared = ClusterSearchUpstream(gateway: gateway, ttl: github.cacheTTL, logger: logger)
+        self.shared = shared
+        let nodeCache = cache(over: shared)
+        return (nodeCache, { await nodeCache.flush() })
+    }
+
+    func connect(_ app: Application, status sink: StatusSink) {
+        guard let node = app.backend as? ClusterNode else {  // built together by `Application.live`
+            preconditionFailure("cluster sharing without a cluster node")
+        }
+        let keys = ClusterKeys(prefix: node.settings.keyPrefix)
+        let connection = node.group.connections[0]
+        budget.connect(
+            RedisUpstreamBudget(connection: connection, name: "github-search", shape: github.sharedBudget, keys: keys),
+            metrics: node.metrics)
+        if let shared {
+            let redisCache = RedisSearchCache(
+                connection: connection, subscriber: node.subscribers[0], limits: .init(maxAge: github.cacheMaxAge),
+                keys: keys)
+            connection.loop.execute { redisCache.start() }
+            shared.connect(redisCache, holder: node.holders[0], metrics: node.metrics)
+        }
+        // Every node's `status` follows the board; this node's reports reach it through the board.
+        let board = ClusterStatus(cluster: node, apply: app.statusUpdater, logger: logger)
+        sink.connect { board.report($0) }
+    }
+}
+
+/// Cluster mode's `SharedRateBudget`: the gateway's limiter asks the cluster-wide `UpstreamBudget`
+/// (connected once the application, which owns the Redis connections, exists) before each call and
+/// corrects it with GitHub's answers. Fails open: while Redis is unreachable (or before `connect`)
+/// every call is admitted and only this node's limiter applies, so a Redis outage never stops search.
+final class ClusterRateBudget: SharedRateBudget {
+    private let budget = Mutex<(any UpstreamBudget, ClusterMetrics?)?>(nil)
+    private let logger: Logger
+
+    init(logger: Logger) { self.logger = logger }
+
+    func connect(_ b: any UpstreamBudget, metrics: ClusterMetrics? = nil) { budget.withLock { $0 = (b, metrics) } }
+
+    func admit() async -> Double? {
+        guard let (b, metrics) = budget.withLock({ $0 }) else { return nil }
+        switch await b.take(cost: 1) {
+        case .success(let d):
+            if !d.allowed { metrics?.budgetRefusals.increment() }
+            return d.allowed ? nil : max(0.001, d.retryAfter)
+        case .failure(let e):
+            metrics?.redisErrors.increment()
+            logger.warning("shared GitHub budget unavailable; admitting the call", metadata: ["error": "\(e)"])
+            return nil
+        }
+    }
+
+    func report(remaining: Int?, blockedUntil: Double?) async {
+        guard let (b, _) = budget.withLock({ $0 }) else { return }
+        if case .failure(let e) = await b.correct(remaining: remaining, blockedUntil: blockedUntil) {
+            logger.warning("shared GitHub budget not corrected", metadata: ["error": "\(e)"])
+        }
+    }
+
+    func refund() async {
+        guard let (b, _) = budget.withLock({ $0 }) else { return }
+        if case .failure(let e) = await b.refund(cost: 1) {
+            logger.warning("shared GitHub budget not refunded", metadata: ["error": "\(e)"])
+        }
+    }
+}

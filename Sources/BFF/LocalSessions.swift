@@ -1,0 +1,114 @@
+import EventHTTP
+
+/// The single-process session backend (the default): every session lives in this process, on the loop
+/// its id names (`SessionID`), and every request for it runs there, in arrival order. Reads of a
+/// snapshot the owner has published need no hop (`LocalSnapshots`).
+///
+/// Threading: immutable; each method runs on the request's loop and hops to the session's owner.
+final class LocalSessions: SessionBackend {
+    let env: SessionEnvironment
+    let loops: [LoopSessions]
+    /// Where `GET /state` reads a published snapshot without a hop.
+    let snapshots: LocalSnapshots
+
+    init(env: SessionEnvironment, loops: [LoopSessions]) {
+        self.env = env
+        self.loops = loops
+        snapshots = LocalSnapshots(loops: loops, hazards: env.hazards)
+    }
+
+    func start() {}
+    func prepareShutdown() {}
+    var unreadyReason: String? { nil }
+
+    /// The loop that owns session `id`, or nil when `id` cannot be one of ours.
+    func owner(of id: String) -> LoopSessions? {
+        SessionID.loopIndex(of: id, loops: loops.count).map { loops[$0] }
+    }
+
+    /// Runs `work` on the owner of session `id` (`notFound` when `id` names no loop of ours), and gives
+    /// its answer to `reply` on the owner's loop.
+    private func onOwner<T>(
+        of id: String, reply: @escaping @Sendable (Result<T, SessionFailure>) -> Void,
+        _ work: @escaping @Sendable (LoopSessions) -> Result<T, SessionFailure>
+    ) {
+        guard let owner = owner(of: id) else { return reply(.failure(.notFound)) }
+        owner.loop.runOrExecute { reply(work(owner)) }
+    }
+
+    func create(at host: LoopSessions, reply: @escaping @Sendable (Result<String, SessionFailure>) -> Void) {
+        guard env.reserveSession() else { return reply(.failure(.sessionLimit(env.configuration.maxSessions))) }
+        let id = SessionID.make(loop: host.loop.index)
+        host.add(Session(id: id, owner: host, viewModels: env.makeViewModels(host.executor), now: env.now()))
+        reply(.success(id))
+    }
+
+    func state(
+        of id: String, at host: LoopSessions, reply: @escaping @Sendable (Result<[UInt8], SessionFailure>) -> Void
+    ) {
+        // No hop: the snapshot the owner published, read from this loop.
+        if let snapshot = snapshots.currentSnapshot(of: id, reader: host.loop.index, now: env.now()) {
+            return reply(.success(snapshot.json))
+        }
+        // Changed since last encoded (or unknown): the owner encodes and publishes it.
+        let env = self.env
+        onOwner(of: id, reply: reply) { owner in
+            guard let s = owner.sessions[id] else { return .failure(.notFound) }
+            s.lastActivity = env.now()
+            return .success(s.encodedSnapshot().json)
+        }
+    }
+
+    func input(_ input: SessionInput, at host: LoopSessions, reply: @escaping @Sendable (InputResult) -> Void) {
+        let env = self.env
+        onOwner(of: input.sessionID, reply: reply) { owner in
+            guard let s = owner.sessions[input.sessionID] else { return .failure(.notFound) }
+            return .success(
+                s.offer(
+                    viewModel: input.viewModel, input: input.input, value: input.value,
+                    idempotencyKey: input.idempotencyKey, now: env.now()))
+        }
+    }
+
+    func delete(_ id: String, at host: LoopSessions, reply: @escaping @Sendable (Result<Void, SessionFailure>) -> Void)
+    {
+        onOwner(of: id, reply: reply) { owner in
+            guard owner.sessions[id] != nil else { return .failure(.notFound) }
+            owner.remove(id, reason: "deleted")
+            return .success(())
+        }
+    }
+
+    func openStream(
+        _ stream: SessionStream, sessionID id: String, lastEventID: Int?, refuse: @escaping (SessionFailure) -> Void
+    ) {
+        guard let owner = owner(of: id) else { return refuse(.notFound) }
+        stream.sessionOwner = owner
+        let (env, link) = (self.env, stream.link)
+        // `refuse` stays on the host loop: the owner answers with a failure, which hops back.
+        let answer = LoopOwned(RefusalBox(refuse), loop: stream.host.loop)
+        owner.loop.runOrExecute {
+            let limit = env.configuration.maxStreamsPerSession
+            guard let s = owner.sessions[id] else { return answer.run { $0.refuse(.notFound) } }
+            guard s.streams.count < limit else {
+                return answer.run { $0.refuse(.tooManyStreams(limit: limit, clusterWide: false)) }
+            }
+            s.streams.append(link)
+            s.lastActivity = env.now()
+            var initial = SSEFrame.retry(milliseconds: env.configuration.retryMilliseconds)
+            if let last = lastEventID, let frames = s.history.frames(after: last, currentSeq: s.seq) {
+                for f in frames { initial += f.frame }
+            } else {
+                initial += s.snapshotFrame
+            }
+            let frames = initial
+            link.run { $0.start(initial: frames) }
+        }
+    }
+}
+
+/// A `refuse` callback kept on its stream's host loop while the owner decides (host loop only).
+final class RefusalBox {
+    let refuse: (SessionFailure) -> Void
+    init(_ refuse: @escaping (SessionFailure) -> Void) { self.refuse = refuse }
+}

@@ -1,0 +1,92 @@
+import EventHTTP
+import JSON
+
+/// Where sessions live and how a request reaches one: the session layer's one seam.
+///
+/// Two implementations, chosen once by the composition root (`Application.init`):
+/// - `LocalSessions`: the sessions live in this process, each on the loop its id names.
+/// - `ClusterNode` (`--redis-url`): the sessions live in Redis; whichever node holds a session's lease
+///   runs it, and any node answers any request for it (taking the session over, or forwarding to its
+///   runner).
+///
+/// The routes (`Application+Sessions.swift`) parse and validate the request, call the backend, and map
+/// its answer — a value in the session layer's terms (`InputOutcome`, `SessionFailure`), never an HTTP
+/// response — to HTTP in one place (`Application.response(to:)`). A new backend (another store, another
+/// way to find a session's runner) is a new conformance; no route changes. docs/ARCHITECTURE.md, "The
+/// session seam", shows both.
+///
+/// Threading: every method is called on the request's loop (`host.loop`). `reply` may be called on any
+/// loop, once; callers hop to where they answer (`HTTPResponder.sendFromAnyLoop`).
+protocol SessionBackend: Sendable {
+    /// Starts what the backend runs besides the loops (Redis connections, subscriptions, timers). Once,
+    /// after the server started; any thread.
+    func start()
+
+    /// Graceful shutdown's first step, before the server stops (a controlling thread, never a loop):
+    /// e.g. hand every session run here to other nodes at once.
+    func prepareShutdown()
+
+    /// Why this process cannot serve sessions now (`/readyz` answers `503` with it), or nil. Any thread.
+    var unreadyReason: String? { get }
+
+    /// Creates a session on `host`'s loop; `reply` gets its id.
+    func create(at host: LoopSessions, reply: @escaping @Sendable (Result<String, SessionFailure>) -> Void)
+
+    /// The session's snapshot as JSON (`GET /state`), marking it active.
+    func state(
+        of id: String, at host: LoopSessions, reply: @escaping @Sendable (Result<[UInt8], SessionFailure>) -> Void)
+
+    /// Offers one input; `reply` gets what became of it once it is durable (accepted) or refused.
+    func input(_ input: SessionInput, at host: LoopSessions, reply: @escaping @Sendable (InputResult) -> Void)
+
+    /// Ends and forgets the session (its streams get `event: end` `deleted`).
+    func delete(_ id: String, at host: LoopSessions, reply: @escaping @Sendable (Result<Void, SessionFailure>) -> Void)
+
+    /// Attaches `stream` (made on `host` for the request's responder) to session `id`: after a replay
+    /// from `lastEventID` or a snapshot the backend starts it and feeds it every later event, or calls
+    /// `refuse` (once, on `host`'s loop) when it cannot.
+    func openStream(
+        _ stream: SessionStream, sessionID id: String, lastEventID: Int?,
+        refuse: @escaping (SessionFailure) -> Void)
+}
+
+/// One input as the route parsed it: the session, the view model and input names, the value, and the
+/// `Idempotency-Key` if any.
+struct SessionInput: Sendable {
+    var sessionID: String
+    var viewModel: String
+    var input: String
+    var value: JSONValue
+    var idempotencyKey: String?
+}
+
+/// What became of an input: the session's own answer (`InputOutcome`), or why no session could take it.
+typealias InputResult = Result<InputOutcome, SessionFailure>
+
+/// Why a request for a session could not be served, in the session layer's terms. The routes map each
+/// case to a status, a `Retry-After` where retrying helps, and a sentence (`Application.response(to:)`).
+/// Nothing was changed by a request that ends in one of these, except where a case says otherwise.
+enum SessionFailure: Error, Equatable, Sendable {
+    /// No such session (unknown, expired or deleted): `404`.
+    case notFound
+    /// The process holds its maximum of sessions (`--max-sessions`): `503`, retry later.
+    case sessionLimit(Int)
+    /// The session already has this many open event streams (its limit; counted across the cluster when
+    /// `clusterWide`): `429`.
+    case tooManyStreams(limit: Int, clusterWide: Bool)
+    /// The cluster's Redis cannot be reached: `503`, retry shortly.
+    case storeUnavailable
+    /// The session moved to another node while this request was under way; nothing was applied: `503`,
+    /// retry (the retry finds the new runner).
+    case moved
+    /// Another node holds the session's live lease and this node could not reach it: `503`; this node
+    /// takes the session over when that lease ends, within this many seconds.
+    case heldElsewhere(seconds: Int)
+    /// The input was sent to the node running the session, which did not answer in time: `503`. It may
+    /// have been applied; a retry with the same `Idempotency-Key` is applied at most once.
+    case runnerDidNotAnswer
+    /// The session's stored state cannot be read by this version: `500`.
+    case unreadableState
+    /// The session's state or one event would exceed the store's limit (bytes): `413`.
+    case tooLarge(Int)
+}
