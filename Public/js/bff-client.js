@@ -2,7 +2,7 @@
 // uses, composed of the four parts that do the work:
 //
 //   session.js       which server session (resume, create, replace, delete)
-//   input-queue.js   the page's inputs, POSTed one at a time in order
+//   input-queue.js   the page's inputs, POSTed one at a time in order (retries: input-retry.js)
 //   event-stream.js  the SSE stream (reconnects, hidden tabs)
 //   output-store.js  the local copy of the outputs and their listeners
 //
@@ -11,6 +11,7 @@
 import { backoffDelay, emit } from "./bff-support.js";
 import { EventStream } from "./event-stream.js";
 import { InputQueue } from "./input-queue.js";
+import { INPUT_RETRY_MS } from "./input-retry.js";
 import { OutputStore } from "./output-store.js";
 import { Session } from "./session.js";
 
@@ -31,7 +32,7 @@ export class BffClient {
      * @param {number} [options.hiddenCloseMs=30000] close the stream after the tab was hidden this long
      * @param {number} [options.backoffInitialMs=500] first reconnect delay after a hard stream failure
      * @param {number} [options.backoffMaxMs=30000]  longest reconnect delay
-     * @param {number} [options.sendAttempts=4]      tries per input on network failure or 429
+     * @param {number} [options.inputRetryMs=30000] how long an input is tried again (no answer, 429, 502-504)
      */
     constructor(options = {}) {
         const baseUrl = options.baseUrl ?? "";
@@ -39,13 +40,22 @@ export class BffClient {
         const initialMs = options.backoffInitialMs ?? 500;
         const maxMs = options.backoffMaxMs ?? 30_000;
         const backoff = (attempt) => backoffDelay(attempt, initialMs, maxMs);
-        const setConnection = (state) => this._setConnection(state);
+        const setConnection = (state) => this._setStreamState(state);
 
-        /** The current connection state: `connecting`, `open`, `reconnecting`, `paused`, `closed`. */
+        /**
+         * The current connection state: `connecting`, `open`, `reconnecting`, `paused`, `closed`. It is
+         * the stream's state, but `reconnecting` also while an input waits for an unavailable server.
+         */
         this.connection = "closed";
+        /** How long an input is tried again before it is given up (ms; settable). */
+        this.inputRetryMs = options.inputRetryMs ?? INPUT_RETRY_MS;
+        this._streamState = "closed";
+        this._inputsStalled = false;
         this._connectionListeners = new Set();
         this._sessionListeners = new Set();
         this._errorListeners = new Set();
+        this._sentListeners = new Set();
+        this._carryOvers = new Set();
 
         this._store = new OutputStore((viewModel) => this._stream?.listenTo(viewModel));
         this._session = new Session({
@@ -57,15 +67,18 @@ export class BffClient {
                 this._stream.open();
             },
             onRenew: () => this._stream.close(),
+            onReplaced: () => this._inputs.resync(),
             autoStart: () => this.start(),
         });
         this._stream = new EventStream({
             url, session: this._session, store: this._store, backoffDelay: backoff,
-            hiddenCloseMs: options.hiddenCloseMs ?? 30_000, setConnection, connection: () => this.connection,
+            hiddenCloseMs: options.hiddenCloseMs ?? 30_000, setConnection, connection: () => this._streamState,
         });
         this._inputs = new InputQueue({
-            url, session: this._session, sendAttempts: options.sendAttempts ?? 4, backoffDelay: backoff,
-            errorListeners: this._errorListeners,
+            url, session: this._session, retryWindowMs: () => this.inputRetryMs,
+            errorListeners: this._errorListeners, sentListeners: this._sentListeners,
+            setStalled: (stalled) => this._setInputsStalled(stalled),
+            carryOver: () => [...this._carryOvers].flatMap((provide) => provide() ?? []),
         });
     }
 
@@ -108,7 +121,9 @@ export class BffClient {
         return this._store.onSignal(viewModel, signal, callback);
     }
 
-    /** Calls `callback(state)` when the connection state changes (and once at once). */
+    /**
+     * Calls `callback(state)` when the connection state changes (and once at once); see `connection`.
+     */
     onConnection(callback) {
         this._connectionListeners.add(callback);
         callback(this.connection);
@@ -126,12 +141,31 @@ export class BffClient {
     }
 
     /**
-     * Calls `callback(problem, context)` when the server rejects an input or the session cannot be
-     * created; `context` is `{viewModel, input}` or `{operation: "createSession"}`.
+     * Calls `callback(problem, context)` when the server refuses an input (`context` `{viewModel, input}`),
+     * an input is given up after `inputRetryMs` (`{viewModel, input, gaveUp: true}`), or a session
+     * creation is refused other than "not now" (`{operation: "createSession"}`).
      */
     onError(callback) {
         this._errorListeners.add(callback);
         return () => this._errorListeners.delete(callback);
+    }
+
+    /** Calls `callback({viewModel, input, inputSeq})` for every input the server acknowledged (`202`). */
+    onSent(callback) {
+        this._sentListeners.add(callback);
+        return () => this._sentListeners.delete(callback);
+    }
+
+    /**
+     * Registers what the user has entered on this page, as inputs: `provide()` returns
+     * `[[viewModel, input, value], …]` (e.g. a text field's current value). They are sent, before any
+     * input still waiting, to a new session that replaces a lost one, and after inputs were given up
+     * once the server answers again: the user's own input, so the flow stays one-way. Returns a
+     * function that unregisters.
+     */
+    carryOver(provide) {
+        this._carryOvers.add(provide);
+        return () => this._carryOvers.delete(provide);
     }
 
     /** The last known value of an output, or `undefined`. */
@@ -151,13 +185,13 @@ export class BffClient {
     stop() {
         this._session.stop();
         this._stream.stop();
-        this._setConnection("closed");
+        this._setStreamState("closed");
     }
 
     /** Deletes the session on the server and forgets it; inputs are refused until `start()` again. */
     async deleteSession() {
         this._stream.stop();
-        this._setConnection("closed");
+        this._setStreamState("closed");
         await this._session.delete();
     }
 
@@ -172,7 +206,21 @@ export class BffClient {
         return this._inputs.send(viewModel, input, value, options);
     }
 
-    _setConnection(state) {
+    /** The stream's (and session creation's) state; the connection adds what the inputs meet. */
+    _setStreamState(state) {
+        this._streamState = state;
+        if (state === "open" && this._inputs?.carryOverDue) this._inputs.resync(); // answering again
+        this._updateConnection();
+    }
+
+    /** An input waits for a server that does not answer (or answers "not now"): that is reconnecting too. */
+    _setInputsStalled(stalled) {
+        this._inputsStalled = stalled;
+        this._updateConnection();
+    }
+
+    _updateConnection() {
+        const state = this._inputsStalled && this._streamState !== "closed" ? "reconnecting" : this._streamState;
         if (this.connection === state) return;
         this.connection = state;
         emit(this._connectionListeners, state);

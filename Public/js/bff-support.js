@@ -46,9 +46,24 @@ export async function readProblem(response) {
              detail: `the server answered ${response.status}` };
 }
 
+/** A made-up problem for a request that got no answer (`status: 0`). */
 export function networkProblem(error) {
-    return { type: "about:blank", title: "Network error", status: 0,
-             detail: `the server could not be reached (${error?.message ?? error})` };
+    return { type: "about:blank", title: "No answer", status: 0,
+             detail: `no answer from the server (${error?.message ?? error})` };
+}
+
+/**
+ * True for answers worth trying again (an input with the same key, a session creation): the server, or
+ * a proxy in front of it, cannot take the request now. `429` is a rate; the others mean a node is
+ * unavailable, e.g. a session's owner died and its lease has not ended yet.
+ */
+export function isRetryable(status) {
+    return status === 429 || status === 502 || status === 503 || status === 504;
+}
+
+/** True when waiting on this answer (`0`: none) means the server cannot be reached: "reconnecting". */
+export function isOutage(status) {
+    return status === 0 || status === 502 || status === 503 || status === 504;
 }
 
 /** `Retry-After` in milliseconds, or null when absent or not a number of seconds. */

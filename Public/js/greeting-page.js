@@ -29,8 +29,15 @@ nameField.addEventListener("keydown", (event) => {
     client.send("greeting", "greet");
 });
 
-// Outputs
-client.on("greeting", "buttonEnabled", (enabled) => { greetButton.disabled = !enabled; });
+// The name typed here goes to a session that replaces a lost one (and again after inputs were given up).
+client.carryOver(() => [["greeting", "name", nameField.value]]);
+
+// Outputs: the button from `buttonEnabled`, held back while the client reconnects.
+const renderButton = () => {
+    greetButton.disabled = client.connection === "reconnecting" || !client.get("greeting", "buttonEnabled");
+};
+client.on("greeting", "buttonEnabled", renderButton);
+client.onConnection(renderButton);
 client.on("greeting", "label", (text) => { label.textContent = text ?? ""; });
 
 client.start();

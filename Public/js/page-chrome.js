@@ -1,11 +1,12 @@
 // page-chrome.js — the parts every page shows about the connection itself (not about a view model):
-// the reconnecting banner, the "new session" notice and rejected inputs. Main thread only.
+// the reconnecting banner, the "new session" notice and inputs that did not get through. Each message
+// goes when it no longer holds. Main thread only.
 
 const CONNECTION_TEXT = {
     connecting: "",
     open: "",
     paused: "",
-    reconnecting: "Connection to the server lost — reconnecting…",
+    reconnecting: "Reconnecting to the server… What you enter meanwhile is kept and sent when it answers.",
     closed: "Disconnected from the server.",
 };
 
@@ -36,15 +37,44 @@ export function bindPageChrome(client, { connectionBanner, sessionNotice, inputE
             timer = setTimeout(() => setBanner(sessionNotice, ""), NOTICE_MS);
         });
     }
-    if (inputError) {
-        let timer = null;
-        client.onError((problem, context) => {
-            clearTimeout(timer);
-            const what = context.operation === "createSession" ? "Could not start a session" : "The server refused that";
-            setBanner(inputError, `${what}: ${problem.detail ?? problem.title ?? `status ${problem.status}`}`);
-            timer = setTimeout(() => setBanner(inputError, ""), NOTICE_MS);
-        });
+    if (inputError) bindInputError(client, inputError);
+}
+
+/**
+ * The input-error banner: one sentence per failure, gone after NOTICE_MS or as soon as it no longer
+ * holds — any error once a session is taken into use (it was about the session before), and "no
+ * answer" once an input lands again.
+ */
+function bindInputError(client, element) {
+    let timer = null;
+    let shown = null; // the context of the error on show
+    const clear = () => {
+        clearTimeout(timer);
+        shown = null;
+        setBanner(element, "");
+    };
+    client.onError((problem, context) => {
+        clearTimeout(timer);
+        shown = context;
+        setBanner(element, errorText(problem, context));
+        timer = setTimeout(clear, NOTICE_MS);
+    });
+    client.onSession(clear);
+    client.onSent(() => {
+        if (shown?.gaveUp) clear();
+    });
+}
+
+/** What a failure says to the user. */
+function errorText(problem, context) {
+    if (context.operation === "createSession") {
+        return `Could not start a session: ${problem.detail ?? problem.title ?? `status ${problem.status}`}`;
     }
+    if (context.gaveUp) {
+        return `The server did not answer for ${problem.waitedSeconds} s, so your last action may not have ` +
+            "been applied. Please try it again.";
+    }
+    return `The server refused that: ${problem.detail ?? problem.title ?? `status ${problem.status}`}`;
 }
 
 /** Shows `text` in `element`, hiding the element when the text is empty. */

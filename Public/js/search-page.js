@@ -11,7 +11,8 @@ const ui = {
     form: $("search-form"), query: $("query"), sort: $("sort"), searchButton: $("search-button"),
     count: $("result-count"), stale: $("stale-badge"), loading: $("loading"),
     error: $("error"), errorMessage: $("error-message"), countdown: $("retry-countdown"),
-    results: $("results"), loadMore: $("load-more"), opened: $("opened"), openedLink: $("opened-link"),
+    results: $("results"), noResults: $("no-results"), loadMore: $("load-more"), opened: $("opened"),
+    openedLink: $("opened-link"),
     statusBanner: $("status-banner"), rateLimit: $("rate-limit"), rowTemplate: $("repo-row"),
 };
 const count = new Intl.NumberFormat();
@@ -26,18 +27,30 @@ bindPageChrome(client, {
 // MARK: Inputs (forwarded as they happen)
 
 ui.query.addEventListener("input", () => client.send("search", "query", ui.query.value, { coalesce: true }));
-ui.sort.addEventListener("change", () => client.send("search", "sort", ui.sort.value));
+ui.sort.addEventListener("change", () => {
+    hideOpened();
+    client.send("search", "sort", ui.sort.value);
+});
 ui.form.addEventListener("submit", (event) => {
     event.preventDefault();
-    client.send("search", "submit");
+    submit();
 });
 // Enter always forwards `submit`; the view model ignores it while searching is not enabled. (A disabled
-// default button would swallow Enter before a fast typist's query reached the server.)
+// default button would swallow Enter before a fast typist's query reached the server; while the page
+// reconnects, the submit waits in the queue behind the query and lands with it.)
 ui.query.addEventListener("keydown", (event) => {
     if (event.key !== "Enter" || event.isComposing) return;
     event.preventDefault();
-    client.send("search", "submit");
+    submit();
 });
+function submit() {
+    hideOpened(); // the "Opened …" line is about the search shown until now
+    client.send("search", "submit");
+}
+
+// What the user has entered here goes to a session that replaces a lost one (and again after inputs
+// were given up): their own input, so Search works on the new session with the text they see.
+client.carryOver(() => [["search", "query", ui.query.value], ["search", "sort", ui.sort.value]]);
 // `coalesce`: a second "more" (button and scroll together) still waiting to be sent is not sent twice.
 ui.loadMore.addEventListener("click", () => client.send("search", "loadMore", undefined, { coalesce: true }));
 ui.results.addEventListener("click", (event) => {
@@ -60,24 +73,31 @@ client.on("search", "query", (query) => {
     if (document.activeElement !== ui.query && ui.query.value !== query) ui.query.value = query ?? "";
 });
 client.on("search", "sort", (sort) => { ui.sort.value = sort; });
-client.on("search", "searchEnabled", (enabled) => { ui.searchButton.disabled = !enabled; });
+client.on("search", "searchEnabled", renderButtons);
 client.on("search", "isLoading", (loading) => {
     ui.loading.hidden = !loading;
     ui.results.setAttribute("aria-busy", String(Boolean(loading)));
 });
-// `null` until a search answered: then the count shows nothing (formatting is the page's only part).
+// `null` until a search answered: then the count shows nothing (formatting is the page's only part);
+// `0` says that nothing matched, with what to change.
 client.on("search", "totalCount", (total) => {
-    ui.count.textContent = total == null ? "" : `${count.format(total)} ${total === 1 ? "repository" : "repositories"}`;
+    ui.count.textContent = total == null ? "" : total === 0 ? "No repositories match this search." :
+        `${count.format(total)} ${total === 1 ? "repository" : "repositories"}`;
+    ui.noResults.hidden = total !== 0;
 });
 client.on("search", "stale", (stale) => { ui.stale.hidden = !stale; });
 client.on("search", "hasMore", (hasMore) => {
     ui.loadMore.hidden = !hasMore;
     rearmEndObserver();
 });
-client.on("search", "loadMoreEnabled", (enabled) => {
-    ui.loadMore.disabled = !enabled;
+client.on("search", "loadMoreEnabled", () => {
+    renderButtons();
     rearmEndObserver();
 });
+// While the client reconnects, the buttons that start work wait and the results are dimmed (app.css,
+// from the `data-connection` attribute): nothing on screen claims to work that cannot.
+client.onConnection(renderButtons);
+client.onSession(hideOpened);
 client.on("search", "repositories", (repositories) => {
     renderRepositories(repositories ?? []);
     rearmEndObserver();
@@ -110,6 +130,17 @@ client.on("status", "rateLimit", (limit) => {
 });
 
 // MARK: Rendering helpers
+
+/** The view model's `searchEnabled` and `loadMoreEnabled`, held back while the client reconnects. */
+function renderButtons() {
+    const reconnecting = client.connection === "reconnecting";
+    ui.searchButton.disabled = reconnecting || !client.get("search", "searchEnabled");
+    ui.loadMore.disabled = reconnecting || !client.get("search", "loadMoreEnabled");
+}
+
+function hideOpened() {
+    ui.opened.hidden = true;
+}
 
 /** Row nodes by key, reused while a repository's data is unchanged, so appending keeps focus and scroll. */
 let renderedRows = new Map();

@@ -1,9 +1,10 @@
 // session.js — which server session the client uses: resume the stored id, create one (retried with
-// backoff on 503 or a network failure), replace a session the server no longer knows, delete it.
+// backoff while the server cannot take it: no answer, 429, 502, 503, 504), replace a session the
+// server no longer knows, delete it.
 //
-// One job: the session id. It says when a session is taken into use (`onUse`) and leaves streams and
-// inputs to the other modules. Main thread only.
-import { delay, emit, networkProblem, readJSON, readProblem, retryAfterMs } from "./bff-support.js";
+// One job: the session id. It says when a session is taken into use (`onUse`) or replaces a lost one
+// (`onReplaced`), and leaves streams and inputs to the other modules. Main thread only.
+import { delay, emit, isRetryable, readJSON, readProblem, retryAfterMs } from "./bff-support.js";
 
 export class Session {
     /**
@@ -16,6 +17,7 @@ export class Session {
      * @param {Set<Function>} deps.sessionListeners  `onSession` listeners
      * @param {Set<Function>} deps.errorListeners    `onError` listeners
      * @param {(id: string) => void} deps.onUse      a session was taken into use: open its stream
+     * @param {() => void} deps.onReplaced           a new session replaced a lost one: send it the carry-over
      * @param {() => void} deps.onRenew              the current session is being given up: close its stream
      * @param {() => void} deps.autoStart            starts the client (an input sent before `start()`)
      */
@@ -93,10 +95,10 @@ export class Session {
         return !this.stopped && this.id !== null;
     }
 
-    /** True only when the server says the session does not exist (404 on its state). */
-    async isGone() {
+    /** True only when the server says the session (default: the current one) does not exist (404 on its state). */
+    async isGone(id = this.id) {
         try {
-            const response = await fetch(this._deps.url(`/api/sessions/${encodeURIComponent(this.id)}/state`),
+            const response = await fetch(this._deps.url(`/api/sessions/${encodeURIComponent(id)}/state`),
                 { headers: { Accept: "application/json" } });
             return response.status === 404;
         } catch {
@@ -104,6 +106,11 @@ export class Session {
         }
     }
 
+    /**
+     * `POST /api/sessions` until it succeeds. While the server cannot take it (no answer, `429`, `5xx`
+     * "not now") the connection says `reconnecting` and nothing is reported: that is not an error the
+     * user can act on, and it ends by itself. Any other answer goes to `onError` (and is tried again).
+     */
     async _create() {
         const { url, backoffDelay, setConnection, errorListeners } = this._deps;
         for (let attempt = 1; ; attempt++) {
@@ -114,9 +121,11 @@ export class Session {
                     const created = await readJSON(response);
                     if (created && typeof created.id === "string") return created.id;
                 }
-                emit(errorListeners, await readProblem(response), { operation: "createSession" });
-            } catch (error) {
-                emit(errorListeners, networkProblem(error), { operation: "createSession" });
+                if (!isRetryable(response.status)) {
+                    emit(errorListeners, await readProblem(response), { operation: "createSession" });
+                }
+            } catch {
+                // no answer: reconnecting, tried again below
             }
             setConnection("reconnecting");
             await delay((response && retryAfterMs(response)) ?? backoffDelay(attempt));
@@ -129,6 +138,7 @@ export class Session {
         this.id = id;
         this._deps.storage?.setItem(this._deps.storageKey, id);
         emit(this._deps.sessionListeners, { id, previousId, ...info });
+        if (info.reason === "replaced") this._deps.onReplaced();
         this._deps.onUse(id);
         return id;
     }

@@ -15,6 +15,7 @@ import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
+from cluster import Cluster
 from github_sim import SimulatorControl
 from support import free_port, wait_for_http
 
@@ -26,12 +27,13 @@ LOGS = ROOT / "artifacts" / "browser-logs"
 class ServerProcess:
     """The real `bff` on a fixed port; stop() and start() again reuse the port (to test recovery)."""
 
-    def __init__(self, binary, github_url, port=None, name="bff"):
+    def __init__(self, binary, github_url, port=None, name="bff", extra_args=()):
         self.binary = binary
         self.github_url = github_url
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.name = name
+        self.extra_args = list(extra_args)
         self.process = None
         self.starts = 0
 
@@ -43,7 +45,7 @@ class ServerProcess:
         env.pop("GITHUB_TOKEN", None)
         self.process = subprocess.Popen(
             [str(self.binary), "--port", str(self.port), "--public-dir", str(ROOT / "Public"),
-             "--cache-file", "none", "--test-hooks"],
+             "--cache-file", "none", "--test-hooks", *self.extra_args],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         wait_for_http(self.url + "/readyz", process=self.process)
 
@@ -55,6 +57,13 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        self.process = None
+
+    def kill9(self):
+        """`kill -9`: the process dies at once, leaving its leases and connections behind."""
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
         self.process = None
 
 
@@ -104,6 +113,22 @@ def own_bff(github):
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def cluster(github):
+    """A cluster of this test's own: a real `redis-server` and three `bff --redis-url` nodes (a, b, c)."""
+    if os.environ.get("BROWSER_TEST_BFF_URL"):
+        pytest.skip("a cluster needs servers the tests start")
+    binary = _binary("BFF_BIN", ".build/debug/bff")
+    if binary is None:
+        pytest.fail("bff is not built")
+    nodes = Cluster(binary, github.url, LOGS, ServerProcess)
+    try:
+        nodes.start()
+        yield nodes
+    finally:
+        nodes.stop()
 
 
 def make_driver(width=1100, height=900, dark=False):

@@ -54,3 +54,46 @@ def wait_for_results(driver, more_than=0):
     wait(driver, lambda d: len(row_ids(d)) > more_than and output(d, "search", "isLoading") is False,
          message=f"no more than {more_than} result rows appeared")
     return row_ids(driver)
+
+
+def open_on_session(driver, server, session, page="index.html"):
+    """Loads `page` at `server` resuming `session` (a session made elsewhere, e.g. at another node):
+    the id goes into the tab's sessionStorage first, from a document of the same origin."""
+    driver.get(f"{server.url}/favicon.svg")
+    driver.execute_script("sessionStorage.setItem('bff.sessionId', arguments[0])", session)
+    open_page(driver, server, page)
+
+
+RECORD_POSTS = """
+    // Every POST the page makes, when (ms), with its Idempotency-Key, its answer's status (0: no
+    // answer), Retry-After and the inputSeq of a 202: the test's view of what went over the wire.
+    window.__posts = [];
+    const original = window.fetch;
+    window.fetch = async (url, init = {}) => {
+        const method = init.method || 'GET';
+        if (method !== 'POST') return original(url, init);
+        const entry = {path: new URL(String(url), location.href).pathname, at: performance.now(),
+                       key: (init.headers || {})['Idempotency-Key'] || null, status: null, inputSeq: null,
+                       retryAfter: null};
+        window.__posts.push(entry);
+        try {
+            const response = await original(url, init);
+            entry.status = response.status;
+            entry.retryAfter = response.headers.get('Retry-After');
+            if (response.status === 202) entry.inputSeq = (await response.clone().json()).inputSeq;
+            return response;
+        } catch (error) {
+            entry.status = 0;
+            throw error;
+        }
+    };
+"""
+
+
+def record_posts(driver):
+    """Starts recording the page's POSTs (see RECORD_POSTS); read them with `posts(driver)`."""
+    driver.execute_script(RECORD_POSTS)
+
+
+def posts(driver):
+    return driver.execute_script("return window.__posts")
