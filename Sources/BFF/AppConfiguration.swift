@@ -9,8 +9,11 @@ public struct AppConfiguration: Sendable {
     public var sessionIdleTimeout: Double = 30 * 60
     /// Most live sessions; past it `POST /api/sessions` answers 503 + Retry-After.
     public var maxSessions = 20_000
-    /// Most open event streams per session; past it 429.
+    /// Most open event streams per session; past it 429. A multiplexed stream counts as one stream of
+    /// each of its sessions.
     public var maxStreamsPerSession = 4
+    /// Most sessions one multiplexed stream (`GET /api/events`) carries; past it 400.
+    public var maxSessionsPerStream = 32
     /// Sustained inputs per second per session, and the burst allowed on top.
     public var inputRate: Double = 50
     public var inputBurst: Double = 100

@@ -6,6 +6,7 @@ import ViewModels
 extension Application {
     func registerRoutes() {
         registerSessionRoutes()
+        registerMultiplexedRoute()
         registerOperationRoutes()
         registerSearchRoutes()
         if configuration.testHooks { registerTestHooks() }

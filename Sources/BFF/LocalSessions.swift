@@ -80,7 +80,8 @@ final class LocalSessions: SessionBackend {
     }
 
     func openStream(
-        _ stream: SessionStream, sessionID id: String, lastEventID: Int?, refuse: @escaping (SessionFailure) -> Void
+        _ stream: any SessionEventSink, sessionID id: String, lastEventID: Int?,
+        refuse: @escaping (SessionFailure) -> Void
     ) {
         guard let owner = owner(of: id) else { return refuse(.notFound) }
         stream.sessionOwner = owner
@@ -95,7 +96,7 @@ final class LocalSessions: SessionBackend {
             }
             s.streams.append(link)
             s.lastActivity = env.now()
-            var initial = SSEFrame.retry(milliseconds: env.configuration.retryMilliseconds)
+            var initial: [UInt8] = []
             if let last = lastEventID, let frames = s.history.frames(after: last, currentSeq: s.seq) {
                 for f in frames { initial += f.frame }
             } else {

@@ -26,8 +26,8 @@ final class LoopSessions: Sendable {
         var sessions: [String: Session] = [:]
         /// The streams whose connections this loop hosts, each at its `hostedIndex` (8 bytes a stream
         /// instead of a dictionary's bucket; removal swaps the last one in).
-        var hosted: [SessionStream] = []
-        var behind: [ObjectIdentifier: SessionStream] = [:]
+        var hosted: [any HostedStream] = []
+        var behind: [ObjectIdentifier: any HostedStream] = [:]
         var behindTimer: LoopTimer?
         var timers: [LoopTimer] = []
         var statusSnapshot: JSONObject
@@ -51,11 +51,11 @@ final class LoopSessions: Sendable {
         _read { yield state.value.retired }
         _modify { yield &state.value.retired }
     }
-    private var hosted: [SessionStream] {
+    private var hosted: [any HostedStream] {
         _read { yield state.value.hosted }
         _modify { yield &state.value.hosted }
     }
-    private var behind: [ObjectIdentifier: SessionStream] {
+    private var behind: [ObjectIdentifier: any HostedStream] {
         _read { yield state.value.behind }
         _modify { yield &state.value.behind }
     }
@@ -101,7 +101,7 @@ final class LoopSessions: Sendable {
     func startTimers() {
         let c = env.configuration
         timers.append(
-            loop.scheduleRepeating(every: c.keepAliveInterval / Double(SessionStream.keepAliveTicksPerInterval)) {
+            loop.scheduleRepeating(every: c.keepAliveInterval / Double(SSEResponse.keepAliveTicksPerInterval)) {
                 [unowned self] in
                 for s in self.hosted { s.keepAliveTick() }
             })
@@ -138,7 +138,7 @@ final class LoopSessions: Sendable {
     }
 
     /// A stream of session `id` closed on its host loop.
-    func streamClosed(_ stream: LoopOwned<SessionStream>, sessionID id: String) {
+    func streamClosed(_ stream: LoopOwned<any SessionEventSink>, sessionID id: String) {
         guard let s = sessions[id] else { return }
         s.streams.removeAll { $0.isSame(as: stream) }
         s.lastActivity = env.now()  // the idle clock starts when the last stream goes
@@ -153,14 +153,14 @@ final class LoopSessions: Sendable {
 
     // MARK: hosted streams
 
-    func register(_ s: SessionStream) {
+    func register(_ s: any HostedStream) {
         guard s.hostedIndex < 0 else { return }
         s.hostedIndex = Int32(hosted.count)
         hosted.append(s)
         env.metrics.streams.increment()
     }
 
-    func unregister(_ s: SessionStream) {
+    func unregister(_ s: any HostedStream) {
         guard s.hostedIndex >= 0 else { return }
         let i = Int(s.hostedIndex)
         let last = hosted.removeLast()
@@ -173,7 +173,7 @@ final class LoopSessions: Sendable {
         env.metrics.streams.decrement()
     }
 
-    func watchBehind(_ s: SessionStream) {
+    func watchBehind(_ s: any HostedStream) {
         behind[ObjectIdentifier(s)] = s
         guard behindTimer == nil else { return }
         behindTimer = loop.scheduleRepeating(every: 0.02) { [unowned self] in
@@ -188,7 +188,7 @@ final class LoopSessions: Sendable {
     /// Shutdown: every hosted stream gets `event: end` with reason `shutdown`.
     func endAllStreams() {
         let frame = SSEFrame.event(id: nil, name: "end", json: ["reason": "shutdown"])
-        for s in hosted { s.finish(with: frame) }
+        for s in hosted { s.shutdown(with: frame) }
         stopTimers()
     }
 }

@@ -59,3 +59,43 @@ enum SSEFrame {
         return out
     }
 }
+
+extension SSEFrame {
+    /// The parts of one frame as `event(id:name:data:)` makes it (`id: N`, `event: NAME`, one
+    /// `data:` line, a blank line), read back without copying: how a multiplexed stream re-frames a
+    /// session's events. Anything else (a comment, `retry:`, several data lines) is not read.
+    struct Parts {
+        let id: Int?
+        let name: ArraySlice<UInt8>
+        let data: ArraySlice<UInt8>
+
+        var isSnapshot: Bool { name.elementsEqual("snapshot".utf8) }
+
+        /// The first frame of `rest`, which loses it; nil (and `rest` untouched) when `rest` does not
+        /// start with a whole frame.
+        init?(_ rest: inout ArraySlice<UInt8>) {
+            var cursor = rest
+            func line(after prefix: String) -> ArraySlice<UInt8>? {
+                guard cursor.starts(with: prefix.utf8), let nl = cursor.firstIndex(of: 0x0A) else { return nil }
+                let value = cursor[(cursor.startIndex + prefix.utf8.count)..<nl]
+                cursor = cursor[(nl + 1)...]
+                return value
+            }
+            var id: Int?
+            if let digits = line(after: "id: ") {
+                guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+                    return nil
+                }
+                id = digits.reduce(0) { $0 * 10 + Int($1 - 0x30) }
+            }
+            guard let name = line(after: "event: "), let data = line(after: "data: "), cursor.first == 0x0A else {
+                return nil
+            }
+            cursor = cursor.dropFirst()
+            self.id = id
+            self.name = name
+            self.data = data
+            rest = cursor
+        }
+    }
+}

@@ -42,11 +42,12 @@ protocol SessionBackend: Sendable {
     /// Ends and forgets the session (its streams get `event: end` `deleted`).
     func delete(_ id: String, at host: LoopSessions, reply: @escaping @Sendable (Result<Void, SessionFailure>) -> Void)
 
-    /// Attaches `stream` (made on `host` for the request's responder) to session `id`: after a replay
-    /// from `lastEventID` or a snapshot the backend starts it and feeds it every later event, or calls
-    /// `refuse` (once, on `host`'s loop) when it cannot.
+    /// Attaches `stream` (a sink on the request's loop: a session's own stream, or one member of a
+    /// multiplexed stream) to session `id`: the backend starts it with a replay from `lastEventID` or a
+    /// snapshot and then feeds it every later event, or calls `refuse` (once, on the stream's host loop)
+    /// when it cannot.
     func openStream(
-        _ stream: SessionStream, sessionID id: String, lastEventID: Int?,
+        _ stream: any SessionEventSink, sessionID id: String, lastEventID: Int?,
         refuse: @escaping (SessionFailure) -> Void)
 }
 

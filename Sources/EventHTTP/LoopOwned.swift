@@ -9,12 +9,12 @@
 ///
 /// Threading: `value` on `loop`'s thread only; `loop`, `run`, `isSame` anywhere.
 // @unchecked: the loop check on every access is what makes the non-Sendable object safe to carry.
-public struct LoopOwned<Object: AnyObject>: @unchecked Sendable {
+public struct LoopOwned<Object>: @unchecked Sendable {
     /// The loop whose thread owns the object.
     public let loop: EventLoop
     @usableFromInline let object: Object
 
-    /// Wraps `object`, which lives on `loop` (made on any thread: objects are often built for a loop).
+    /// Wraps `object` (a class instance), which lives on `loop` (made on any thread: objects are often built for a loop).
     public init(_ object: Object, loop: EventLoop) {
         self.loop = loop
         self.object = object
@@ -45,9 +45,7 @@ public struct LoopOwned<Object: AnyObject>: @unchecked Sendable {
         }
     }
 
-    /// True when this refers to `other` (compares identities; opens nothing). Any thread.
-    public func isSame(as other: Object) -> Bool { object === other }
-
-    /// True when both refer to the same object. Any thread.
-    public func isSame(as other: LoopOwned<Object>) -> Bool { object === other.object }
+    /// True when both refer to the same object (compares identities; opens nothing). Any thread. `Object`
+    /// is a class, or a class-bound protocol's existential.
+    public func isSame(as other: LoopOwned<Object>) -> Bool { (object as AnyObject) === (other.object as AnyObject) }
 }

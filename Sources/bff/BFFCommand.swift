@@ -41,6 +41,8 @@ struct BFFCommand: ParsableCommand {
         1800.0
     @Option(help: "Most live sessions (503 + Retry-After past it).") var maxSessions = 20_000
     @Option(help: "Most open event streams per session (429 past it).") var maxStreamsPerSession = 4
+    @Option(help: "Most sessions one multiplexed event stream (GET /api/events) carries (400 past it).")
+    var maxSessionsPerStream = 32
     @Option(help: "Sustained inputs per second per session (429 past it).") var inputRate = 50.0
     @Option(help: "Inputs a session may send in a burst above the rate.") var inputBurst = 100.0
     @Option(help: "Events kept per session for Last-Event-ID replay.") var historyEvents = 256
@@ -118,6 +120,7 @@ struct BFFCommand: ParsableCommand {
             ("--max-connections", maxConnections ?? 25_000, 1...1_000_000),
             ("--max-sessions", maxSessions, 1...1_000_000),
             ("--max-streams-per-session", maxStreamsPerSession, 1...1000),
+            ("--max-sessions-per-stream", maxSessionsPerStream, 1...1000),
             ("--history-events", historyEvents, 1...100_000),
             ("--stream-high-water", streamHighWater, 1024...(1 << 30)),
             ("--cache-max-entries", cacheMaxEntries, 1...10_000_000),
@@ -151,6 +154,7 @@ struct BFFCommand: ParsableCommand {
         config.sessionIdleTimeout = sessionIdleTimeout
         config.maxSessions = maxSessions
         config.maxStreamsPerSession = maxStreamsPerSession
+        config.maxSessionsPerStream = maxSessionsPerStream
         config.inputRate = inputRate
         config.inputBurst = inputBurst
         config.historyEvents = historyEvents

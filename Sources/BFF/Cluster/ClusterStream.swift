@@ -9,7 +9,7 @@ import RedisClient
 /// Threading: host loop only.
 final class ClusterStream {
     let sessionID: String
-    let stream: SessionStream
+    let stream: any SessionEventSink
     /// This stream's name in the session's cluster-wide set of open streams (`SessionStore.admitStream`).
     let member: String
     private var catchUp: StreamCatchUp
@@ -24,7 +24,7 @@ final class ClusterStream {
     private var startTimer: LoopTimer?
 
     init(
-        sessionID: String, member: String, lastEventID: Int?, stream: SessionStream,
+        sessionID: String, member: String, lastEventID: Int?, stream: any SessionEventSink,
         refuse: @escaping (SessionFailure) -> Void, node: ClusterNode
     ) {
         self.sessionID = sessionID
@@ -139,7 +139,7 @@ final class ClusterStream {
         refuse = nil
         startTimer?.cancel()
         startTimer = nil
-        var initial = SSEFrame.retry(milliseconds: node.env.configuration.retryMilliseconds)
+        var initial: [UInt8] = []
         for f in frames { initial += f }
         stream.start(initial: initial)
     }
@@ -171,7 +171,8 @@ final class ClusterStream {
 extension ClusterNode {
     /// `GET /api/sessions/{id}/events` in cluster mode (the request's loop, which hosts `stream`).
     func openStream(
-        _ stream: SessionStream, sessionID id: String, lastEventID: Int?, refuse: @escaping (SessionFailure) -> Void
+        _ stream: any SessionEventSink, sessionID id: String, lastEventID: Int?,
+        refuse: @escaping (SessionFailure) -> Void
     ) {
         guard let owner = owner(of: id) else { return refuse(.notFound) }
         let index = stream.host.loop.index
@@ -208,7 +209,7 @@ extension ClusterNode {
     /// Starts an admitted stream: fed by the session's subscription on this loop (made by its first
     /// stream), released from the session's set of open streams when it closes (request loop).
     private func startStream(
-        _ stream: SessionStream, id: String, member: String, owner: LoopSessions, lastEventID: Int?,
+        _ stream: any SessionEventSink, id: String, member: String, owner: LoopSessions, lastEventID: Int?,
         refuse: @escaping (SessionFailure) -> Void
     ) {
         let index = stream.host.loop.index
