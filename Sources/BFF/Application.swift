@@ -78,8 +78,9 @@ public final class Application: Sendable {
         backend =
             configuration.cluster.map { ClusterNode(settings: $0, env: env, loops: loops) }
             ?? LocalSessions(env: env, loops: loops)
+        let backend = self.backend
         status.onEvent = { _, event in
-            for sl in loops { sl.loop.runOrExecute { sl.statusChanged(event) } }
+            for sl in loops { sl.loop.runOrExecute { sl.statusChanged(event, backend: backend) } }
         }
         registerRoutes()
         server.onDrain = {

@@ -21,6 +21,11 @@ final class LocalSessions: SessionBackend {
     func prepareShutdown() {}
     var unreadyReason: String? { nil }
 
+    /// A status change is an event of every session (numbered in its `seq`, kept in its history).
+    func statusChanged(_ data: [UInt8], isSignal: Bool, on loop: LoopSessions) {
+        loop.emitStatusInEverySession(data, isSignal: isSignal)
+    }
+
     /// The loop that owns session `id`, or nil when `id` cannot be one of ours.
     func owner(of id: String) -> LoopSessions? {
         SessionID.loopIndex(of: id, loops: loops.count).map { loops[$0] }

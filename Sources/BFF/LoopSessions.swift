@@ -144,11 +144,30 @@ final class LoopSessions: Sendable {
         s.lastActivity = env.now()  // the idle clock starts when the last stream goes
     }
 
-    /// The shared status changed: update the copy and tell every session here.
-    func statusChanged(_ event: ViewModelEvent) {
+    /// The shared status changed: update this loop's copy and let `backend` bring the event to the
+    /// sessions and streams here (encoded once per loop, not once per session).
+    func statusChanged(_ event: ViewModelEvent, backend: any SessionBackend) {
         statusSnapshot.merge(event.outputs)
-        let data = Session.eventData(event)
-        for s in sessions.values { s.emit(viewModel: "status", data: data, isSignal: !event.signals.isEmpty) }
+        backend.statusChanged(Session.eventData(event), isSignal: !event.signals.isEmpty, on: self)
+    }
+
+    /// Every session here emits the status event `data` (a session event, numbered in its `seq`).
+    func emitStatusInEverySession(_ data: [UInt8], isSignal: Bool) {
+        for s in sessions.values { s.emit(viewModel: "status", data: data, isSignal: isSignal) }
+    }
+
+    /// Every stream hosted here gets `frame` for each of its sessions, as a state frame (coalesced when
+    /// the stream is behind).
+    func broadcastToHostedStreams(_ frame: [UInt8]) {
+        for s in hosted { s.broadcast(frame) }
+    }
+
+    /// The current status as an event without an id: what a stream resumed from a replay gets after it,
+    /// where the status is not part of the sessions' history (cluster mode).
+    var statusFrame: [UInt8] {
+        SSEFrame.event(
+            id: nil, name: "status",
+            data: Session.eventData(ViewModelEvent(inputSeq: nil, outputs: statusSnapshot, signals: [:])))
     }
 
     // MARK: hosted streams

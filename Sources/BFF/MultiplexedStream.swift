@@ -195,6 +195,10 @@ final class MultiplexedStream: HostedStream, HTTPStreamCloseObserver {
         if mode == .live { response.keepAliveTick() }
     }
 
+    func broadcast(_ frame: [UInt8]) {
+        for m in members where m.phase == .started { deliver(frame, isSignal: false, from: m) }
+    }
+
     func shutdown(with endFrame: [UInt8]) {
         guard response.http != nil else { return }
         var out: [UInt8] = []

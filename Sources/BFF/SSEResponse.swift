@@ -106,6 +106,8 @@ protocol HostedStream: AnyObject {
     func checkDrained() -> Bool
     /// Shutdown: every session of the stream gets `endFrame` (`end`, `shutdown`) and the response ends.
     func shutdown(with endFrame: [UInt8])
+    /// Every session of the stream gets `frame` (an event without an id), as a state frame.
+    func broadcast(_ frame: [UInt8])
 }
 
 /// Where one session's events go on a stream's host loop: a `SessionStream` (the session's own stream)

@@ -128,6 +128,8 @@ final class SessionStream: SessionEventSink, HostedStream, HTTPStreamCloseObserv
 
     func shutdown(with endFrame: [UInt8]) { finish(with: endFrame) }
 
+    func broadcast(_ frame: [UInt8]) { deliverFromSession(frame, isSignal: false) }
+
     private func catchUp(snapshotFrame: [UInt8]) {
         guard response.http != nil, mode == .catchingUp else { return }
         for s in pendingSignals { response.write(s) }

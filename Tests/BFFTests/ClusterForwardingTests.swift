@@ -13,24 +13,6 @@ import XCTest
 /// reaches nobody, and a `moved` answer from a node that no longer runs the session does not hide the
 /// answer of the node that does.
 final class ClusterForwardingTests: ClusterTestCase {
-    /// Calls of `command` Redis has run so far, scripts' commands included (`INFO commandstats`).
-    private func calls(_ command: String) throws -> Int {
-        let port = String(redis.url.split(separator: ":").last ?? "")
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["redis-cli", "-p", port, "INFO", "commandstats"]
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        for line in text.split(whereSeparator: \.isNewline) where line.hasPrefix("cmdstat_\(command):calls=") {
-            let digits = line.dropFirst("cmdstat_\(command):calls=".count).prefix { $0.isNumber }
-            return Int(digits) ?? 0
-        }
-        return 0
-    }
-
     func testInputsAtANonOwnerAskWhoHoldsTheLeaseOnceThenGoStraightToTheOwner() throws {
         let a = try node("a")
         let b = try node("b")

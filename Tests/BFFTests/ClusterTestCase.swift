@@ -51,6 +51,24 @@ class ClusterTestCase: XCTestCase {
         try app.state(id)["viewModels"]?["greeting"]?["label"]
     }
 
+    /// Calls of `command` Redis has run so far, scripts' commands included (`INFO commandstats`).
+    func calls(_ command: String) throws -> Int {
+        let port = String(redis.url.split(separator: ":").last ?? "")
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["redis-cli", "-p", port, "INFO", "commandstats"]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        for line in text.split(whereSeparator: \.isNewline) where line.hasPrefix("cmdstat_\(command):calls=") {
+            let digits = line.dropFirst("cmdstat_\(command):calls=".count).prefix { $0.isNumber }
+            return Int(digits) ?? 0
+        }
+        return 0
+    }
+
     /// Runs `redis-cli` against the test's server (which must exit 0); its output.
     func redisCLI(_ args: String...) throws -> String {
         let p = Process()

@@ -20,6 +20,13 @@ final class MultiplexedStreamTests: XCTestCase {
                 ended[session] = data["reason"]?.stringValue
                 return
             }
+            // Cluster mode's `status` events have no seq (the status is not a session event there).
+            if e.event == "status", data["seq"] == nil {
+                var vm = sessions[session, default: ClientState()].viewModels["status"]?.objectValue ?? [:]
+                vm.merge(data["outputs"]?.objectValue ?? [:])
+                sessions[session, default: ClientState()].viewModels["status"] = .object(vm)
+                return
+            }
             let seq = try XCTUnwrap(data["seq"]?.intValue, "every event carries its session's seq")
             seen.append("\(session)#\(seq)")
             // As the session's own stream would have framed it.

@@ -89,6 +89,15 @@ final class ClusterNode: SessionBackend {
 
     var unreadyReason: String? { isReady ? nil : "Redis is not reachable" }
 
+    /// The shared `status` is one value for the cluster, applied by every node from the status board:
+    /// it reaches each stream from the node that hosts it, as an event without an id, and is never
+    /// committed per session (a broadcast costs Redis nothing per session; committing it in each of
+    /// 17,000 sessions of a node took seconds and failed). A stream resumed from a replay gets the
+    /// current status after it (`ClusterStream`), and every snapshot carries it, so clients converge.
+    func statusChanged(_ data: [UInt8], isSignal: Bool, on loop: LoopSessions) {
+        loop.broadcastToHostedStreams(SSEFrame.event(id: nil, name: "status", data: data))
+    }
+
     /// Seconds between two checks, per loop, of the sessions streamed there: orphans are acquired, and
     /// the expiry of a session run elsewhere is renewed (an open stream keeps a session alive).
     let streamedCheckInterval: Double

@@ -15,6 +15,8 @@ final class ClusterStream {
     private var catchUp: StreamCatchUp
     /// True until the first snapshot was written, for a client without `Last-Event-ID`.
     private var needsSnapshot: Bool
+    /// True for a client that came back with `Last-Event-ID` (it may get a replay, not a snapshot).
+    private let resumed: Bool
     private var started = false
     /// Answers the request when the stream cannot start (until it starts).
     private var refuse: ((SessionFailure) -> Void)?
@@ -34,6 +36,7 @@ final class ClusterStream {
         self.node = node
         catchUp = StreamCatchUp(lastEventID: UInt64(max(0, lastEventID ?? 0)))
         needsSnapshot = lastEventID == nil
+        resumed = lastEventID != nil
     }
 
     private var index: Int { stream.host.loop.index }
@@ -141,6 +144,8 @@ final class ClusterStream {
         startTimer = nil
         var initial: [UInt8] = []
         for f in frames { initial += f }
+        // Resumed from a replay: the status is not in the history (`ClusterNode.statusChanged`).
+        if resumed { initial += stream.host.statusFrame }
         stream.start(initial: initial)
     }
 
