@@ -44,12 +44,14 @@ extension Application {
                 baseURL: github.baseURL, token: github.token, requestTimeout: github.requestTimeout,
                 rateLimiter: .init(publishesRepeats: budget != nil)),
             logger: logger, onStatus: { sink.forward($0) }, sharedBudget: budget)
+        // Which upstream cached pages belong to (base URL and token, digested: never the token itself).
+        let identity = UpstreamIdentity(baseURL: github.baseURL, token: github.token)
         func cache<U: RepositorySearching>(over upstream: U) -> SearchCache<U> {
             SearchCache(
                 upstream: upstream,
                 configuration: .init(
                     ttl: github.cacheTTL, maxAge: github.cacheMaxAge, maxEntries: github.cacheMaxEntries,
-                    maxBytes: github.cacheMaxBytes, path: github.cachePath),
+                    maxBytes: github.cacheMaxBytes, path: github.cachePath, upstream: identity),
                 logger: logger)
         }
         // Cluster mode: the shared Redis cache sits under this node's cache, in front of the gateway.
@@ -74,7 +76,8 @@ extension Application {
                 let connection = cluster.group.connections[0]
                 let redisCache = RedisSearchCache(
                     connection: connection, subscriber: cluster.subscribers[0],
-                    limits: .init(maxAge: github.cacheMaxAge), keys: ClusterKeys(prefix: cluster.settings.keyPrefix))
+                    limits: .init(maxAge: github.cacheMaxAge), keys: ClusterKeys(prefix: cluster.settings.keyPrefix),
+                    upstream: identity.key)
                 connection.loop.execute { redisCache.start() }
                 shared.connect(redisCache, holder: cluster.holders[0], metrics: cluster.metrics)
             }
