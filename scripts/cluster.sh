@@ -37,6 +37,17 @@ if [ -z "$bin" ]; then
   if ((demo)); then swift build --product github-sim >&2; fi
   bin=$(swift build --show-bin-path)
 fi
+# A port something else listens on would put that process in the cluster (HAProxy would route to it):
+# refuse to start instead.
+ports=("$port" "$stats_port" "$redis_port" "$base" $((base + 1)) $((base + 2)))
+((demo)) && ports+=("$sim_port")
+for p in "${ports[@]}"; do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+    echo "cluster.sh: port $p is in use (another cluster?); choose others with PORT, STATS_PORT, REDIS_PORT," \
+      "NODE_BASE_PORT, SIM_PORT" >&2
+    exit 1
+  fi
+done
 dir=${LOGS_DIR:-$(mktemp -d /tmp/bff-cluster.XXXXXX)}
 mkdir -p "$dir"
 pids=()

@@ -182,3 +182,21 @@ def test_a_killed_node_leaves_the_rest_serving_and_the_script_says_so(cluster):
     assert os.path.exists(os.path.join(logs, "node1.log")), "the logs folder was deleted"
     for name, pid in cluster.pids.items():
         assert not alive(pid), f"{name} (pid {pid}) outlived cluster.sh"
+
+
+def test_a_port_in_use_is_refused_before_anything_starts(tmp_path):
+    """A node port another process listens on would put that process behind HAProxy: refused at once."""
+    if shutil.which("haproxy") is None or not os.access(os.path.join(BIN, "bff"), os.X_OK):
+        pytest.skip("haproxy or bff missing")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = dict(os.environ, BFF_BIN_DIR=BIN, LOGS_DIR=str(tmp_path), NODE_BASE_PORT=str(port),
+                   PORT=str(free_port()), STATS_PORT=str(free_port()), REDIS_PORT=str(free_port()))
+        result = subprocess.run(
+            [os.path.join(ROOT, "scripts", "cluster.sh")], cwd=ROOT, env=env, capture_output=True, text=True,
+            timeout=20)
+    assert result.returncode == 1, result
+    assert f"port {port} is in use" in result.stderr
+    assert "started" not in result.stdout
