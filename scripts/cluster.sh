@@ -1,45 +1,121 @@
 #!/usr/bin/env bash
 # A local bff cluster from Debian's packages: redis-server, three bff nodes (cluster mode) and HAProxy
-# in front, running deploy/haproxy.cfg (consistent hash of the session id, /readyz checks).
-#   scripts/cluster.sh            then http://127.0.0.1:8080/ ; Ctrl-C stops everything
+# in front, running deploy/haproxy.cfg (sessions stick to the node that created them, /readyz checks).
+#   scripts/cluster.sh                     then http://127.0.0.1:8080/ ; Ctrl-C stops everything
+#   scripts/cluster.sh --demo              also starts github-sim and points the nodes at it (offline)
+#   scripts/cluster.sh [--demo] -- FLAGS   FLAGS go to every bff node (e.g. -- --lease-ttl 2)
+# A process that exits (a node you kill -9 to watch a failover) is named, with its exit status and log,
+# and the rest keep running; the logs folder is kept after the end (its path is printed at start).
 # Env: PORT (HAProxy, 8080), STATS_PORT (HAProxy's stats page, 8404), NODE_BASE_PORT (8091: nodes on
-# 8091-8093), REDIS_PORT (6390), BFF_BIN_DIR (default: `swift build`'s debug folder, built first),
-# GITHUB_TOKEN (passed to the nodes).
+# 8091-8093), REDIS_PORT (6390), SIM_PORT (--demo: 9090), LOGS_DIR (default: a new /tmp/bff-cluster.*),
+# HAPROXY_CFG (deploy/haproxy.cfg), BFF_BIN_DIR (default: `swift build`'s debug folder, built first, with
+# its progress shown), GITHUB_TOKEN (passed to the nodes, never printed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+demo=0
+node_flags=()
+while (($#)); do
+  case "$1" in
+    --demo) demo=1 ;;
+    --) shift; node_flags=("$@"); break ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "cluster.sh: unknown argument '$1' (see scripts/cluster.sh --help)" >&2; exit 64 ;;
+  esac
+  shift
+done
 port=${PORT:-8080}
 stats_port=${STATS_PORT:-8404}
 base=${NODE_BASE_PORT:-8091}
 redis_port=${REDIS_PORT:-6390}
+sim_port=${SIM_PORT:-9090}
+config=${HAPROXY_CFG:-deploy/haproxy.cfg}
 bin=${BFF_BIN_DIR:-}
 if [ -z "$bin" ]; then
-  swift build --product bff >/dev/null
+  # Progress on stderr, not 80 silent seconds (a first build takes minutes; later ones, seconds).
+  echo "cluster.sh: building bff (debug)…" >&2
+  swift build --product bff >&2
+  if ((demo)); then swift build --product github-sim >&2; fi
   bin=$(swift build --show-bin-path)
 fi
-dir=$(mktemp -d)
+# A port something else listens on would put that process in the cluster (HAProxy would route to it):
+# refuse to start instead.
+ports=("$port" "$stats_port" "$redis_port" "$base" $((base + 1)) $((base + 2)))
+((demo)) && ports+=("$sim_port")
+for p in "${ports[@]}"; do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+    echo "cluster.sh: port $p is in use (another cluster?); choose others with PORT, STATS_PORT, REDIS_PORT," \
+      "NODE_BASE_PORT, SIM_PORT" >&2
+    exit 1
+  fi
+done
+dir=${LOGS_DIR:-$(mktemp -d /tmp/bff-cluster.XXXXXX)}
+mkdir -p "$dir"
 pids=()
+names=()
+stopping=0
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  stopping=1
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done  # SIGTERM: nodes drain (≤ --shutdown-grace)
   wait 2>/dev/null || true
-  rm -rf "$dir"
+  echo "cluster.sh: stopped; logs kept in $dir" >&2
 }
 trap cleanup EXIT
 trap 'exit 0' INT TERM
 
+started() {  # name, pid, what
+  pids+=("$2")
+  names+=("$1")
+  echo "cluster.sh: started $1 (pid $2, $3, log $dir/$1.log)"
+}
+
 redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --maxmemory-policy noeviction \
   --daemonize no >"$dir/redis.log" 2>&1 &
-pids+=($!)
+started redis $! "redis://127.0.0.1:$redis_port"
+upstream=()
+if ((demo)); then
+  "$bin/github-sim" --port "$sim_port" >"$dir/github-sim.log" 2>&1 &
+  started github-sim $! "http://127.0.0.1:$sim_port"
+  upstream=(GITHUB_API_URL="http://127.0.0.1:$sim_port")
+  for _ in $(seq 100); do curl -fs -o /dev/null "http://127.0.0.1:$sim_port/_sim/stats" 2>/dev/null && break; sleep 0.1; done
+fi
 for i in 1 2 3; do
-  env -u PORT "$bin/bff" --port $((base + i - 1)) --redis-url "redis://127.0.0.1:$redis_port" --node-id "node$i" \
-    --cache-file none >"$dir/node$i.log" 2>&1 &
-  pids+=($!)
+  env -u PORT "${upstream[@]}" "$bin/bff" --port $((base + i - 1)) --redis-url "redis://127.0.0.1:$redis_port" \
+    --node-id "node$i" --cache-file none "${node_flags[@]}" >"$dir/node$i.log" 2>&1 &
+  started "node$i" $! "http://127.0.0.1:$((base + i - 1))"
 done
 
-# The shipped deploy/haproxy.cfg itself, its addresses from the environment (see its header).
+# The shipped deploy/haproxy.cfg itself, its addresses from the environment (see its header). Not -q:
+# that would also silence its request log (one line per request, in haproxy.log).
 BFF_NODE1=127.0.0.1:$base BFF_NODE2=127.0.0.1:$((base + 1)) BFF_NODE3=127.0.0.1:$((base + 2)) \
   HAPROXY_BIND=127.0.0.1:$port HAPROXY_STATS_BIND=127.0.0.1:$stats_port \
-  haproxy -q -f deploy/haproxy.cfg >"$dir/haproxy.log" 2>&1 &
-pids+=($!)
-echo "bff cluster: http://127.0.0.1:$port/ (stats :$stats_port, nodes 127.0.0.1:$base-$((base + 2)), Redis :$redis_port, logs in $dir)"
-wait -n "${pids[@]}" || true
-echo "a process of the cluster exited; stopping (logs were in $dir)" >&2
+  haproxy -f "$config" >"$dir/haproxy.log" 2>&1 &
+started haproxy $! "http://127.0.0.1:$port, stats http://127.0.0.1:$stats_port"
+
+for _ in $(seq 300); do  # up to 30 s: the nodes connect to Redis, HAProxy's checks see them ready
+  curl -fs -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null && break
+  sleep 0.1
+done
+if curl -fs -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null; then
+  echo "cluster.sh: ready: http://127.0.0.1:$port/ (logs in $dir; $bin/bff session-owner ID --redis-url redis://127.0.0.1:$redis_port names the node of session ID)"
+else
+  echo "cluster.sh: not ready after 30 s; see the logs in $dir" >&2
+fi
+
+# Watch: name each process that exits and keep the others running, until none is left or Ctrl-C.
+alive=${#pids[@]}
+while ((alive > 0)); do
+  exited=""
+  status=0
+  wait -n -p exited "${pids[@]}" || status=$?
+  ((stopping)) && break
+  [ -n "$exited" ] || continue
+  for i in "${!pids[@]}"; do
+    [ "${pids[$i]}" = "$exited" ] || continue
+    if ((status > 128)); then how="killed by signal $((status - 128))"; else how="exit status $status"; fi
+    echo "cluster.sh: ${names[$i]} (pid $exited) exited ($how); the others keep running; its log: $dir/${names[$i]}.log" >&2
+    unset 'pids[i]' 'names[i]'
+  done
+  pids=("${pids[@]}")
+  names=("${names[@]}")
+  alive=${#pids[@]}
+done

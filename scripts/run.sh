@@ -3,6 +3,8 @@
 # builds a release binary, and starts bff (extra arguments are passed to bff; see `bff --help`).
 #   scripts/run.sh                       # against api.github.com (set GITHUB_TOKEN for 30 searches/min)
 #   scripts/run.sh --demo                # offline: also starts the GitHub simulator and points bff at it
+#                                        # (its own cache file, var/search-cache-demo.sqlite; a later
+#                                        # --cache-file wins)
 # BFF_BIN_DIR=.build/debug scripts/run.sh --demo   # use binaries built already (no install, no build; tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +38,9 @@ if ! kill -0 $sim 2>/dev/null; then
   echo "run.sh: github-sim did not start on port $sim_port (set SIM_PORT to use another)" >&2
   exit 1
 fi
-GITHUB_API_URL="http://127.0.0.1:$sim_port" "$bin/bff" "$@" &
+# The simulator's pages go to a cache file of their own: never mixed with GitHub's (each file also records
+# the upstream it was written for, and bff drops pages of another one).
+GITHUB_API_URL="http://127.0.0.1:$sim_port" "$bin/bff" --cache-file var/search-cache-demo.sqlite "$@" &
 bff=$!
 stopping=0
 trap 'stopping=1; kill -TERM $bff 2>/dev/null' TERM INT   # forward: bff drains, then both exit

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, exactly as CI runs it (.ci/run calls this):
 # unit, in-process and live tests (swift test), then the contract, Dockerfile (lint and a run of the
-# image's runtime stage in a chroot) and browser checks.
+# image's runtime stage in a chroot), browser and operations (scripts/cluster.sh) checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --test
@@ -34,16 +34,19 @@ fi
 swift_passed=$(grep -E "Executed [0-9]+ tests" "$logs/swift-test.log" | tail -n 1 | sed -E 's/.*Executed ([0-9]+) tests.*/\1/')
 checks_passed=0
 browser_passed=0
-for check in scripts/check-format.sh scripts/check-openapi.sh scripts/check-dockerfile.sh scripts/check-image-runtime.sh scripts/check-bench-c.sh Tests/browser/run.sh scripts/fuzz-contract-live.sh; do
+ops_passed=0
+for check in scripts/check-format.sh scripts/check-openapi.sh scripts/check-dockerfile.sh scripts/check-image-runtime.sh scripts/check-bench-c.sh Tests/browser/run.sh Tests/ops/run.sh scripts/fuzz-contract-live.sh; do
   echo "== $check"
   bash "$check" 2>&1 | tee "$logs/check.log"
   if [[ $check == Tests/browser/run.sh ]]; then
     browser_passed=$(grep -oE "^[0-9]+ passed" "$logs/check.log" | tail -n 1 | cut -d' ' -f1)
+  elif [[ $check == Tests/ops/run.sh ]]; then  # scripts/cluster.sh itself (pytest)
+    ops_passed=$(grep -oE "^[0-9]+ passed" "$logs/check.log" | tail -n 1 | cut -d' ' -f1)
   else
     checks_passed=$((checks_passed + 1))
   fi
 done
 # One plain closing line for whoever reads the end of the log: every test and check that ran.
 # (Any failure above has already exited non-zero through set -e / pipefail.)
-echo "all checks passed (swift test: ${swift_passed}, browser: ${browser_passed}, other checks: ${checks_passed})"
-echo "tests: $((swift_passed + browser_passed + checks_passed)) passed, 0 failed"
+echo "all checks passed (swift test: ${swift_passed}, browser: ${browser_passed}, ops: ${ops_passed}, other checks: ${checks_passed})"
+echo "tests: $((swift_passed + browser_passed + ops_passed + checks_passed)) passed, 0 failed"

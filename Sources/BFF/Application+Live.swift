@@ -61,12 +61,15 @@ struct CacheMaker {
     let github: GitHubSettings
     let logger: Logger
 
+    /// Which upstream cached pages belong to (base URL and token, digested: never the token itself).
+    var identity: UpstreamIdentity { UpstreamIdentity(baseURL: github.baseURL, token: github.token) }
+
     func callAsFunction<U: RepositorySearching>(over upstream: U) -> SearchCache<U> {
         SearchCache(
             upstream: upstream,
             configuration: .init(
                 ttl: github.cacheTTL, maxAge: github.cacheMaxAge, maxEntries: github.cacheMaxEntries,
-                maxBytes: github.cacheMaxBytes, path: github.cachePath),
+                maxBytes: github.cacheMaxBytes, path: github.cachePath, upstream: identity),
             logger: logger)
     }
 }

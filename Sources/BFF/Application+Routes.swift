@@ -5,6 +5,7 @@ import ViewModels
 
 extension Application {
     func registerRoutes() {
+        server.router.routesOnly(under: "/api/", name: "API")  // GET /api/nope is no missing file
         registerSessionRoutes()
         registerMultiplexedRoute()
         registerOperationRoutes()

@@ -107,6 +107,13 @@ static inline int clibevent_raw_reply_check(struct evhttp_request *request) {
     return bits;
 }
 
+/// Treats a request whose target was in absolute form (`GET http://host/path`) as one to this origin
+/// server (RFC 9112 §3.2.2), not as a proxy request: evhttp flags those whose host is no vhost of
+/// its own, and then closes the connection after the response unless `Proxy-Connection: keep-alive`.
+static inline void clibevent_request_for_origin(struct evhttp_request *request) {
+    ((struct clibevent_evhttp_request_fields *)request)->flags &= ~EVHTTP_PROXY_REQUEST;
+}
+
 /// The connection's output buffer, where the raw response goes (after a successful check).
 static inline struct evbuffer *clibevent_raw_reply_output(struct evhttp_request *req) {
     return bufferevent_get_output(evhttp_connection_get_bufferevent(evhttp_request_get_connection(req)));

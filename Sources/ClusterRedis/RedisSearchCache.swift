@@ -6,6 +6,11 @@ import RedisClient
 /// and wake-ups through one `PSUBSCRIBE` per node on the cache's wake channels (see
 /// `CacheScripts`, `ClusterKeys`).
 ///
+/// Entries are scoped by `upstream` (an `UpstreamIdentity.key` in cluster mode: GitHub's base URL and
+/// token, digested): the key `k` of `get`/`fill`/`lock`/`unlock`/`waitForUnlock` is stored as
+/// `<prefix>:c:{<upstream>|k}`, so nodes asking another upstream (the simulator, another token) neither
+/// read nor wait for each other's pages.
+///
 /// Threading: `Sendable`; the async methods hop to the loop of `connection` and `subscriber`
 /// (both must be on the same loop), where all of this object's state lives.
 /// While the subscriber is down, `waitForUnlock` returns false at once (callers then fetch
@@ -33,21 +38,29 @@ public final class RedisSearchCache: SharedSearchCache, @unchecked Sendable {
     public let subscriber: RedisSubscriber
     /// The bounds applied.
     public let limits: Limits
+    /// The upstream every entry here belongs to ("" for none).
+    public let upstream: String
     private let keys: ClusterKeys
     private var loop: EventLoop { connection.loop }
     private var subscribed = false
     private var waiters: [String: [UInt: (Bool) -> Void]] = [:]
     private var nextWaiter: UInt = 0
 
-    /// A cache on `connection` and `subscriber` (same loop) under `keys`.
-    public init(connection: RedisConnection, subscriber: RedisSubscriber, limits: Limits = Limits(), keys: ClusterKeys)
-    {
+    /// A cache on `connection` and `subscriber` (same loop) under `keys`, for pages of `upstream`.
+    public init(
+        connection: RedisConnection, subscriber: RedisSubscriber, limits: Limits = Limits(), keys: ClusterKeys,
+        upstream: String = ""
+    ) {
         precondition(connection.loop === subscriber.connection.loop, "one loop for both connections")
         self.connection = connection
         self.subscriber = subscriber
         self.limits = limits
         self.keys = keys
+        self.upstream = upstream
     }
+
+    /// The key `key` of this cache's upstream, as stored in Redis (and in its wake channel).
+    private func scoped(_ key: String) -> String { upstream.isEmpty ? key : "\(upstream)|\(key)" }
 
     /// Subscribes to the wake channels (call once, on the loop, before using the cache);
     /// `onSubscribed` runs each time the subscription becomes active.
@@ -79,7 +92,8 @@ public final class RedisSearchCache: SharedSearchCache, @unchecked Sendable {
     }
 
     public func get(_ key: String) async -> Result<CachedPage?, StoreError> {
-        await eval(CacheScripts.get, [keys.cacheEntry(key)], []).store { v -> CachedPage?? in
+        let key = scoped(key)
+        return await eval(CacheScripts.get, [keys.cacheEntry(key)], []).store { v -> CachedPage?? in
             if v.isNull { return .some(nil) }
             guard let a = v.array, a.count == 2, let payload = a[0].bytes, let age = a[1].int else { return nil }
             return .some(CachedPage(payload: payload, age: Double(age) / 1000))
@@ -91,6 +105,7 @@ public final class RedisSearchCache: SharedSearchCache, @unchecked Sendable {
             _ = await unlock(key, holder: holder)
             return .failure(.tooLarge(payload.count))
         }
+        let key = scoped(key)
         let args = [
             RedisArg(bytes: payload), RedisArg(Int(limits.maxAge * 1000)), RedisArg(holder),
             RedisArg(keys.cacheWake(key)),
@@ -99,6 +114,7 @@ public final class RedisSearchCache: SharedSearchCache, @unchecked Sendable {
     }
 
     public func lock(_ key: String, holder: String) async -> Result<Bool, StoreError> {
+        let key = scoped(key)
         let command: [RedisArg] = [
             "SET", RedisArg(keys.cacheLock(key)), RedisArg(holder), "NX", "PX", RedisArg(Int(limits.lockTTL * 1000)),
         ]
@@ -106,12 +122,16 @@ public final class RedisSearchCache: SharedSearchCache, @unchecked Sendable {
     }
 
     public func unlock(_ key: String, holder: String) async -> Result<Void, StoreError> {
-        await eval(CacheScripts.unlock, [keys.cacheLock(key)], [RedisArg(holder), RedisArg(keys.cacheWake(key))])
-            .store { _ in () }
+        let key = scoped(key)
+        return await eval(
+            CacheScripts.unlock, [keys.cacheLock(key)], [RedisArg(holder), RedisArg(keys.cacheWake(key))]
+        )
+        .store { _ in () }
     }
 
     public func waitForUnlock(_ key: String, timeout: Double) async -> Bool {
-        await onLoop { [self] done in
+        let key = scoped(key)  // as the wake channel names it
+        return await onLoop { [self] done in
             guard subscribed else { return done(false) }
             let id = nextWaiter
             nextWaiter &+= 1

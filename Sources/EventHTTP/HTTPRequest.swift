@@ -56,6 +56,47 @@ public struct HTTPRequest: Sendable {
     }
 }
 
+/// A request target in absolute form (`http://host:port/path?query`, RFC 9112 §3.2.2), which a server
+/// must accept: its path and query are routed as the origin form would be, and its authority stands
+/// for `Host`. `RequestFraming` has already refused every other target that does not start with "/".
+struct AbsoluteFormTarget {
+    /// "host" or "host:port", as sent.
+    let authority: String
+    /// The path ("/" when the target has none), before `?`.
+    let rawPath: String
+    /// The query (after `?`), if any.
+    let rawQuery: String?
+
+    /// Splits `target`; nil unless it starts with `http://` or `https://` (any case).
+    init?(_ target: String) {
+        let bytes = Array(target.utf8)
+        let schemeLength: Int
+        if bytes.count >= 7, AbsoluteFormTarget.lowercased(bytes[0..<7]) == Array("http://".utf8) {
+            schemeLength = 7
+        } else if bytes.count >= 8, AbsoluteFormTarget.lowercased(bytes[0..<8]) == Array("https://".utf8) {
+            schemeLength = 8
+        } else {
+            return nil
+        }
+        let rest = bytes[schemeLength...]
+        let slash = UInt8(ascii: "/")
+        let question = UInt8(ascii: "?")
+        let hash = UInt8(ascii: "#")
+        let end = rest.firstIndex { $0 == slash || $0 == question || $0 == hash } ?? rest.endIndex
+        authority = String(decoding: rest[..<end], as: UTF8.self)
+        // a fragment is never sent on; evhttp hands it over, the origin form would not have it
+        let tail = rest[end...].prefix { $0 != hash }
+        let q = tail.firstIndex(of: question)
+        let path = tail[..<(q ?? tail.endIndex)]
+        rawPath = path.isEmpty ? "/" : String(decoding: path, as: UTF8.self)
+        rawQuery = q.map { String(decoding: tail[($0 + 1)...], as: UTF8.self) }
+    }
+
+    private static func lowercased(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
+        bytes.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }
+    }
+}
+
 /// Percent-decoding of URL components.
 public enum PercentDecoding {
     /// Decodes `%XX` escapes (and `+` as space when asked); nil for malformed escapes or invalid UTF-8.

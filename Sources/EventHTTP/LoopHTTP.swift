@@ -245,7 +245,11 @@ final class LoopHTTP: @unchecked Sendable {
         // Split at '?' on the C string: one Swift string per part, no scan of a Swift string.
         let rawPath: String
         let rawQuery: String?
-        if let q = strchr(uriC, Int32(UInt8(ascii: "?"))) {
+        var authority: String?  // absolute form: stands for Host (RFC 9112 §3.2.2)
+        if uriC.pointee != CChar(UInt8(ascii: "/")), let absolute = AbsoluteFormTarget(String(cString: uriC)) {
+            (rawPath, rawQuery, authority) = (absolute.rawPath, absolute.rawQuery, absolute.authority)
+            clibevent_request_for_origin(req)
+        } else if let q = strchr(uriC, Int32(UInt8(ascii: "?"))) {
             let n = uriC.distance(to: UnsafePointer(q))
             rawPath = uriC.withMemoryRebound(to: UInt8.self, capacity: n) {
                 String(decoding: UnsafeBufferPointer(start: $0, count: n), as: UTF8.self)
@@ -277,6 +281,10 @@ final class LoopHTTP: @unchecked Sendable {
                 headers.append((name, value))
                 kv = clibevent_headers_next(h)
             }
+        }
+        if let authority {
+            headers.removeAll { $0.0.caseInsensitiveEquals("Host") }
+            headers.append(("Host", authority))
         }
         if headerBytes > config.maxHeaderBytes {
             return responder.send(

@@ -10,8 +10,11 @@ import Glibc
 ///   request), whitespace between a field name and its colon, obsolete line folding;
 /// - a malformed chunk size (evhttp answers `413`), chunk extensions (which evhttp cannot parse),
 ///   trailer fields;
+/// - RFC 9112 §3.2: an HTTP/1.1 request without a `Host` field, or with more than one (`400`);
+///   HTTP/1.0 needs none. A target in absolute form (`http://host/path`, §3.2.2) is accepted when its
+///   authority is a plain host and port (`LoopHTTP` then routes its path and uses its authority as `Host`);
 /// - what evhttp would answer in HTML: a malformed request line or header line, a target that is
-///   not an origin-form path (its URI parser fails on some absolute and "//" forms), an unsupported
+///   neither an origin-form path nor an http(s) absolute form (its URI parser fails on some), an unsupported
 ///   `Expect`, bodies and heads past its hard limits (bodies past the soft limit are rejected here
 ///   already, from `Content-Length` or the chunk sizes, before they are read; heads at twice the
 ///   soft limit, under the hard one).
@@ -47,6 +50,8 @@ struct RequestFraming {
     // What the head said so far.
     private var mayHaveBody = true
     private var http11 = false
+    /// `Host` fields seen in the current head.
+    private var hostFields = 0
     private var contentLength: Int?
     private var chunked = false
     /// An `Expect` value other than `100-continue` (refused with 417 if a body follows).
@@ -178,11 +183,23 @@ struct RequestFraming {
             throw Rejection(status: 400, detail: "unsupported protocol version '\(shown)'")
         }
         http11 = minor >= 1
-        // origin-form only (what the router serves), and nothing evhttp's URI parser refuses in HTML
-        guard target.first == UInt8(ascii: "/") else {
-            throw Rejection(status: 400, detail: "the request target must be an absolute path")
+        // origin form (what the router serves) or http(s) absolute form, and nothing evhttp's URI parser refuses
+        let parses: Bool
+        if target.first == UInt8(ascii: "/") {
+            parses = RequestFraming.evhttpParsesPath(target)
+        } else if let rest = RequestFraming.afterHTTPScheme(target) {
+            let authority = rest.prefix {
+                $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#")
+            }
+            parses =
+                !authority.isEmpty && RequestFraming.isPlainAuthority(authority)
+                && RequestFraming.atMostOneHash(rest[authority.endIndex...])
+        } else {
+            throw Rejection(
+                status: 400,
+                detail: "the request target must be an absolute path or an http(s) URL (origin or absolute form)")
         }
-        guard RequestFraming.evhttpParsesPath(target) else {
+        guard parses else {
             let shown = String(decoding: target.prefix(40), as: UTF8.self)
             throw Rejection(status: 400, detail: "malformed request target '\(shown)'")
         }
@@ -214,13 +231,34 @@ struct RequestFraming {
     /// `#`, and a leading "//" starts an authority (host, optional port) it validates. Stricter than
     /// evhttp on authorities (no userinfo, no IP literals): those get 400 here, not a 404 later.
     private static func evhttpParsesPath(_ target: Line) -> Bool {
-        if let hash = memchr(target.base.baseAddress! + target.startIndex, 0x23, target.count) {
-            let after = target.base.baseAddress!.distance(to: hash.assumingMemoryBound(to: UInt8.self)) + 1
-            if memchr(target.base.baseAddress! + after, 0x23, target.endIndex - after) != nil { return false }
-        }
+        guard atMostOneHash(target) else { return false }
         guard target.count >= 2, target[target.startIndex + 1] == 0x2F else { return true }  // "//"
         let rest = target.dropFirst(2)
-        var authority = rest.prefix { $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }
+        return isPlainAuthority(
+            rest.prefix { $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") })
+    }
+
+    /// At most one `#` (evhttp's URI parser refuses a second).
+    private static func atMostOneHash(_ target: Line) -> Bool {
+        guard !target.isEmpty, let hash = memchr(target.base.baseAddress! + target.startIndex, 0x23, target.count)
+        else { return true }
+        let after = target.base.baseAddress!.distance(to: hash.assumingMemoryBound(to: UInt8.self)) + 1
+        return memchr(target.base.baseAddress! + after, 0x23, target.endIndex - after) == nil
+    }
+
+    /// What follows `http://` or `https://` (scheme case-insensitive), or nil for any other target.
+    private static func afterHTTPScheme(_ target: Line) -> Line? {
+        for scheme: StaticString in ["http://", "https://"] where target.count >= scheme.utf8CodeUnitCount {
+            let head = target.prefix(scheme.utf8CodeUnitCount)
+            if equalsLowercased(head, scheme) { return target.dropFirst(scheme.utf8CodeUnitCount) }
+        }
+        return nil
+    }
+
+    /// A reg-name or IPv4 host with an optional `:port` (digits, at most 65535): what evhttp's URI
+    /// parser accepts, minus userinfo and IP literals (those get 400 here, not a 404 later).
+    private static func isPlainAuthority(_ whole: Line) -> Bool {
+        var authority = whole
         // ":port" (digits, at most 65535; may be empty)
         let digits = authority.reversed().prefix { $0 >= 0x30 && $0 <= 0x39 }.count
         if digits < authority.count, authority[authority.index(authority.endIndex, offsetBy: -digits - 1)] == 0x3A {
@@ -259,12 +297,15 @@ struct RequestFraming {
         if name.contains(where: { $0 == 0x20 || $0 == 0x09 }) {
             throw Rejection(status: 400, detail: "whitespace in a header field name or before its colon")
         }
-        // only three names matter here: compare lengths first, then bytes (ASCII, case-insensitive)
+        // only four names matter here: compare lengths first, then bytes (ASCII, case-insensitive)
         let field: Field
         switch name.count {
         case 14 where RequestFraming.equalsLowercased(name, "content-length"): field = .contentLength
         case 17 where RequestFraming.equalsLowercased(name, "transfer-encoding"): field = .transferEncoding
         case 6 where RequestFraming.equalsLowercased(name, "expect"): field = .expect
+        case 4 where RequestFraming.equalsLowercased(name, "host"):
+            hostFields += 1
+            return
         default: return
         }
         var value = line[(colon + 1)...]
@@ -313,9 +354,15 @@ struct RequestFraming {
         let hasLength = contentLength != nil
         let isChunked = chunked
         let expect = unsupportedExpect
+        let hosts = hostFields
         contentLength = nil
         chunked = false
         unsupportedExpect = nil
+        hostFields = 0
+        if hosts > 1 { throw Rejection(status: 400, detail: "more than one Host header field (RFC 9112 §3.2)") }
+        if hosts == 0 && http11 {
+            throw Rejection(status: 400, detail: "an HTTP/1.1 request must have a Host header field (RFC 9112 §3.2)")
+        }
         if isChunked && hasLength {
             throw Rejection(status: 400, detail: "a request must not have both Transfer-Encoding and Content-Length")
         }

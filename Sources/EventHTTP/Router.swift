@@ -46,6 +46,9 @@ public final class Router: @unchecked Sendable {
     @exclusivity(unchecked) private var parameterized: [[Int]] = []
     /// Handles requests that match no route (static files). Nil means 404.
     public var fallback: HTTPHandler?
+    /// Path prefixes served by routes only (`routesOnly(under:name:)`), as segments, with the name
+    /// their 404 says ("API").
+    @exclusivity(unchecked) private(set) var routeOnlyPrefixes: [(segments: [Substring], name: String)] = []
 
     public init() {}
 
@@ -70,6 +73,24 @@ public final class Router: @unchecked Sendable {
             while parameterized.count <= segments.count { parameterized.append([]) }
             parameterized[segments.count].append(index)
         }
+    }
+
+    /// Serves the paths under `prefix` ("/api/") by routes only: a path there that matches no route
+    /// (with any method) is a `404` problem "no `name` route matches METHOD PATH", never handed to the
+    /// fallback (an unknown API path is not a missing file). A path that matches a route with another
+    /// method is still a `405` with `Allow`. Whole segments count: "/apiary" is not under "/api/".
+    public func routesOnly(under prefix: String, name: String) {
+        routeOnlyPrefixes.append((prefix.split(separator: "/"), name))
+    }
+
+    /// The name of the route-only prefix `rawPath` is under, if any.
+    func routeOnlyName(_ rawPath: String) -> String? {
+        guard !routeOnlyPrefixes.isEmpty else { return nil }
+        let segments = rawPath.split(separator: "/")
+        for p in routeOnlyPrefixes where segments.count >= p.segments.count {
+            if zip(segments, p.segments).allSatisfy({ $0 == $1 }) { return p.name }
+        }
+        return nil
     }
 
     /// Adds a synchronous GET handler.

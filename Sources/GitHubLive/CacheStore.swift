@@ -18,21 +18,29 @@ struct StoredEntry: Sendable {
 
 /// The SQLite file behind `SearchCache`: load everything at start, then write-through.
 ///
+/// The file names the upstream its pages came from (`UpstreamIdentity.key` in table `meta`): opened
+/// for another upstream (the simulator's file read by a process talking to GitHub, or with another
+/// token), its pages are deleted, logged once, and the file is this upstream's from then on. A file
+/// of schema 1 (before the upstream was recorded) is rebuilt empty: nobody can say whose pages it has.
+///
 /// The database connection is owned by a private serial queue: `put` and `delete` are enqueued
 /// and return at once (the cache actor never waits on disk), and run in order. `loadAll` runs
 /// synchronously at start-up. A file that cannot be opened or read (corrupt, not a database, wrong
 /// schema) is logged, deleted and created afresh; if even that fails the store logs once and
 /// becomes a no-op (the cache keeps working in memory). Never fatal.
 final class CacheStore: @unchecked Sendable {  // all mutable state is confined to `queue`
-    static let schemaVersion = 1
+    static let schemaVersion = 2
     private let queue = DispatchQueue(label: "bff.search-cache.sqlite")
     private var db: SQLiteDatabase?
     private let logger: Logger
     let path: String
+    /// The upstream this process's pages come from (nil: unnamed, the key "").
+    let upstream: UpstreamIdentity?
 
-    /// Opens or rebuilds the file at `path`.
-    init(path: String, logger: Logger) {
+    /// Opens or rebuilds the file at `path`, for pages of `upstream`.
+    init(path: String, upstream: UpstreamIdentity? = nil, logger: Logger) {
         self.path = path
+        self.upstream = upstream
         self.logger = logger
         queue.sync { db = openHealthy() }
     }
@@ -76,9 +84,42 @@ final class CacheStore: @unchecked Sendable {  // all mutable state is confined 
             CREATE TABLE IF NOT EXISTS search_cache(
                 key TEXT PRIMARY KEY, request BLOB NOT NULL, page BLOB NOT NULL, etag TEXT,
                 stored_at REAL NOT NULL, last_use INTEGER NOT NULL);
+            CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value TEXT NOT NULL);
             PRAGMA user_version = \(CacheStore.schemaVersion);
             """)
+        try claim(db)
         return db
+    }
+
+    /// Makes the file this upstream's: pages another upstream wrote are deleted first.
+    private func claim(_ db: SQLiteDatabase) throws(SQLiteError) {
+        var recordedKey: String?
+        var description = ""
+        try db.query("SELECT name, value FROM meta") { row in
+            switch row.text(0) {
+            case "upstream_key": recordedKey = row.text(1) ?? ""
+            case "upstream": description = row.text(1) ?? ""
+            default: break
+            }
+        }
+        let key = upstream?.key ?? ""
+        if let recordedKey, recordedKey != key {
+            var count = 0
+            try db.query("SELECT count(*) FROM search_cache") { row in count = row.int(0) }
+            try db.execute("DELETE FROM search_cache")
+            logger.notice(
+                "search cache file was written for another upstream; its pages are not served for this one",
+                metadata: [
+                    "path": "\(path)", "file-upstream": "\(description)",
+                    "upstream": "\(upstream?.description ?? "unnamed")", "dropped": "\(count)",
+                ])
+        }
+        if recordedKey != key {
+            try db.query("INSERT OR REPLACE INTO meta(name, value) VALUES('upstream_key', ?)", [.text(key)])
+            try db.query(
+                "INSERT OR REPLACE INTO meta(name, value) VALUES('upstream', ?)",
+                [.text(upstream?.description ?? "unnamed")])
+        }
     }
 
     /// Every readable entry, least recently used first. Unreadable rows are logged and deleted.

@@ -21,7 +21,8 @@ import Logging
 /// `ConditionalRepositorySearching`, revalidation sends the entry's `ETag` and a 304 refreshes it.
 /// Bounded LRU by `maxEntries` and `maxBytes` (an entry weighs its encoded page's bytes).
 /// Persistence (when `path` is set): loaded at start, written through on a private serial queue,
-/// so the actor never waits on disk; LRU order is persisted as of each write, not each hit.
+/// so the actor never waits on disk; LRU order is persisted as of each write, not each hit. The file
+/// records `configuration.upstream`: one written for another upstream starts empty (`CacheStore`).
 ///
 /// An actor: all cache state lives on its executor (the cooperative pool, never an event loop).
 public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
@@ -37,17 +38,20 @@ public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
         public var maxBytes: Int
         /// The SQLite file; nil keeps the cache in memory only.
         public var path: String?
+        /// The upstream the pages come from: a file written for another one is not read (nil: unnamed).
+        public var upstream: UpstreamIdentity?
 
         /// Defaults: 60 s fresh, 24 h max age, 2000 entries, 64 MiB, memory only.
         public init(
             ttl: Double = 60, maxAge: Double = 86_400, maxEntries: Int = 2000, maxBytes: Int = 64 << 20,
-            path: String? = nil
+            path: String? = nil, upstream: UpstreamIdentity? = nil
         ) {
             self.ttl = ttl
             self.maxAge = maxAge
             self.maxEntries = max(1, maxEntries)
             self.maxBytes = max(1, maxBytes)
             self.path = path
+            self.upstream = upstream
         }
     }
 
@@ -90,7 +94,7 @@ public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
         self.configuration = configuration
         self.clock = clock
         self.logger = logger
-        let store = configuration.path.map { CacheStore(path: $0, logger: logger) }
+        let store = configuration.path.map { CacheStore(path: $0, upstream: configuration.upstream, logger: logger) }
         self.store = store
         var loaded: [String: Entry] = [:]
         var bytes = 0

@@ -1,9 +1,16 @@
+import JSON
 import WireClient
 
 /// `rest`: keep-alive request rate of `GET /api/sessions/{id}/state` and the stateless
 /// `GET /api/search/repositories?q=…`. Closed loop by default (each connection sends its next
 /// request when the previous answer arrives, like wrk); with `rate` > 0 an open-loop schedule
 /// whose latency counts from each request's scheduled time.
+///
+/// The search share is 0 by default: every uncached search costs the target server a call of its
+/// GitHub budget (30 a minute with a token), so a share of it spends that budget within seconds and
+/// the server answers `503` rate-limited for the rest of GitHub's window (its users see "rate limit
+/// exhausted" too). A share above 0 is announced on stderr at start and in the report (`warning`), and
+/// the report says why non-2xx answers happened (`non2xxReasons`: each problem's `detail`, counted).
 ///
 /// Runs entirely on the calling thread (its own `LoadLoop`).
 public struct RestScenario {
@@ -15,8 +22,8 @@ public struct RestScenario {
         public var duration = 10.0
         /// Requests per second in total; 0 for closed loop.
         public var rate = 0.0
-        /// Share of requests that go to the stateless search endpoint (0…1).
-        public var searchShare = 0.5
+        /// Share of requests that go to the stateless search endpoint (0…1); 0 by default (see the type).
+        public var searchShare = 0.0
         /// Print a progress line to stderr every second.
         public var progress = true
         /// Delete the session afterwards.
@@ -25,8 +32,19 @@ public struct RestScenario {
         public init() {}
     }
 
+    /// What a run with `searchShare` does to the target's GitHub budget, or nil for none.
+    public static func upstreamWarning(searchShare: Double) -> String? {
+        guard searchShare > 0 else { return nil }
+        return "--search-share \(searchShare) sends about \(Int((searchShare * 100).rounded())) % of the requests to "
+            + "GET /api/search/repositories: each query the server has not cached costs it a call of its GitHub "
+            + "budget (30 a minute with a token, 10 without), so once that is spent its answers are 503 "
+            + "(rate limited) and its users see \"rate limit exhausted\" until GitHub's reset"
+    }
+
     /// Runs the scenario against `target`.
     public static func run(target: Target, options: Options) throws -> LoadReport {
+        let warning = upstreamWarning(searchShare: options.searchShare)
+        if let warning { StandardError.write("bff-load rest: warning: \(warning)\n") }
         let loop = try LoadLoop()
         defer { loop.close() }
         let pool = RequestPool(loop: loop, target: target, size: options.connections)
@@ -40,26 +58,31 @@ public struct RestScenario {
         var searchCount = 0
         var stateCount = 0
         var statusCounts: [Int: Int] = [:]
+        var reasons = Non2xxReasons()
         let start = LoadLoop.now()
         let cpuBefore = SystemProbe.ownCPUSeconds()
         let end = start + UInt64(options.duration * 1e9)
-        func nextPath() -> String {
+        func nextPath() -> (kind: String, path: String) {
             if mix.nextUniform() < options.searchShare {
                 searchCount += 1
-                return "/api/search/repositories?q=\(mix.nextQuery())"
+                return ("search", "/api/search/repositories?q=\(mix.nextQuery())")
             }
             stateCount += 1
-            return "/api/sessions/\(ids[0])/state"
+            return ("state", "/api/sessions/\(ids[0])/state")
         }
         func send(scheduled: UInt64, closedLoop: Bool) {
             sent += 1
-            pool.submit("GET", nextPath()) { result in
+            let (kind, path) = nextPath()
+            pool.submit("GET", path) { result in
                 let now = LoadLoop.now()
                 done += 1
                 switch result {
                 case .success(let r):
                     statusCounts[r.status, default: 0] += 1
-                    if r.status < 200 || r.status > 299 { non2xx += 1 }
+                    if r.status < 200 || r.status > 299 {
+                        non2xx += 1
+                        reasons.count(kind, r)
+                    }
                     latency.record(nanoseconds: now - scheduled)
                 case .failure: errors += 1
                 }
@@ -88,6 +111,7 @@ public struct RestScenario {
         let elapsed = Double(LoadLoop.now() - start) / 1e9
         let cpu = SystemProbe.ownCPUSeconds() - cpuBefore
         var report = LoadReport(scenario: "rest")
+        if let warning { report.add("warning", .text(warning)) }
         report.add("connections", .int(options.connections))
         report.add("mode", .text(options.rate > 0 ? "open loop at \(options.rate) req/s" : "closed loop"))
         report.add("requests", .int(done))
@@ -104,6 +128,7 @@ public struct RestScenario {
             .text(
                 statusCounts.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }
                     .joined(separator: " ")))
+        if non2xx > 0 { report.add("non2xxReasons", .text(reasons.summary)) }
         if options.cleanup { LoadSession.delete(ids, loop: loop, pool: pool) }
         pool.close()
         return report

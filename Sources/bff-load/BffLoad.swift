@@ -83,7 +83,11 @@ extension BffLoad {
 
     struct Streams: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Idle-stream capacity: K sessions with one stream each, memory per stream, broadcast fan-out.")
+            abstract: "Idle-stream capacity: K sessions with one stream each, memory per stream, broadcast fan-out.",
+            discussion: """
+                The broadcast posts to the server's test hook (POST /api/_test/status), which exists only when bff \
+                runs with --test-hooks; without it the report says "broadcast skipped: server has no test hook".
+                """)
         @OptionGroup var common: CommonOptions
         @Option(help: "Streams (and sessions) to open.") var streams = 1000
         @Option(help: "Server PID, for RSS from /proc (else /metrics process_resident_memory_bytes).") var pid: Int32?
@@ -141,12 +145,21 @@ extension BffLoad {
 
     struct Rest: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Keep-alive request rate of GET /state and the stateless search endpoint.")
+            abstract: "Keep-alive request rate of GET /state (and, with --search-share, the stateless search).",
+            discussion: """
+                The report's non2xxReasons counts each non-2xx answer's problem detail by request kind (state or \
+                search), e.g. "120× search 503: GitHub rate limit exhausted; retry in N s".
+                """)
         @OptionGroup var common: CommonOptions
         @Option(help: "Keep-alive connections.") var connections = 16
         @Option(help: "Open-loop requests per second in total; 0 = closed loop (as fast as answers come).")
         var rate = 0.0
-        @Option(help: "Share of requests to /api/search/repositories (0...1).") var searchShare = 0.5
+        @Option(
+            help: """
+                Share of requests to /api/search/repositories (0...1; default 0). Above 0 the server's uncached \
+                searches spend its GitHub budget (30 a minute with a token): it then answers 503 rate limited, \
+                and its users see "rate limit exhausted", until GitHub's reset. Said on stderr and in the report.
+                """) var searchShare = 0.0
 
         func run() throws {
             var o = RestScenario.Options()

@@ -6,19 +6,30 @@ import Logging
 
 /// `bff`: reads flags and environment, builds the live application, serves until SIGTERM/SIGINT.
 struct BFFCommand: ParsableCommand {
+    /// What `bff --version` prints (the HTTP API contract it serves is v1).
+    static let version = "bff 1.0.0 (HTTP API v1)"
+
     static let configuration = CommandConfiguration(
         commandName: "bff",
         abstract:
             "HTTP backend-for-frontend hosting per-session view models (POST inputs, Server-Sent Events outputs).",
         discussion: """
-            Environment: PORT (like --port), HOST (like --host), GITHUB_API_URL (like --github-api-url), \
-            GITHUB_TOKEN (bearer token for GitHub; never logged), LOG_LEVEL (like --log-level). Flags win over the environment.
+            Environment: HOST (like --host), PORT (like --port), GITHUB_API_URL (like --github-api-url), \
+            GITHUB_TOKEN (bearer token for GitHub; never logged, never in a cache key or file), LOG_LEVEL (like \
+            --log-level), REDIS_URL (like --redis-url), NODE_ID (like --node-id). Flags win over the environment.
+            Open files: bff raises its open-file limit to --max-connections + 256. Where the hard limit is lower, \
+            the default --max-connections shrinks to fit (logged at debug level); an explicit value that does not \
+            fit stops bff at start (exit 64).
             SIGTERM or SIGINT drains: /readyz turns 503, streams get `event: end` (shutdown), the process exits 0.
-            """)
+            Subcommand: bff session-owner ID --redis-url URL (cluster mode: which node runs a session; see \
+            bff session-owner --help).
+            """,
+        version: version)
 
-    @Option(help: "Address to listen on (env HOST). Use 0.0.0.0 in containers.") var host: String?
-    @Option(help: "Port to listen on; 0 picks a free one (env PORT).") var port: Int?
-    @Option(help: "Event-loop threads (default: number of CPUs).") var threads: Int?
+    @Option(help: "Address to listen on (env HOST; default: 127.0.0.1). Use 0.0.0.0 in containers.") var host: String?
+    @Option(help: "Port to listen on (env PORT; default: 8080); 0 picks a free one, printed on stdout.") var port: Int?
+    @Option(help: "Event-loop threads (default: the CPUs this process may use, from its affinity and cgroup quota).")
+    var threads: Int?
     @Option(help: "Folder of static files (the browser UI and /openapi.yaml).") var publicDir = "Public"
     @Option(help: "Largest request body in bytes (413 past it).") var maxBodyBytes = 64 * 1024
     @Option(help: "Largest total request header size in bytes (431 past it).") var maxHeaderBytes = 16 * 1024
@@ -33,8 +44,8 @@ struct BFFCommand: ParsableCommand {
     var requestTimeout = 10.0
     @Option(
         help: """
-            Most open connections (503 past it; default 25000). bff raises its open-file limit to fit; where the \
-            hard limit is lower, the default is lowered to fit it (logged), and a larger explicit value is refused.
+            Most open connections (503 past it; default: 25000, or what the open-file hard limit allows). An \
+            explicit value the hard limit cannot fit is refused at start.
             """)
     var maxConnections: Int?
     @Option(help: "Seconds without requests or open streams after which a session expires.") var sessionIdleTimeout =
@@ -189,8 +200,10 @@ struct BFFCommand: ParsableCommand {
     }
 
     /// `--max-connections`, fitted to the open-file limit: past it `accept` would fail with EMFILE
-    /// instead of answering 503. The default shrinks to fit (one notice); an explicit value that
-    /// does not fit is refused, since the operator asked for a capacity the process cannot have.
+    /// instead of answering 503. The default shrinks to fit, at debug level only (`--help` says so: the
+    /// usual hard limits, 4096 or 1024, made it a notice on every start that nobody asked for); an
+    /// explicit value that does not fit is refused, since the operator asked for a capacity the process
+    /// cannot have.
     private func connectionLimit(logger: Logger) throws -> Int {
         let wanted = maxConnections ?? 25_000
         guard let soft = raiseOpenFileLimit(to: wanted + reservedDescriptors), soft < wanted + reservedDescriptors
@@ -201,7 +214,7 @@ struct BFFCommand: ParsableCommand {
                 "--max-connections \(wanted) needs \(wanted + reservedDescriptors) open files; the hard limit allows \(soft) (raise it with ulimit -n or LimitNOFILE=, or lower --max-connections to \(max(fits, 1)) or less)"
             )
         }
-        logger.notice(
+        logger.debug(
             "max-connections lowered to fit the open-file hard limit",
             metadata: ["max-connections": "\(fits)", "open-file-limit": "\(soft)"])
         return fits

@@ -1,1 +1,7 @@
-BFFCommand.main()
+// `bff session-owner …` is its own command (its --redis-url must not be taken by the server's); anything
+// else is the server.
+if CommandLine.arguments.dropFirst().first == "session-owner" {
+    SessionOwnerCommand.main(Array(CommandLine.arguments.dropFirst(2)))
+} else {
+    BFFCommand.main()
+}

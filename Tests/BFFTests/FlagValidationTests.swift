@@ -30,14 +30,18 @@ final class FlagValidationTests: XCTestCase {
         }
     }
 
-    /// Under a low open-file limit the default `--max-connections` shrinks to fit (and says so), and
+    /// Under a low open-file limit the default `--max-connections` shrinks to fit (and says so at debug level), and
     /// the server serves; an explicit value that cannot fit is refused before anything listens.
     func testMaxConnectionsFitsTheOpenFileLimit() throws {
         let prlimit = "/usr/bin/prlimit"
         guard FileManager.default.isExecutableFile(atPath: prlimit) else { throw XCTSkip("no prlimit") }
 
         let fitted = try ChildProcess(
-            prlimit, ["--nofile=1000:1000", bff, "--port", "0", "--cache-file", "none", "--threads", "1"])
+            prlimit,
+            [
+                "--nofile=1000:1000", bff, "--port", "0", "--cache-file", "none", "--threads", "1", "--log-level",
+                "debug",
+            ])
         let port = fitted.waitForPort(marker: "listening on")
         XCTAssertNotNil(port, fitted.stderrText)
         XCTAssertTrue(fitted.stderrText.contains("max-connections lowered"), fitted.stderrText)

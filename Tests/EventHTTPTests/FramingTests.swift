@@ -64,34 +64,36 @@ final class FramingTests: XCTestCase {
         let cases: [(String, Int, String)] = [
             ("GARBAGE\r\n\r\n", 400, "malformed request line"),
             ("GET /hello HTTP/2.0\r\nHost: x\r\n\r\n", 400, "protocol version"),
-            ("GET http://a:b:c/ HTTP/1.1\r\nHost: x\r\n\r\n", 400, "absolute path"),
+            ("GET http://a:b:c/ HTTP/1.1\r\nHost: x\r\n\r\n", 400, "malformed request target"),
             ("GET //a:b:c/ HTTP/1.1\r\nHost: x\r\n\r\n", 400, "malformed request target"),
             ("GET //[::1/ HTTP/1.1\r\nHost: x\r\n\r\n", 400, "malformed request target"),
             ("GET /a#b#c HTTP/1.1\r\nHost: x\r\n\r\n", 400, "malformed request target"),
-            ("GET /hello HTTP/1.1\r\nBad Header\r\n\r\n", 400, "malformed header line"),
+            ("GET /hello HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n", 400, "malformed header line"),
             ("GET /hello HTTP/1.1\r\nHost : x\r\n\r\n", 400, "before its colon"),
-            ("GET /hello HTTP/1.1\r\nX-A: 1\r\n  folded\r\n\r\n", 400, "line folding"),
+            ("GET /hello HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n  folded\r\n\r\n", 400, "line folding"),
             // past evhttp's hard limits (about twice the soft ones)
             ("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\n\r\n", 413, "the limit is 1024 bytes"),
             (
-                "GET /hello HTTP/1.1\r\nX-Big: \(String(repeating: "a", count: 9000))\r\n\r\n", 431,
+                "GET /hello HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 9000))\r\n\r\n", 431,
                 "the limit is 2048 bytes"
             ),
             (
-                "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n\(String(repeating: "b", count: 2048))\r\n",
+                "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n\(String(repeating: "b", count: 2048))\r\n",
                 413, "the limit is 1024 bytes"
             ),
             // framing evhttp would misread
-            ("POST /echo HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 400, "Transfer-Encoding"),
+            ("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 400, "Transfer-Encoding"),
             (
-                "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n", 400,
+                "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n",
+                400,
                 "both Transfer-Encoding and Content-Length"
             ),
-            ("HEAD /hello HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello", 400, "no request body"),
-            ("POST /echo HTTP/1.1\r\nContent-Length: abc\r\n\r\n", 400, "invalid Content-Length"),
-            ("POST /echo HTTP/1.1\r\nExpect: teapot\r\nContent-Length: 2\r\n\r\nhi", 417, "Expect"),
+            ("HEAD /hello HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello", 400, "no request body"),
+            ("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", 400, "invalid Content-Length"),
+            ("POST /echo HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\nContent-Length: 2\r\n\r\nhi", 417, "Expect"),
             (
-                "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\nX-Trailer: 1\r\n\r\n", 400,
+                "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\nX-Trailer: 1\r\n\r\n",
+                400,
                 "trailer"
             ),
         ]

@@ -94,7 +94,7 @@ final class LimitTests: XCTestCase {
         try c.send(raw: "GARBAGE\r\n\r\n")
         XCTAssertEqual(try c.readResponse().status, 400)
         let abs = try WireConnection(port: t.port)
-        try abs.send(raw: "GET http://example.com/hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        try abs.send(raw: "GET ftp://example.com/hello HTTP/1.1\r\nHost: x\r\n\r\n")
         _ = TestServer.problem(try abs.readResponse(), status: 400)
         XCTAssertEqual(try WireConnection.get(port: t.port, path: "/hello").status, 200)
     }

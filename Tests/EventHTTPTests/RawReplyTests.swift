@@ -63,8 +63,8 @@ final class RawReplyTests: XCTestCase {
         try peer.send(
             "GET /state HTTP/1.1\r\nHost: x\r\n\r\n" + "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n"
                 + "GET /state HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
-                + "POST /created HTTP/1.1\r\nContent-Length: 0\r\n\r\n"
-                + "GET /sized HTTP/1.1\r\nConnection: close\r\n\r\n")
+                + "POST /created HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
+                + "GET /sized HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         let all = try peer.readToEnd()
         let after = Int(time(nil))
         let (text, dates) = RawPeer.replacingDates(all)
@@ -101,19 +101,19 @@ final class RawReplyTests: XCTestCase {
         let direct = try server()
         let viaEvhttp = try server(direct: false)
         let exchanges: [String] = [
-            "GET /state HTTP/1.1\r\nHost: x\r\n\r\nGET /state HTTP/1.1\r\nConnection: close\r\n\r\n",
+            "GET /state HTTP/1.1\r\nHost: x\r\n\r\nGET /state HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
             "GET /state HTTP/1.0\r\n\r\n",
             "GET /plain HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\nGET /plain HTTP/1.0\r\nConnection: CLOSE\r\n\r\n",
-            "POST /created HTTP/1.1\r\nContent-Length: 0\r\n\r\nGET /sized HTTP/1.1\r\nConnection: close\r\n\r\n",
-            "HEAD /state HTTP/1.1\r\n\r\nHEAD /plain HTTP/1.0\r\n\r\n",
-            "GET /nothing HTTP/1.1\r\n\r\nGET /missing HTTP/1.1\r\n\r\nGET /state HTTP/1.0\r\n\r\n",
-            "GET /refuse HTTP/1.1\r\n\r\n",
-            "GET /broken-header HTTP/1.1\r\n\r\nGET /state HTTP/1.1\r\nConnection: close\r\n\r\n",
+            "POST /created HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\nGET /sized HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+            "HEAD /state HTTP/1.1\r\nHost: x\r\n\r\nHEAD /plain HTTP/1.0\r\n\r\n",
+            "GET /nothing HTTP/1.1\r\nHost: x\r\n\r\nGET /missing HTTP/1.1\r\nHost: x\r\n\r\nGET /state HTTP/1.0\r\n\r\n",
+            "GET /refuse HTTP/1.1\r\nHost: x\r\n\r\n",
+            "GET /broken-header HTTP/1.1\r\nHost: x\r\n\r\nGET /state HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
             // a chunked request body leaves evhttp's request flagged chunked: declined, evhttp answers
-            "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
-                + "GET /state HTTP/1.1\r\nConnection: close\r\n\r\n",
-            "GET /items/%41b HTTP/1.1\r\nConnection: keep-alive\r\n\r\nDELETE /state HTTP/1.0\r\n\r\n",
-            "GET http://elsewhere.example/state HTTP/1.1\r\nConnection: close\r\n\r\n",
+            "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+                + "GET /state HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+            "GET /items/%41b HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\nDELETE /state HTTP/1.0\r\n\r\n",
+            "GET http://elsewhere.example/state HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
         ]
         for exchange in exchanges {
             let a = try RawPeer(port: direct.port)
@@ -180,7 +180,8 @@ final class RawReplyTests: XCTestCase {
     func testConnectionCloseClosesAfterTheResponse() throws {
         let t = try server()
         let c = try WireConnection(port: t.port)
-        try c.send(raw: "GET /state HTTP/1.1\r\nConnection: close\r\n\r\nGET /plain HTTP/1.1\r\n\r\n")
+        try c.send(
+            raw: "GET /state HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /plain HTTP/1.1\r\nHost: x\r\n\r\n")
         let r = try c.readResponse()
         XCTAssertEqual(r.body, RawReplyTests.stateBody)
         XCTAssertEqual(r.header("Connection"), "close")
@@ -192,7 +193,8 @@ final class RawReplyTests: XCTestCase {
         let t = try server()
         let peer = try RawPeer(port: t.port)
         // a body after HEAD's head would be read as the start of the next response
-        try peer.send("HEAD /state HTTP/1.1\r\n\r\nGET /plain HTTP/1.1\r\nConnection: close\r\n\r\n")
+        try peer.send(
+            "HEAD /state HTTP/1.1\r\nHost: x\r\n\r\nGET /plain HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         let (text, _) = RawPeer.replacingDates(try peer.readToEnd())
         let parts = text.components(separatedBy: "\r\n\r\n")
         XCTAssertEqual(parts.count, 3, text)
@@ -224,9 +226,9 @@ final class RawReplyTests: XCTestCase {
     func testARequestArrivingWhileTheResponseIsWrittenIsAnsweredAfterIt() throws {
         let t = try server()
         let peer = try RawPeer(port: t.port)
-        try peer.send("GET /huge HTTP/1.1\r\n\r\n")
+        try peer.send("GET /huge HTTP/1.1\r\nHost: x\r\n\r\n")
         var received = try peer.readSome()  // 16 MiB do not fit in the socket buffers: still writing
-        try peer.send("GET /state HTTP/1.1\r\nConnection: close\r\n\r\n")
+        try peer.send("GET /state HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         received += try peer.readToEnd(timeout: 20)
         let text = String(decoding: received.prefix(512), as: UTF8.self)
         let headEnd = try XCTUnwrap(text.range(of: "\r\n\r\n"), text)
@@ -243,7 +245,7 @@ final class RawReplyTests: XCTestCase {
         let t = try server { $0.threads = 1 }
         for _ in 0..<3 {
             let peer = try RawPeer(port: t.port)
-            try peer.send("GET /huge HTTP/1.1\r\n\r\n")
+            try peer.send("GET /huge HTTP/1.1\r\nHost: x\r\n\r\n")
             XCTAssertTrue(try peer.readSome().starts(with: Array("HTTP/1.1 200 OK\r\n".utf8)))
             peer.reset()  // RST with most of the 16 MiB still queued
         }
@@ -278,7 +280,7 @@ final class RawReplyTests: XCTestCase {
             res.loop.execute { res.send(HTTPResponse(status: 200, body: Array("bye".utf8))) }
         }
         let h = try WireConnection(port: heldServer.port)
-        try h.send(raw: "GET /held HTTP/1.1\r\n\r\n")
+        try h.send(raw: "GET /held HTTP/1.1\r\nHost: x\r\n\r\n")
         XCTAssertTrue(held.arrived.wait())
         let stopped = Signal()
         Thread.detachNewThread {

@@ -6,8 +6,8 @@ import XCTest
 final class RequestFramingTests: XCTestCase {
     private let pipelined = Array(
         ("GET /a HTTP/1.1\r\nHost: x\r\n\r\n"
-            + "POST /b HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello"
-            + "POST /c HTTP/1.1\r\nTransfer-Encoding: Chunked\r\n\r\n5\r\nhello\r\n10 \r\n0123456789abcdef\r\n0\r\n\r\n"
+            + "POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello"
+            + "POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\n\r\n5\r\nhello\r\n10 \r\n0123456789abcdef\r\n0\r\n\r\n"
             + "HEAD /d HTTP/1.0\n\n").utf8)
 
     private func feed(_ bytes: [UInt8], pieces: Int) throws -> RequestFraming {
@@ -32,8 +32,10 @@ final class RequestFramingTests: XCTestCase {
     }
 
     func testRefusalsDoNotDependOnReadSizes() {
-        let conflicting = Array("POST /b HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!".utf8)
-        let badChunk = Array("POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nxyz\r\n".utf8)
+        let conflicting = Array(
+            "POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!".utf8)
+        let badChunk = Array(
+            "POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nxyz\r\n".utf8)
         for size in [1, 5, 1000] {
             XCTAssertThrowsError(try feed(conflicting, pieces: size)) {
                 XCTAssertEqual(($0 as? RequestFraming.Rejection)?.status, 400)

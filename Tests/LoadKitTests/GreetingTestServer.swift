@@ -38,6 +38,8 @@ final class GreetingTestServer: @unchecked Sendable {
     private var received = 0
     /// Answer the status hook with 404, as a server without the test hook does.
     var hasStatusHook = true
+    /// What the status hook answers when `hasStatusHook` is false (405: an older bff's static files).
+    var noHookStatus = "404 Not Found"
 
     var port: Int { server.port }
 
@@ -113,7 +115,7 @@ final class GreetingTestServer: @unchecked Sendable {
             inputs += 1
             if inputs == stopAfterInputs { server.stop() }
         case ("POST", 3) where parts == ["api", "_test", "status"]:
-            guard hasStatusHook else { return respond(client, "404 Not Found", "{}") }
+            guard hasStatusHook else { return respond(client, noHookStatus, "{}") }
             for (id, var session) in sessions {
                 session.seq += 1
                 let event = "id: \(session.seq)\nevent: status\ndata: {\"outputs\":{\"reachable\":false}}\n\n"

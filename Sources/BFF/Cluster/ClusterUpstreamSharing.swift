@@ -46,7 +46,7 @@ final class ClusterUpstreamSharing: UpstreamSharing {
         if let shared {
             let redisCache = RedisSearchCache(
                 connection: connection, subscriber: node.subscribers[0], limits: .init(maxAge: github.cacheMaxAge),
-                keys: keys)
+                keys: keys, upstream: UpstreamIdentity(baseURL: github.baseURL, token: github.token).key)
             connection.loop.execute { redisCache.start() }
             shared.connect(redisCache, holder: node.holders[0], metrics: node.metrics)
         }
