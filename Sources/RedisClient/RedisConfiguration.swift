@@ -75,7 +75,7 @@ public struct RedisConfiguration: Sendable, Equatable, CustomStringConvertible {
         "redis://\(password == nil ? "" : ":***@")\(host):\(port)/\(database)"
     }
 
-    private static func percentDecoded(_ s: Substring) -> String? {
+    static func percentDecoded(_ s: Substring) -> String? {
         var out: [UInt8] = []
         var it = Array(s.utf8)[...]
         while let c = it.popFirst() {
