@@ -85,8 +85,9 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
     }
 
     /// A connection that answers nothing at all for a whole command time-out while commands wait is reset
-    /// (a stuck Redis): the 1.5 s script holds Redis, every command times out, and after 0.5 s without a
-    /// reply the connection is dropped and made again (a new `CLIENT ID`), events `timedOut` and `stalled`.
+    /// (a stuck Redis): the 1.5 s script holds Redis and times out (0.2 s); after 0.5 s (the configured
+    /// command time-out) without any reply the connection is dropped and made again (a new `CLIENT ID`),
+    /// and the `PING` waiting behind, whose own time-out (2 s) has not passed, fails as `connectionLost`.
     func testAConnectionWithoutAnyReplyForAWholeTimeoutIsReset() async throws {
         let c = await connect(timeout: 0.5)
         let idBefore = await c.send(["CLIENT", "ID"])
@@ -95,7 +96,7 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
         loop.execute {
             c.onEvent = { events.add($0) }
             c.send(["EVAL", RedisArg(Self.slowScript), 0, 1_500_000], timeout: 0.2) { replies.set(0, $0) }
-            c.send(["PING"]) { replies.set(1, $0) }
+            c.send(["PING"], timeout: 2) { replies.set(1, $0) }
         }
         await waitFor(replies, count: 2)
         XCTAssertEqual(replies.all[0], .failure(.timeout))
