@@ -1,4 +1,6 @@
-// hiredis (0.14) with a libevent adapter of our own (below). Only the RedisClient module imports this module.
+// hiredis (0.14) with a libevent adapter of our own (below), and a raw mode for subscription connections
+// (every reply handed over in order: hiredis 0.14 knows no sharded pub/sub). Only the RedisClient module
+// imports this module.
 #ifndef CHIREDIS_SHIM_H
 #define CHIREDIS_SHIM_H
 // System headers first, as in CLibevent's shim: libevent's event-config.h defines _GNU_SOURCE, and

@@ -41,22 +41,22 @@ public final class RedisClient: @unchecked Sendable {
 
     let logger: Logger
     let locator: RedisMasterLocator
-    private var pool: [RedisAddress: RedisConnection] = [:]
-    private var waitPool: [RedisAddress: RedisConnection] = [:]
+    var pool: [RedisAddress: RedisConnection] = [:]
+    var waitPool: [RedisAddress: RedisConnection] = [:]
     /// Connections that were never ready yet: commands for them wait (see `Waiter`).
-    private var fresh: Set<ObjectIdentifier> = []
-    private var waiters: [ObjectIdentifier: [Waiter]] = [:]
-    private var topologyObservers: [() -> Void] = []
+    var fresh: Set<ObjectIdentifier> = []
+    var waiters: [ObjectIdentifier: [Waiter]] = [:]
+    var topologyObservers: [() -> Void] = []
     private var watchTimer: LoopTimer?
     private var roleTimer: LoopTimer?
-    private let readyFlag = Atomic<Bool>(false)
-    private var closed = false
+    let readyFlag = Atomic<Bool>(false)
+    var closed = false
     /// Connected replicas per master (`ROLE`, every `topologyRefreshInterval`).
-    private(set) var replicaCounts: [RedisAddress: Int] = [:]
+    var replicaCounts: [RedisAddress: Int] = [:]
     /// Replicated commands written in this loop iteration, per connection, waiting for their `WAIT`.
     var openBatches: [ObjectIdentifier: WaitBatch] = [:]
 
-    private struct Waiter {
+    struct Waiter {
         var request: Request
         var timer: LoopTimer
     }
@@ -263,117 +263,6 @@ public final class RedisClient: @unchecked Sendable {
         default:
             request.done(.failure(error), nil)
         }
-    }
-
-    // MARK: Connections
-
-    /// This loop's command connection to `address`, if it has one.
-    func connectionIfAny(to address: RedisAddress) -> RedisConnection? { pool[address] }
-
-    func setReplicaCount(_ n: Int, of master: RedisAddress) { replicaCounts[master] = n }
-
-    /// This loop's connection to `address` (made and started if there is none).
-    func connection(to address: RedisAddress, forWait: Bool) -> RedisConnection {
-        let separate = forWait && options.separateWaitConnection
-        if let c = separate ? waitPool[address] : pool[address] { return c }
-        let c = RedisConnection(loop: loop, configuration: topology.configuration(for: address), logger: logger)
-        c.healthCheckInterval = topology.node.healthCheckInterval
-        c.onRoundTrip = onRoundTrip
-        c.onEvent = { [weak self] in self?.report(.connection(address, $0)) }
-        c.onStateChange = { [weak self, weak c] state in
-            guard let self, let c else { return }
-            self.connectionChanged(c, at: address, state)
-        }
-        if separate { waitPool[address] = c } else { pool[address] = c }
-        fresh.insert(ObjectIdentifier(c))
-        c.start()
-        return c
-    }
-
-    private func connectionChanged(_ c: RedisConnection, at address: RedisAddress, _ state: RedisConnectionState) {
-        let id = ObjectIdentifier(c)
-        switch state {
-        case .ready:
-            fresh.remove(id)
-            let held = waiters.removeValue(forKey: id) ?? []
-            for w in held {
-                w.timer.cancel()
-                route(w.request)
-            }
-        case .disconnected, .closed:
-            failWaiters(of: c, .unavailable("master \(address) could not be reached"))
-            if locator.masters.contains(address) { locator.suspect("master \(address) down") }
-        case .connecting: break
-        }
-        updateReadiness()
-    }
-
-    private func hold(_ request: Request, for connection: RedisConnection) {
-        let id = ObjectIdentifier(connection)
-        let seconds = Double(request.deadline &- min(request.deadline, monotonicNanos())) / 1e9
-        let timer = loop.schedule(after: max(0.001, seconds)) { [weak self] in
-            guard let self, var list = self.waiters[id] else { return }
-            let now = monotonicNanos()
-            let (late, rest) = (list.filter { $0.request.deadline <= now }, list.filter { $0.request.deadline > now })
-            list = rest
-            self.waiters[id] = list.isEmpty ? nil : list
-            for w in late { w.request.done(.failure(.timeout), nil) }
-        }
-        waiters[id, default: []].append(Waiter(request: request, timer: timer))
-    }
-
-    private func failWaiters(of c: RedisConnection, _ error: RedisError) {
-        for w in waiters.removeValue(forKey: ObjectIdentifier(c)) ?? [] {
-            w.timer.cancel()
-            if case .unavailable(let why) = error { report(.unavailable(nil, reason: why)) }
-            w.request.done(.failure(error), nil)
-        }
-    }
-
-    /// The masters may have changed: connect to new ones, retire the others, tell the observers.
-    private func topologyChanged() {
-        guard !closed else { return }
-        let masters = Set(locator.masters)
-        for m in masters { _ = connection(to: m, forWait: false) }
-        for (address, c) in pool where !masters.contains(address) {
-            pool[address] = nil
-            retire(c)
-        }
-        for (address, c) in waitPool where !masters.contains(address) {
-            waitPool[address] = nil
-            retire(c)
-        }
-        updateReadiness()
-        for observe in topologyObservers { observe() }
-    }
-
-    /// No new commands go to `c`; its waiting commands are routed again, and it is closed once the
-    /// replies of those in flight had time to come.
-    private func retire(_ c: RedisConnection) {
-        c.onStateChange = nil
-        fresh.remove(ObjectIdentifier(c))
-        for w in waiters.removeValue(forKey: ObjectIdentifier(c)) ?? [] {
-            w.timer.cancel()
-            route(w.request)
-        }
-        loop.schedule(after: topology.node.commandTimeout) { c.close() }
-    }
-
-    /// Every `failoverPollInterval`: a master whose connection is down makes the locator look again.
-    private func watch() {
-        updateReadiness()
-        for m in locator.masters where pool[m]?.state != .ready {
-            locator.suspect("master \(m) not connected")
-            break
-        }
-    }
-
-    private func updateReadiness() {
-        let masters = locator.masters
-        let ready =
-            !closed && !masters.isEmpty && locator.problems.isEmpty
-            && masters.allSatisfy { pool[$0]?.state == .ready }
-        readyFlag.store(ready, ordering: .relaxed)
     }
 
     func report(_ event: RedisClientEvent) {

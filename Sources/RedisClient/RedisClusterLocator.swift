@@ -81,7 +81,7 @@ final class RedisClusterLocator: RedisMasterLocator {
             case .success(let reply):
                 guard let next = self.useSlots ? RedisSlotMap.parse(slots: reply) : RedisSlotMap.parse(shards: reply)
                 else {
-                    self.lastError = "unreadable \(command.count > 1 ? "CLUSTER SHARDS" : "") reply"
+                    self.lastError = "unreadable \(self.useSlots ? "CLUSTER SLOTS" : "CLUSTER SHARDS") reply"
                     return self.node.moveOn()
                 }
                 self.apply(next)

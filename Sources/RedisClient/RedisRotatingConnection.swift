@@ -72,8 +72,7 @@ final class RedisRotatingConnection {
         index = (index + 1) % list.count
         let target = list[index]
         address = target
-        var config = configuration(target)
-        config.healthCheckInterval = nil
+        let config = configuration(target)
         let c = RedisConnection(loop: loop, configuration: config, logger: logger)
         c.healthCheckInterval = max(0.2, config.commandTimeout / 2)
         connection = c

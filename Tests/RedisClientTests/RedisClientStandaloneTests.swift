@@ -35,7 +35,7 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
     }
 
     func testCommandsScriptsAndReplicaWaitsOnOneRedis() async throws {
-        let c = await readyClient()
+        let c = await readyClient { $0.topologyRefreshInterval = 0.2 }
         XCTAssertFalse(c.isSharded)
         let set = await c.send(["SET", "a", "1"], key: "a")
         XCTAssertEqual(set, .success(.simpleString("OK")))
@@ -52,8 +52,14 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
         XCTAssertEqual(lonely, .success(RedisReplicated(reply: .simpleString("OK"), replicas: 0, wanted: 1)))
         XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.15, "WAIT waited for its time-out")
         XCTAssertEqual(c.metrics[.replicaAckTimeouts], 1)
-        let problems = await c.problems(wantedReplicas: 1)
-        XCTAssertEqual(problems, [], "replica counts are read every topologyRefreshInterval (5 s): not yet")
+        let named = await TopologyTesting.eventually {
+            await c.problems(wantedReplicas: 1) == [
+                "master 127.0.0.1:\(self.server.port) has 0 connected replicas, 1 wanted"
+            ]
+        }
+        XCTAssertTrue(named, "a master with fewer replicas than wanted is named (ROLE)")
+        let fine = await c.problems(wantedReplicas: 0)
+        XCTAssertEqual(fine, [])
         await c.closeFromAnyThread()
         let closed = await c.send(["PING"], key: nil)
         XCTAssertEqual(closed, .failure(.notConnected))
@@ -92,6 +98,33 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
         XCTAssertEqual(nobody, .success(.integer(0)), "nobody receives once the unsubscribe is confirmed")
         let healthy = await TopologyTesting.eventually { s.isHealthy }
         XCTAssertTrue(healthy)
+        await c.onLoop { s.close() }
+        await c.closeFromAnyThread()
+    }
+
+    /// Subscribing a channel again while its unsubscribe is in flight (same loop turn): Redis confirms both
+    /// in order, the unsubscribe completes, and the new subscription delivers.
+    func testSubscribingAgainWhileTheUnsubscribeIsInFlight() async throws {
+        let c = await readyClient()
+        let s = RedisShardedSubscriber(client: c)
+        let inbox = Inbox()
+        let unsubscribed = Inbox()
+        await c.onLoop { s.start() }
+        await subscribe(s, "again", inbox)
+        var ok = await TopologyTesting.eventually { inbox.confirmations(of: "again") == 1 }
+        XCTAssertTrue(ok)
+        await c.onLoop {
+            s.sunsubscribe(channel: "again") { unsubscribed.confirmed("again") }
+            s.ssubscribe(channel: "again", onSubscribed: { inbox.confirmed("again") }) { inbox.add($0) }
+        }
+        ok = await TopologyTesting.eventually {
+            unsubscribed.confirmations(of: "again") == 1 && inbox.confirmations(of: "again") == 2
+        }
+        XCTAssertTrue(ok, "both confirmed")
+        let n = await spublish(s, "again", "still here")
+        XCTAssertEqual(n, .success(.integer(1)))
+        ok = await TopologyTesting.eventually { inbox.payloads(on: "again") == ["still here"] }
+        XCTAssertTrue(ok)
         await c.onLoop { s.close() }
         await c.closeFromAnyThread()
     }

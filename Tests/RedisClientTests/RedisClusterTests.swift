@@ -121,7 +121,15 @@ final class RedisClusterTests: XCTestCase {
     /// write still runs but is not acknowledged (counted), and a plain command sent meanwhile to the same
     /// master is not held behind the blocked `WAIT`. After `SIGCONT` writes are acknowledged again.
     func testWaitForReplicasAndAStoppedReplica() async throws {
-        let c = await readyClient()
+        let c = await readyClient { $0.topologyRefreshInterval = 0.2 }
+        let counted = await TopologyTesting.eventually {
+            await c.onLoop {
+                c.masterStatus.count == 3 && c.masterStatus.allSatisfy { $0.connected && $0.replicas == 1 }
+            }
+        }
+        XCTAssertTrue(counted, "each master reports its one replica (ROLE)")
+        let short = await c.problems(wantedReplicas: 2)
+        XCTAssertEqual(short.count, 3, "every master named: 1 connected replica, 2 wanted: \(short)")
         let masters = TopologyTesting.masterPorts(cluster)
         let key = TopologyTesting.key("wait", servedBy: masters[2], in: cluster)
         let acked = await c.send(
