@@ -60,8 +60,13 @@ public final class RedisShardedSubscriber: @unchecked Sendable {
         /// The master whose connection carries it (nil: not placed yet).
         var link: RedisAddress?
         /// `.pending` until its command is written, `.sent` until confirmed.
-        var stage = Stage.pending
+        var stage = Stage.pending {
+            didSet { if oldValue == .confirmed && stage != .confirmed { waitingSince = monotonicNanos() } }
+        }
         var everConfirmed = false
+        /// When it last stopped being confirmed (or was made): a channel counts as a problem only once it
+        /// waited longer than a command time-out, so subscribing new channels does not flap `/readyz`.
+        var waitingSince = monotonicNanos()
 
         enum Stage { case pending, sent, confirmed }
 
@@ -97,8 +102,9 @@ public final class RedisShardedSubscriber: @unchecked Sendable {
     /// The loop it lives on.
     public var loop: EventLoop { client.loop }
 
-    /// False while a channel is not subscribed where it belongs, or a subscription connection is down
-    /// or deaf (its probe did not come back). Any thread.
+    /// False while a channel has not been subscribed where it belongs for over a command time-out, or a
+    /// subscription connection that carries channels is down or deaf (its probe did not come back). Any
+    /// thread.
     public var isHealthy: Bool { healthy.load(ordering: .relaxed) }
 
     /// Starts following the topology and probing. Loop thread only.
@@ -224,8 +230,12 @@ public final class RedisShardedSubscriber: @unchecked Sendable {
     /// What is wrong, one sentence each (empty when healthy). Loop thread only.
     public var problems: [String] {
         var out: [String] = []
-        let unplaced = subscriptions.values.filter { $0.stage != .confirmed }.count
-        if unplaced > 0 { out.append("\(unplaced) channels not subscribed yet") }
+        let limit = UInt64(client.topology.node.commandTimeout * 1e9)
+        let now = monotonicNanos()
+        let unplaced = subscriptions.values.filter { $0.stage != .confirmed && now &- $0.waitingSince > limit }.count
+        if unplaced > 0 {
+            out.append("\(unplaced) channels not subscribed for over \(client.topology.node.commandTimeout) s")
+        }
         for (address, link) in links.sorted(by: { $0.key.description < $1.key.description }) {
             if link.connection.state != .ready, !link.channels.isEmpty {
                 out.append("subscription connection to \(address) is down")

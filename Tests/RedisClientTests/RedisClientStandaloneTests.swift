@@ -81,6 +81,11 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
             ["sh:1", "cl:1", "pat:*"].allSatisfy { inbox.confirmations(of: $0) == 1 }
         }
         XCTAssertTrue(all)
+        let whileSubscribing = await c.onLoop { () -> Bool in
+            s.ssubscribe(channel: "sh:new") { inbox.add($0) }
+            return s.isHealthy
+        }
+        XCTAssertTrue(whileSubscribing, "a channel being subscribed is no problem yet (no /readyz flapping)")
         let n = await spublish(s, "sh:1", "one")
         XCTAssertEqual(n, .success(.integer(1)))
         _ = await c.send(["PUBLISH", "cl:1", "two"], key: nil)
