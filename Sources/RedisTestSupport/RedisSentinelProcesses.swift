@@ -23,8 +23,10 @@ public final class RedisSentinelProcesses: @unchecked Sendable {
         self.masterName = masterName
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("redis-sentinel-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let master = try RedisServerProcess()
-        let replica = try RedisServerProcess(extraArguments: ["--replicaof", "127.0.0.1", "\(master.port)"])
+        // Their own directory: a replica's full resync writes the RDB it receives there (not in the cwd).
+        let dir = ["--dir", directory.path]
+        let master = try RedisServerProcess(extraArguments: dir)
+        let replica = try RedisServerProcess(extraArguments: dir + ["--replicaof", "127.0.0.1", "\(master.port)"])
         data = [master, replica]
         var started: [RedisServerProcess] = []
         for _ in 0..<3 {
