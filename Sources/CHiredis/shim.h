@@ -1,4 +1,6 @@
-// hiredis (0.14) with a libevent adapter of our own (below). Only the RedisClient module imports this module.
+// hiredis (0.14) with a libevent adapter of our own (below), and a raw mode for subscription connections
+// (every reply handed over in order: hiredis 0.14 knows no sharded pub/sub). Only the RedisClient module
+// imports this module.
 #ifndef CHIREDIS_SHIM_H
 #define CHIREDIS_SHIM_H
 // System headers first, as in CLibevent's shim: libevent's event-config.h defines _GNU_SOURCE, and
@@ -22,10 +24,22 @@
 /// event is one-shot, so after every read libevent removes it and hiredis adds it back: with the base's
 /// epoll changelist that is one `epoll_ctl` per read for nothing (hiredis 1.x's adapter is persistent
 /// too). `redisAsyncHandleRead` and `redisAsyncHandleWrite` do the work, as in the stock adapter.
-typedef struct chiredis_events {
+typedef struct chiredis_events chiredis_events;
+
+/// A raw context's reader: every reply, in order, or NULL once when reading failed (EOF, socket error,
+/// protocol error: `ac->c.errstr` says which). On NULL the callee must free the context
+/// (`redisAsyncFree`). The reply is freed after the call.
+typedef void (*chiredis_reply_fn)(redisAsyncContext *ac, void *reply);
+
+struct chiredis_events {
     redisAsyncContext *context;
     struct event *rev, *wev;
-} chiredis_events;
+    /// Raw mode (`chiredis_attach_raw`): replies go to `raw`, not through hiredis's callback lists.
+    chiredis_reply_fn raw;
+    /// Set while a raw read is dispatching (`busy`), and when the context was freed meanwhile (`dead`):
+    /// then the read frees this struct itself once it returns.
+    int busy, dead;
+};
 
 static void chiredis_read_event(evutil_socket_t fd, short event, void *arg) {
     (void)fd; (void)event;
@@ -47,17 +61,50 @@ static void chiredis_cleanup(void *privdata) {
     chiredis_events *e = (chiredis_events *)privdata;
     event_free(e->rev);
     event_free(e->wev);
-    free(e);
+    if (e->busy) e->dead = 1; else free(e);
 }
 
-/// Attaches an async context to a libevent base (what `redisLibeventAttach` does, with a persistent
-/// read event). Returns REDIS_OK or REDIS_ERR.
-static inline int chiredis_attach(redisAsyncContext *ac, struct event_base *base) {
+/// The raw read event: completes the connect if needed (as hiredis's write path does), reads what the
+/// socket has, and hands every complete reply to `raw` in order. Nothing goes through hiredis's reply
+/// or subscription callbacks, so replies it does not know (RESP2 `ssubscribe`, `smessage`,
+/// `sunsubscribe` of Redis 7's sharded pub/sub, which hiredis 0.14 would assert on) reach the caller.
+static void chiredis_raw_read_event(evutil_socket_t fd, short event, void *arg) {
+    (void)fd; (void)event;
+    chiredis_events *e = (chiredis_events *)arg;
+    redisAsyncContext *ac = e->context;
+    e->busy = 1;
+    if (!(ac->c.flags & REDIS_CONNECTED)) {
+        redisAsyncHandleWrite(ac);  // finishes connect(2), or fails it and frees the context
+        if (e->dead || !(ac->c.flags & REDIS_CONNECTED)) goto out;
+    }
+    if (redisBufferRead(&ac->c) == REDIS_ERR) {
+        e->raw(ac, NULL);
+        goto out;
+    }
+    for (;;) {
+        void *reply = NULL;
+        if (redisGetReplyFromReader(&ac->c, &reply) == REDIS_ERR) {
+            e->raw(ac, NULL);
+            break;
+        }
+        if (reply == NULL) break;
+        e->raw(ac, reply);
+        freeReplyObject(reply);
+        if (e->dead) break;
+    }
+out:
+    e->busy = 0;
+    if (e->dead) free(e);
+}
+
+/// Attaches an async context to a libevent base; `raw` NULL: hiredis's own reply dispatch.
+static inline int chiredis_attach_with(redisAsyncContext *ac, struct event_base *base, chiredis_reply_fn raw) {
     if (ac->ev.data != NULL) return REDIS_ERR;
     chiredis_events *e = (chiredis_events *)calloc(1, sizeof(*e));
     if (e == NULL) return REDIS_ERR;
     e->context = ac;
-    e->rev = event_new(base, ac->c.fd, EV_READ | EV_PERSIST, chiredis_read_event, e);
+    e->raw = raw;
+    e->rev = event_new(base, ac->c.fd, EV_READ | EV_PERSIST, raw ? chiredis_raw_read_event : chiredis_read_event, e);
     e->wev = event_new(base, ac->c.fd, EV_WRITE, chiredis_write_event, e);
     if (e->rev == NULL || e->wev == NULL) {
         if (e->rev) event_free(e->rev);
@@ -74,6 +121,24 @@ static inline int chiredis_attach(redisAsyncContext *ac, struct event_base *base
     event_add(e->rev, NULL);
     event_add(e->wev, NULL);
     return REDIS_OK;
+}
+
+/// Attaches an async context to a libevent base (what `redisLibeventAttach` does, with a persistent
+/// read event). Returns REDIS_OK or REDIS_ERR.
+static inline int chiredis_attach(redisAsyncContext *ac, struct event_base *base) {
+    return chiredis_attach_with(ac, base, NULL);
+}
+
+/// Attaches in raw mode: every reply goes to `raw` (see `chiredis_raw_read_event`). Commands are
+/// queued with `chiredis_append_raw` and written by `redisAsyncHandleWrite`, never with the
+/// `redisAsync…Command` functions (their callbacks would never run).
+static inline int chiredis_attach_raw(redisAsyncContext *ac, struct event_base *base, chiredis_reply_fn raw) {
+    return chiredis_attach_with(ac, base, raw);
+}
+
+/// Queues a formatted command on a raw context's output buffer (no callback is registered).
+static inline int chiredis_append_raw(redisAsyncContext *ac, const char *cmd, size_t len) {
+    return redisAppendFormattedCommand(&ac->c, cmd, len);
 }
 
 /// The reply's elements without pointer arithmetic in Swift.

@@ -14,10 +14,15 @@ import Synchronization
 /// Behaviour:
 /// - After each connect it sends `AUTH` (if the URL had a password), `SELECT` (if db ≠ 0) and
 ///   `PING`; the connection is `ready` when `PING` answers.
-/// - Every command has a time-out armed with a loop timer (hiredis 0.14 has none). On time-out the
-///   command fails with `.timeout`, its late reply is dropped, and the connection is dropped and
-///   re-made: replies come in order, so everything queued behind a stuck command is stuck too
-///   (those fail with `.connectionLost`).
+/// - Every command has its own time-out, armed with a loop timer (hiredis 0.14 has none). On time-out
+///   the command alone fails with `.timeout`; its late reply is dropped when it comes (replies come in
+///   order, matched by id). The commands behind it keep waiting for their own replies and time-outs:
+///   one slow command never fails the others (issue 20). The connection is dropped and re-made only
+///   when it makes no progress at all (no reply to anything) for a whole `commandTimeout` while
+///   commands wait (`stallTimeout`), or when the socket fails.
+/// - At most `configuration.maxInFlight` commands (timed-out ones whose reply has not come yet
+///   included) are outstanding; past that `send` fails at once with `.overloaded`, before anything is
+///   written (the caller answers `503` + `Retry-After`).
 /// - A lost connection fails its pending commands with `.connectionLost` and reconnects with
 ///   exponential back-off and jitter (`Backoff`). Commands are sent only while `ready`: otherwise
 ///   they fail at once with `.notConnected` (callers answer `503`), they are not queued.
@@ -33,6 +38,12 @@ public final class RedisConnection: @unchecked Sendable {
     public var onStateChange: ((RedisConnectionState) -> Void)?
     /// Called on the loop with each reply's round-trip time in seconds (for metrics).
     public var onRoundTrip: ((Double) -> Void)?
+    /// Called on the loop for each time-out, refusal and stall reset (for metrics).
+    public var onEvent: ((RedisConnectionEvent) -> Void)?
+    /// Seconds without any reply, while commands wait, after which the connection is dropped and made
+    /// again; nil: the configuration's `commandTimeout`. A connection that runs blocking commands (`WAIT`)
+    /// needs more than their blocking time. Loop thread only.
+    public var stallTimeout: Double?
 
     private let logger: Logger
     private let backoff: Backoff
@@ -47,6 +58,14 @@ public final class RedisConnection: @unchecked Sendable {
     public var healthCheckInterval: Double?
     private var healthTimer: LoopTimer?
     private var lastReplyAt: UInt64 = 0
+    /// Commands written whose reply has not come: live ones (in `pending`, not persistent) and timed-out
+    /// ones (`abandoned`), which still hold their place in Redis's reply order.
+    public private(set) var inFlight = 0
+    /// Ids of commands that timed out before their reply came (the reply is dropped when it does).
+    private var abandoned: Set<UInt> = []
+    /// When `inFlight` last went from 0 to 1: progress is measured from this or the last reply.
+    private var busySince: UInt64 = 0
+    private var stallTimer: LoopTimer?
     /// A flush of the commands queued in this loop iteration is queued (`loop.runSoon`): they are
     /// written once the iteration's callbacks are done (one `write`). hiredis's own way arms the
     /// socket's write event, waits for `epoll_wait` to report it writable, writes and disarms it: a loop
@@ -99,6 +118,10 @@ public final class RedisConnection: @unchecked Sendable {
     public func send(_ args: [RedisArg], timeout: Double? = nil, _ callback: @escaping Callback) {
         precondition(loop.inEventLoop, "RedisConnection.send off its loop")
         guard state == .ready else { return callback(.failure(.notConnected)) }
+        guard inFlight < configuration.maxInFlight else {
+            onEvent?(.refused)
+            return callback(.failure(.overloaded))
+        }
         issue(args, timeout: timeout ?? configuration.commandTimeout, persistent: false, callback)
     }
 
@@ -211,6 +234,10 @@ public final class RedisConnection: @unchecked Sendable {
         if context == ctx { context = nil }
         let failed = pending
         pending.removeAll()
+        abandoned.removeAll()
+        inFlight = 0
+        stallTimer?.cancel()
+        stallTimer = nil
         for (_, p) in failed.sorted(by: { $0.key < $1.key }) {
             p.timer?.cancel()
             p.callback(.failure(.connectionLost(reason)))
@@ -234,7 +261,7 @@ public final class RedisConnection: @unchecked Sendable {
     /// While idle (nothing pending, no reply for `interval`), a `PING`: its time-out drops a connection
     /// to a Redis that stopped answering, which an idle connection would otherwise never notice.
     private func checkHealth(_ interval: Double) {
-        guard state == .ready, pending.isEmpty, Double(Self.now() &- lastReplyAt) / 1e9 >= interval * 0.9 else {
+        guard state == .ready, inFlight == 0, Double(Self.now() &- lastReplyAt) / 1e9 >= interval * 0.9 else {
             return
         }
         issue(["PING"], timeout: configuration.commandTimeout, persistent: false) { _ in }
@@ -257,6 +284,10 @@ public final class RedisConnection: @unchecked Sendable {
             return nil
         }
         var p = Pending(callback: callback, sentAt: Self.now(), timer: nil, persistent: persistent)
+        if !persistent {
+            if inFlight == 0 { busySince = p.sentAt }
+            inFlight += 1
+        }
         if let timeout {
             p.timer = loop.schedule(after: timeout) { [weak self] in self?.timedOut(id) }
         }
@@ -298,10 +329,40 @@ public final class RedisConnection: @unchecked Sendable {
         redisAsyncHandleWrite(ctx)
     }
 
+    /// One command's time-out: it alone fails, unless the connection made no progress at all for a whole
+    /// `stallTimeout` (then it is dropped first, so the caller sees the new state).
     private func timedOut(_ id: UInt) {
         guard let p = pending.removeValue(forKey: id) else { return }
-        dropContext(reason: "command timed out", reconnect: true)  // first: the caller sees the new state
+        abandoned.insert(id)
+        onEvent?(.timedOut)
+        if !checkStall() { armStallCheck() }
         p.callback(.failure(.timeout))
+    }
+
+    /// Seconds since the connection last made progress: its last reply, or when it last got busy.
+    private var secondsWithoutProgress: Double { Double(Self.now() &- max(lastReplyAt, busySince)) / 1e9 }
+
+    /// Drops the connection when commands wait and nothing was answered for `stallTimeout`; true if it did.
+    private func checkStall() -> Bool {
+        let limit = stallTimeout ?? configuration.commandTimeout
+        guard inFlight > 0, context != nil, secondsWithoutProgress >= limit * 0.999 else { return false }
+        onEvent?(.stalled)
+        dropContext(reason: "no reply for \(limit) s while commands waited", reconnect: true)
+        return true
+    }
+
+    /// After a time-out that did not drop the connection: checks again when the stall limit would be
+    /// reached, so that a connection whose every waiting command has timed out is still reset if stuck.
+    private func armStallCheck() {
+        stallTimer?.cancel()
+        guard inFlight > 0 else { return }
+        let limit = stallTimeout ?? configuration.commandTimeout
+        let wait = max(0.001, limit - secondsWithoutProgress)
+        stallTimer = loop.schedule(after: wait) { [weak self] in
+            guard let self else { return }
+            self.stallTimer = nil
+            if !self.checkStall() { self.armStallCheck() }
+        }
     }
 
     fileprivate func handleReply(
@@ -311,11 +372,18 @@ public final class RedisConnection: @unchecked Sendable {
             // hiredis is tearing the context down: `contextGone` fails everything at once.
             return
         }
-        guard let p = pending[id] else { return }  // timed out: the late reply is dropped
+        guard let p = pending[id] else {
+            if abandoned.remove(id) != nil {  // timed out: the late reply is dropped, but it is progress
+                lastReplyAt = Self.now()
+                inFlight -= 1
+            }
+            return
+        }
         lastReplyAt = Self.now()
         let value = RESPValue(reply: reply.assumingMemoryBound(to: redisReply.self))
         if !p.persistent {
             pending[id] = nil
+            inFlight -= 1
             p.timer?.cancel()
             let rtt = Double(Self.now() &- p.sentAt) / 1e9
             onRoundTrip?(rtt)

@@ -10,6 +10,13 @@ public enum RedisError: Error, Sendable, Hashable, CustomStringConvertible {
     case server(String)
     /// A reply had an unexpected shape.
     case unexpectedReply(String)
+    /// Refused before anything was sent: the connection already has `maxInFlight` commands outstanding.
+    /// Nothing ran; the caller answers `503` + `Retry-After` (and may retry later).
+    case overloaded
+    /// The Redis that serves this command (the master of its slot) cannot be reached now: a failover or
+    /// reconnect is under way (`READONLY`, `CLUSTERDOWN`, a master that is down). The command was not
+    /// run; the caller answers `503` + `Retry-After`.
+    case unavailable(String)
 
     /// The server error's first word (`NOSCRIPT`, `FENCED`, `WRONGTYPE`), or nil.
     public var serverCode: String? {
@@ -25,6 +32,8 @@ public enum RedisError: Error, Sendable, Hashable, CustomStringConvertible {
         case .connectionLost(let why): return "redis: connection lost (\(why))"
         case .server(let message): return "redis: \(message)"
         case .unexpectedReply(let what): return "redis: unexpected reply (\(what))"
+        case .overloaded: return "redis: too many commands in flight on the connection (refused, not sent)"
+        case .unavailable(let why): return "redis: unavailable (\(why))"
         }
     }
 }

@@ -14,12 +14,37 @@ public final class RedisServerProcess: @unchecked Sendable {
     public let port: Int
     /// Extra `redis-server` arguments (`--requirepass …`).
     public let extraArguments: [String]
+    /// The whole command line after `redis-server` (a sentinel's starts with its config file).
+    private let arguments: [String]
+    /// The log line that says the server is ready.
+    private let readyLine: String
     private var process: Process?
 
     /// Picks a free port and starts the server there.
-    public init(extraArguments: [String] = []) throws {
-        port = try Self.freePort()
+    public convenience init(extraArguments: [String] = []) throws {
+        try self.init(port: Self.freePort(), extraArguments: extraArguments)
+    }
+
+    /// Starts a server on `port` (a cluster node's bus port must be chosen with it).
+    public init(port: Int, extraArguments: [String] = []) throws {
+        self.port = port
         self.extraArguments = extraArguments
+        readyLine = "Ready to accept connections"
+        arguments =
+            [
+                "--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                "--daemonize", "no", "--loglevel", "notice",
+            ] + extraArguments
+        try start()
+    }
+
+    /// Starts `redis-server` with exactly `arguments` (a sentinel: its config file, `--sentinel`, …),
+    /// listening on `port`; `start()` returns once it logged `readyLine`.
+    public init(port: Int, arguments: [String], readyLine: String) throws {
+        self.port = port
+        self.extraArguments = []
+        self.arguments = arguments
+        self.readyLine = readyLine
         try start()
     }
 
@@ -32,11 +57,7 @@ public final class RedisServerProcess: @unchecked Sendable {
     public func start() throws {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
-        p.arguments =
-            [
-                "--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                "--daemonize", "no", "--loglevel", "notice",
-            ] + extraArguments
+        p.arguments = arguments
         let out = Pipe()
         p.standardOutput = out
         p.standardError = FileHandle.nullDevice
@@ -45,7 +66,7 @@ public final class RedisServerProcess: @unchecked Sendable {
         var seen = ""
         let handle = out.fileHandleForReading
         let deadline = Date().addingTimeInterval(10)
-        while !seen.contains("Ready to accept connections") {
+        while !seen.contains(readyLine) {
             let chunk = handle.availableData  // blocks until the server writes or exits
             if chunk.isEmpty || Date() > deadline {
                 throw NSError(domain: "redis-server did not start: \(seen)", code: 1)
@@ -67,6 +88,28 @@ public final class RedisServerProcess: @unchecked Sendable {
 
     /// Sends `signal` (SIGSTOP, SIGCONT) to the server.
     public func signal(_ signal: Int32) { Glibc.kill(pid, signal) }
+
+    /// True while the server process runs (not killed).
+    public var isRunning: Bool { process != nil }
+
+    /// Runs `redis-cli -p <port> args…` (blocking, for test set-up and checks) and returns its output,
+    /// trimmed; "" when it could not run.
+    @discardableResult
+    public func cli(_ args: String...) -> String { Self.cli(port: port, args) }
+
+    /// `redis-cli -p port args…`, as `cli(_:)`.
+    public static func cli(port: Int, _ args: [String]) -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
+        p.arguments = ["-p", "\(port)"] + args
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        guard (try? p.run()) != nil else { return "" }
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
 
     deinit { kill() }
 

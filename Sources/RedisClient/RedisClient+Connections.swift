@@ -1,0 +1,114 @@
+import EventHTTP
+
+/// The client's connections: one per master (and one per master for `WAIT`), made when a master is
+/// learnt, watched, and retired when it is no longer a master. Loop thread only, like the client.
+extension RedisClient {
+    /// This loop's command connection to `address`, if it has one.
+    func connectionIfAny(to address: RedisAddress) -> RedisConnection? { pool[address] }
+
+    func setReplicaCount(_ n: Int, of master: RedisAddress) { replicaCounts[master] = n }
+
+    /// This loop's connection to `address` (made and started if there is none).
+    func connection(to address: RedisAddress, forWait: Bool) -> RedisConnection {
+        let separate = forWait && options.separateWaitConnection
+        if let c = separate ? waitPool[address] : pool[address] { return c }
+        let c = RedisConnection(loop: loop, configuration: topology.configuration(for: address), logger: logger)
+        c.healthCheckInterval = topology.node.healthCheckInterval
+        c.onRoundTrip = onRoundTrip
+        c.onEvent = { [weak self] in self?.report(.connection(address, $0)) }
+        c.onStateChange = { [weak self, weak c] state in
+            guard let self, let c else { return }
+            self.connectionChanged(c, at: address, state)
+        }
+        if separate { waitPool[address] = c } else { pool[address] = c }
+        fresh.insert(ObjectIdentifier(c))
+        c.start()
+        return c
+    }
+
+    func connectionChanged(_ c: RedisConnection, at address: RedisAddress, _ state: RedisConnectionState) {
+        let id = ObjectIdentifier(c)
+        switch state {
+        case .ready:
+            fresh.remove(id)
+            let held = waiters.removeValue(forKey: id) ?? []
+            for w in held {
+                w.timer.cancel()
+                route(w.request)
+            }
+        case .disconnected, .closed:
+            failWaiters(of: c, .unavailable("master \(address) could not be reached"))
+            if locator.masters.contains(address) { locator.suspect("master \(address) down") }
+        case .connecting: break
+        }
+        updateReadiness()
+    }
+
+    func hold(_ request: Request, for connection: RedisConnection) {
+        let id = ObjectIdentifier(connection)
+        let seconds = Double(request.deadline &- min(request.deadline, monotonicNanos())) / 1e9
+        let timer = loop.schedule(after: max(0.001, seconds)) { [weak self] in
+            guard let self, var list = self.waiters[id] else { return }
+            let now = monotonicNanos()
+            let (late, rest) = (list.filter { $0.request.deadline <= now }, list.filter { $0.request.deadline > now })
+            list = rest
+            self.waiters[id] = list.isEmpty ? nil : list
+            for w in late { w.request.done(.failure(.timeout), nil) }
+        }
+        waiters[id, default: []].append(Waiter(request: request, timer: timer))
+    }
+
+    func failWaiters(of c: RedisConnection, _ error: RedisError) {
+        for w in waiters.removeValue(forKey: ObjectIdentifier(c)) ?? [] {
+            w.timer.cancel()
+            if case .unavailable(let why) = error { report(.unavailable(nil, reason: why)) }
+            w.request.done(.failure(error), nil)
+        }
+    }
+
+    /// The masters may have changed: connect to new ones, retire the others, tell the observers.
+    func topologyChanged() {
+        guard !closed else { return }
+        let masters = Set(locator.masters)
+        for m in masters { _ = connection(to: m, forWait: false) }
+        for (address, c) in pool where !masters.contains(address) {
+            pool[address] = nil
+            retire(c)
+        }
+        for (address, c) in waitPool where !masters.contains(address) {
+            waitPool[address] = nil
+            retire(c)
+        }
+        updateReadiness()
+        for observe in topologyObservers { observe() }
+    }
+
+    /// No new commands go to `c`; its waiting commands are routed again, and it is closed once the
+    /// replies of those in flight had time to come.
+    func retire(_ c: RedisConnection) {
+        c.onStateChange = nil
+        fresh.remove(ObjectIdentifier(c))
+        for w in waiters.removeValue(forKey: ObjectIdentifier(c)) ?? [] {
+            w.timer.cancel()
+            route(w.request)
+        }
+        loop.schedule(after: topology.node.commandTimeout) { c.close() }
+    }
+
+    /// Every `failoverPollInterval`: a master whose connection is down makes the locator look again.
+    func watch() {
+        updateReadiness()
+        for m in locator.masters where pool[m]?.state != .ready {
+            locator.suspect("master \(m) not connected")
+            break
+        }
+    }
+
+    func updateReadiness() {
+        let masters = locator.masters
+        let ready =
+            !closed && !masters.isEmpty && locator.problems.isEmpty
+            && masters.allSatisfy { pool[$0]?.state == .ready }
+        readyFlag.store(ready, ordering: .relaxed)
+    }
+}

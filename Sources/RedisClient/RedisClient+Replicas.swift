@@ -1,0 +1,96 @@
+import EventHTTP
+
+/// Replicated commands written in one loop iteration on one connection, and the one `WAIT` after them.
+final class WaitBatch {
+    var members: [WaitMember] = []
+    var replicas = 0
+    var timeout = 0.0
+    /// `WAIT`'s answer (0 when it failed); nil until it came.
+    var acks: Int?
+}
+
+/// One command of a `WaitBatch`: its reply once it came; `finished` once answered or sent elsewhere.
+final class WaitMember {
+    let request: RedisClient.Request
+    var value: RESPValue?
+    var finished = false
+
+    init(_ request: RedisClient.Request) { self.request = request }
+}
+
+extension RedisClient {
+    /// Sends `args` like `send(_:key:timeout:_:)`, then `WAIT replicas replicaTimeout` on the same
+    /// connection, right after it: the reply says how many replicas hold the command. Commands of one loop
+    /// iteration to one master share one `WAIT` (it covers every write before it on the connection). With
+    /// `separateWaitConnection` (the default) these run on a connection of their own per master, so a
+    /// `WAIT` that blocks for its time-out never delays other commands. A redirected command is followed
+    /// and waited for where it ran. `replicas` 0: no `WAIT`. The command's `timeout` bounds the command;
+    /// the `WAIT` may add `replicaTimeout`. Loop thread only.
+    public func send(
+        _ args: [RedisArg], key: RedisArg?, timeout: Double? = nil, waitForReplicas replicas: Int,
+        replicaTimeout: Double, _ callback: @escaping (Result<RedisReplicated, RedisError>) -> Void
+    ) {
+        precondition(loop.inEventLoop, "RedisClient.send off its loop")
+        route(replicatedRequest(args, slot: key.map(Self.slot(of:)), timeout, nil, replicas, replicaTimeout, callback))
+    }
+
+    func replicatedRequest(
+        _ args: [RedisArg], slot: Int?, _ timeout: Double?, _ script: RedisScript?, _ replicas: Int,
+        _ replicaTimeout: Double, _ callback: @escaping (Result<RedisReplicated, RedisError>) -> Void
+    ) -> Request {
+        Request(
+            args: args, slot: slot, deadline: deadline(timeout), script: script,
+            wait: replicas > 0 ? (replicas, max(0.001, replicaTimeout)) : nil
+        ) { result, acks in
+            callback(result.map { RedisReplicated(reply: $0, replicas: acks ?? 0, wanted: replicas) })
+        }
+    }
+
+    func writeReplicated(
+        _ request: Request, on connection: RedisConnection, at address: RedisAddress, remaining: Double
+    ) {
+        let id = ObjectIdentifier(connection)
+        let batch: WaitBatch
+        if let open = openBatches[id] {
+            batch = open
+        } else {
+            batch = WaitBatch()
+            openBatches[id] = batch
+            loop.runSoon { [weak self] in self?.seal(batch, id: id, on: connection, at: address) }
+        }
+        let member = WaitMember(request)
+        batch.members.append(member)
+        batch.replicas = max(batch.replicas, request.wait?.replicas ?? 0)
+        batch.timeout = max(batch.timeout, request.wait?.timeout ?? 0)
+        connection.send(request.args, timeout: remaining) { [weak self] result in
+            guard let self else { return request.done(result, nil) }
+            self.replied(request, result, from: address, on: connection) { value in
+                member.value = value
+                self.finish(member, of: batch, at: address)
+            }
+            member.finished = member.finished || member.value == nil  // answered or sent elsewhere
+        }
+    }
+
+    /// Writes the batch's `WAIT` after its commands; its answer completes every member that has its reply.
+    private func seal(
+        _ batch: WaitBatch, id: ObjectIdentifier, on connection: RedisConnection, at address: RedisAddress
+    ) {
+        if openBatches[id] === batch { openBatches[id] = nil }
+        let limit = batch.timeout + topology.node.commandTimeout
+        connection.stallTimeout = max(connection.stallTimeout ?? 0, limit)
+        let milliseconds = max(1, Int((batch.timeout * 1000).rounded()))
+        connection.send(["WAIT", RedisArg(batch.replicas), RedisArg(milliseconds)], timeout: limit) { [weak self] r in
+            batch.acks = (try? r.get().int).flatMap { $0 }.map(Int.init) ?? 0
+            for m in batch.members { self?.finish(m, of: batch, at: address) }
+        }
+    }
+
+    private func finish(_ member: WaitMember, of batch: WaitBatch, at address: RedisAddress) {
+        guard !member.finished, let value = member.value, let acks = batch.acks else { return }
+        member.finished = true
+        let wanted = member.request.wait?.replicas ?? 0
+        if acks < wanted { report(.replicaAckTimeout(master: address, acknowledged: acks, wanted: wanted)) }
+        member.request.done(.success(value), acks)
+    }
+}

@@ -1,0 +1,272 @@
+import EventHTTP
+import Logging
+import Synchronization
+
+/// One loop's way to Redis, whatever the topology (one Redis, Sentinel, Cluster): a command names the
+/// key (or slot) it touches and goes to the master serving that slot, on this loop's one connection to
+/// that master. The session layer never learns the topology.
+///
+/// - Routing: the slot of the given key (`RedisSlot`, hash tags honoured); on one Redis and on Sentinel
+///   every slot is the one master's. The map comes from the topology's `RedisMasterLocator`.
+/// - Redirections: `MOVED` patches the map, refreshes it, and sends the command where it lives now;
+///   `ASK` sends `ASKING` and the command to the importing node, once (at most `maxRedirects` in all).
+///   `TRYAGAIN` (a multi-key command during a migration) is retried after 50 ms within the command's
+///   time-out. These are safe to retry: Redis did not run the command.
+/// - Failover: a command whose master is down, being replaced (`CLUSTERDOWN`, `MASTERDOWN`,
+///   `LOADING`) or demoted (`READONLY`) fails at once with `.unavailable` (it did not run) and the
+///   locator looks for the new master (every `failoverPollInterval`); it is never queued behind the
+///   failover. Time-outs and lost connections are never retried: the command may have run.
+/// - A connection made for a master that was never ready yet (at start, after a failover, a `MOVED` to a
+///   new node) holds its commands until it is ready or their time-out passes.
+/// - Old masters' connections are retired: no new command, closed once their replies had time to come.
+///
+/// Threading: loop-bound. `start`, `close`, `send*`, `evalScript*` and every callback on `loop`'s
+/// thread; `isReady` and `metrics` from any thread; the `async` variants hop to the loop from anywhere.
+public final class RedisClient: @unchecked Sendable {
+    /// The completion of one command; runs on the loop.
+    public typealias Callback = (Result<RESPValue, RedisError>) -> Void
+
+    /// The loop this client lives on.
+    public let loop: EventLoop
+    /// Where and how it connects.
+    public let topology: RedisTopology
+    /// How it follows the topology.
+    public let options: RedisClientOptions
+    /// Counters shared with the other loops' clients.
+    public let metrics: RedisClientMetrics
+    /// Called on the loop with every event (after counting it in `metrics`); set before `start()`.
+    public var onEvent: ((RedisClientEvent) -> Void)?
+    /// Called on the loop with each reply's round trip in seconds; set before `start()`.
+    public var onRoundTrip: ((Double) -> Void)?
+
+    let logger: Logger
+    let locator: RedisMasterLocator
+    var pool: [RedisAddress: RedisConnection] = [:]
+    var waitPool: [RedisAddress: RedisConnection] = [:]
+    /// Connections that were never ready yet: commands for them wait (see `Waiter`).
+    var fresh: Set<ObjectIdentifier> = []
+    var waiters: [ObjectIdentifier: [Waiter]] = [:]
+    var topologyObservers: [() -> Void] = []
+    private var watchTimer: LoopTimer?
+    private var roleTimer: LoopTimer?
+    let readyFlag = Atomic<Bool>(false)
+    var closed = false
+    /// Connected replicas per master (`ROLE`, every `topologyRefreshInterval`).
+    var replicaCounts: [RedisAddress: Int] = [:]
+    /// Replicated commands written in this loop iteration, per connection, waiting for their `WAIT`.
+    var openBatches: [ObjectIdentifier: WaitBatch] = [:]
+
+    struct Waiter {
+        var request: Request
+        var timer: LoopTimer
+    }
+
+    /// A client on `loop` for `topology`; call `start()` (on the loop, or `startFromAnyThread()`).
+    public init(
+        loop: EventLoop, topology: RedisTopology, options: RedisClientOptions = RedisClientOptions(),
+        metrics: RedisClientMetrics = RedisClientMetrics(), logger: Logger = Logger(label: "redis")
+    ) {
+        self.loop = loop
+        self.topology = topology
+        self.options = options
+        self.metrics = metrics
+        self.logger = logger
+        switch topology.kind {
+        case .standalone: locator = RedisStandaloneLocator(address: topology.seeds[0])
+        case .sentinel(let name): locator = RedisSentinelLocator(name: name)
+        case .cluster: locator = RedisClusterLocator()
+        }
+    }
+
+    /// True on a Redis Cluster: keys of different slots may live on different masters, so a multi-key
+    /// command or script must keep its keys in one slot (hash tags) and batches are split by slot.
+    public var isSharded: Bool { locator.isSharded }
+
+    /// The slot of `key` (the same on every topology; it matters on a cluster).
+    public static func slot(of key: RedisArg) -> Int { RedisSlot.of(key.bytes) }
+
+    /// True when the topology is known and every master's connection is ready (`/readyz`). Any thread.
+    public var isReady: Bool { readyFlag.load(ordering: .relaxed) }
+
+    /// Starts learning the topology and connecting. Loop thread only.
+    public func start() {
+        precondition(loop.inEventLoop, "RedisClient.start off its loop")
+        let context = RedisLocatorContext(
+            loop: loop, topology: topology, options: options, logger: logger,
+            changed: { [weak self] in self?.topologyChanged() }, report: { [weak self] in self?.report($0) })
+        locator.start(context)
+        watchTimer = loop.scheduleRepeating(every: options.failoverPollInterval) { [weak self] in self?.watch() }
+        roleTimer = loop.scheduleRepeating(every: options.topologyRefreshInterval) { [weak self] in
+            self?.countReplicas()
+        }
+    }
+
+    /// Closes every connection for good; waiting commands fail. Loop thread only.
+    public func close() {
+        precondition(loop.inEventLoop, "RedisClient.close off its loop")
+        closed = true
+        watchTimer?.cancel()
+        roleTimer?.cancel()
+        locator.close()
+        for c in Array(pool.values) + Array(waitPool.values) {
+            c.onStateChange = nil
+            failWaiters(of: c, .connectionLost("closed"))
+            c.close()
+        }
+        pool = [:]
+        waitPool = [:]
+        readyFlag.store(false, ordering: .relaxed)
+    }
+
+    /// Sends `args`, routed by the slot of `key` (nil: any master, for keyless commands). `timeout`
+    /// (default: the command time-out) bounds the whole command, redirections included. Loop thread only.
+    public func send(_ args: [RedisArg], key: RedisArg?, timeout: Double? = nil, _ callback: @escaping Callback) {
+        send(args, slot: key.map(Self.slot(of:)), timeout: timeout, callback)
+    }
+
+    /// Sends `args` to the master of `slot` (nil: any master). Loop thread only.
+    public func send(_ args: [RedisArg], slot: Int?, timeout: Double? = nil, _ callback: @escaping Callback) {
+        precondition(loop.inEventLoop, "RedisClient.send off its loop")
+        route(Request(args: args, slot: slot, deadline: deadline(timeout)) { r, _ in callback(r) })
+    }
+
+    /// Adds an observer called on the loop whenever the masters or the slot map may have changed (the
+    /// subscriber moves its channels). Loop thread only.
+    public func addTopologyObserver(_ observer: @escaping () -> Void) { topologyObservers.append(observer) }
+
+    /// The master serving `slot` now (nil: unknown). Loop thread only.
+    public func master(forSlot slot: Int) -> RedisAddress? { locator.master(forSlot: slot) }
+
+    /// Every master known now. Loop thread only.
+    public var masters: [RedisAddress] { locator.masters }
+
+    /// Asks the locator to read the topology again soon (a subscriber saw a `MOVED` or a server's
+    /// `sunsubscribe`). Loop thread only.
+    public func topologyMayHaveChanged(_ reason: String) { locator.suspect(reason) }
+
+    // MARK: Routing
+
+    /// One command on its way: where it is going, how far, and what to do with its reply.
+    struct Request {
+        var args: [RedisArg]
+        var slot: Int?
+        var deadline: UInt64
+        var redirects = 0
+        var asking: RedisAddress?
+        var script: RedisScript?
+        var scriptLoaded = false
+        var wait: (replicas: Int, timeout: Double)?
+        var done: (Result<RESPValue, RedisError>, Int?) -> Void
+
+        init(
+            args: [RedisArg], slot: Int?, deadline: UInt64, script: RedisScript? = nil,
+            wait: (replicas: Int, timeout: Double)? = nil, done: @escaping (Result<RESPValue, RedisError>, Int?) -> Void
+        ) {
+            self.args = args
+            self.slot = slot
+            self.deadline = deadline
+            self.script = script
+            self.wait = wait
+            self.done = done
+        }
+    }
+
+    func deadline(_ timeout: Double?) -> UInt64 {
+        monotonicNanos() &+ UInt64(max(0, timeout ?? topology.node.commandTimeout) * 1e9)
+    }
+
+    func route(_ request: Request) {
+        let now = monotonicNanos()
+        guard now < request.deadline else { return request.done(.failure(.timeout), nil) }
+        guard !closed else { return request.done(.failure(.notConnected), nil) }
+        let target: RedisAddress?
+        if let asking = request.asking {
+            target = asking
+        } else if let slot = request.slot {
+            target = locator.master(forSlot: slot)
+        } else {
+            target = locator.masters.first
+        }
+        guard let address = target else {
+            locator.suspect("no master known")
+            return unavailable(request, nil, "no master known" + (request.slot.map { " for slot \($0)" } ?? ""))
+        }
+        let connection = self.connection(to: address, forWait: request.wait != nil)
+        switch connection.state {
+        case .ready: write(request, on: connection, at: address)
+        case .connecting where fresh.contains(ObjectIdentifier(connection)): hold(request, for: connection)
+        default:
+            locator.suspect("master \(address) down")
+            unavailable(request, address, "master \(address) is not connected (\(connection.state))")
+        }
+    }
+
+    func unavailable(_ request: Request, _ address: RedisAddress?, _ why: String) {
+        report(.unavailable(address, reason: why))
+        request.done(.failure(.unavailable(why)), nil)
+    }
+
+    func write(_ request: Request, on connection: RedisConnection, at address: RedisAddress) {
+        let remaining = Double(request.deadline &- min(request.deadline, monotonicNanos())) / 1e9
+        if request.asking != nil { connection.send(["ASKING"], timeout: remaining) { _ in } }
+        if request.wait != nil { return writeReplicated(request, on: connection, at: address, remaining: remaining) }
+        connection.send(request.args, timeout: remaining) { [weak self] result in
+            guard let self else { return request.done(result, nil) }
+            self.replied(request, result, from: address, on: connection) { request.done(.success($0), nil) }
+        }
+    }
+
+    /// A reply: delivered (`success`, or the failure), or the command goes on (redirect, `NOSCRIPT`,
+    /// `TRYAGAIN`), or it fails as unavailable.
+    func replied(
+        _ request: Request, _ result: Result<RESPValue, RedisError>, from address: RedisAddress,
+        on connection: RedisConnection, success: (RESPValue) -> Void
+    ) {
+        let error: RedisError
+        switch result {
+        case .success(let value): return success(value)
+        case .failure(let e): error = e
+        }
+        guard case .server(let message) = error else {
+            if error == .notConnected {
+                locator.suspect("connection lost")
+                return unavailable(request, address, "master \(address) is not connected")
+            }
+            return request.done(.failure(error), nil)
+        }
+        if let redirect = RedisRedirect(message, from: address), request.redirects < options.maxRedirects {
+            var next = request
+            next.redirects += 1
+            switch redirect {
+            case .moved(let slot, let to):
+                report(.moved(slot: slot, to: to))
+                locator.moved(slot: slot, to: to)
+                next.asking = nil
+            case .ask(let slot, let to):
+                report(.ask(slot: slot, to: to))
+                next.asking = to
+            }
+            return route(next)
+        }
+        switch error.serverCode {
+        case "NOSCRIPT" where request.script != nil && !request.scriptLoaded:
+            // Not run: load it on this master (pipelined) and run it again, once.
+            var next = request
+            next.scriptLoaded = true
+            connection.send(["SCRIPT", "LOAD", RedisArg(request.script!.source)]) { _ in }
+            write(next, on: connection, at: address)
+        case "TRYAGAIN":
+            loop.schedule(after: 0.05) { [weak self] in self?.route(request) }
+        case "READONLY", "CLUSTERDOWN", "MASTERDOWN", "LOADING":
+            locator.suspect(message)
+            unavailable(request, address, message)
+        default:
+            request.done(.failure(error), nil)
+        }
+    }
+
+    func report(_ event: RedisClientEvent) {
+        metrics.record(event)
+        onEvent?(event)
+    }
+}

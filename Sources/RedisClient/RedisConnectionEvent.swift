@@ -1,0 +1,9 @@
+/// Something a `RedisConnection` reports through `onEvent` (on its loop), for metrics.
+public enum RedisConnectionEvent: Sendable, Equatable {
+    /// One command timed out; the connection was kept (unless `stalled` follows).
+    case timedOut
+    /// A command was refused at once with `.overloaded`: `maxInFlight` commands were outstanding.
+    case refused
+    /// No reply to anything for a whole stall time-out while commands waited: the connection is reset.
+    case stalled
+}

@@ -1,0 +1,89 @@
+import EventHTTP
+
+extension RedisShardedSubscriber {
+    /// Probes every subscription connection that carries channels (one probe at a time each).
+    func probeAll() {
+        for (address, l) in links where l.connection.state == .ready && !l.channels.isEmpty {
+            probe(l, at: address)
+        }
+    }
+
+    /// Publishes a token on the connection's probe channel through the client (the same master) and
+    /// expects it back on the subscription within the command time-out; else the connection is deaf.
+    func probe(_ l: Link, at address: RedisAddress) {
+        guard l.pendingProbe == nil, let channel = probeChannel(of: l, at: address), l.probeConfirmed else { return }
+        probeCounter += 1
+        let token = "\(probeCounter)"
+        let timeout = client.topology.node.commandTimeout
+        let timer = loop.schedule(after: timeout) { [weak self, weak l] in
+            guard let self, let l, l.pendingProbe?.token == token else { return }
+            l.pendingProbe = nil
+            self.deaf(l, at: address, "probe not back within \(timeout) s")
+        }
+        l.pendingProbe = (token, timer)
+        client.send(["SPUBLISH", RedisArg(channel), RedisArg(token)], key: RedisArg(channel), timeout: timeout) {
+            [weak self, weak l] result in
+            guard let self, let l, l.pendingProbe?.token == token else { return }
+            let verdict: String?
+            switch result {
+            case .success(let receivers):
+                if receivers.int != 0 { return }  // on its way back
+                verdict = "the master has no subscriber on the probe channel"
+            case .failure(.unavailable), .failure(.overloaded), .failure(.notConnected), .failure(.server):
+                verdict = nil  // inconclusive: the master is being replaced, or the slot moved
+                if case .failure(.server) = result { l.probeChannel = nil }
+            case .failure(let e):
+                verdict = "probe publish failed: \(e)"
+            }
+            l.pendingProbe?.timer.cancel()
+            l.pendingProbe = nil
+            if let verdict { self.deaf(l, at: address, verdict) }
+        }
+    }
+
+    func probeReturned(_ l: Link, at address: RedisAddress, _ payload: [UInt8]) {
+        guard let pending = l.pendingProbe, pending.token == String(decoding: payload, as: UTF8.self) else { return }
+        pending.timer.cancel()
+        l.pendingProbe = nil
+        if l.deaf != nil {
+            l.deaf = nil
+            client.report(.subscriptionRecovered(address))
+            updateHealth()
+        }
+    }
+
+    /// Reports the connection deaf and makes it again (every channel on it is subscribed again).
+    func deaf(_ l: Link, at address: RedisAddress, _ why: String) {
+        l.deaf = why
+        client.report(.subscriptionDeaf(address, reason: why))
+        client.logger.warning(
+            "redis subscription deaf; reconnecting", metadata: ["redis": "\(address)", "why": "\(why)"])
+        updateHealth()
+        l.connection.reconnect(reason: "deaf: \(why)")
+        client.topologyMayHaveChanged("deaf subscription at \(address)")
+    }
+
+    /// The connection's probe channel: a sharded channel in a slot `address` serves now (chosen, and
+    /// subscribed, when there is none or its slot moved). Nil when no slot of the map is `address`'s.
+    func probeChannel(of l: Link, at address: RedisAddress) -> String? {
+        if let channel = l.probeChannel, client.master(forSlot: RedisSlot.of(channel)) == address { return channel }
+        if let old = l.probeChannel, l.probeConfirmed, l.connection.state == .ready {
+            l.connection.send(.sunsubscribe, old) { _ in }
+        }
+        l.probeChannel = nil
+        l.probeConfirmed = false
+        guard l.connection.state == .ready else { return nil }
+        let prefix = "\(client.options.probeChannelPrefix)\(nonce):\(loop.index):"
+        guard
+            let channel = (0..<50_000).lazy.map({ "\(prefix){\($0)}" }).first(where: {
+                self.client.master(forSlot: RedisSlot.of($0)) == address
+            })
+        else { return nil }
+        l.probeChannel = channel
+        l.connection.send(.ssubscribe, channel) { [weak l] result in
+            guard let l, l.probeChannel == channel else { return }
+            if case .success = result { l.probeConfirmed = true } else { l.probeChannel = nil }
+        }
+        return channel
+    }
+}

@@ -1,0 +1,247 @@
+import EventHTTP
+import Logging
+import Synchronization
+
+/// One loop's subscriptions, on any topology: sharded (`SSUBSCRIBE`, Redis 7: a message crosses only
+/// its own shard), classic (`SUBSCRIBE`) and patterns (`PSUBSCRIBE`), each with a handler.
+///
+/// - One subscription connection (`RedisPubSubConnection`) per master this loop subscribes on, not per
+///   channel: a channel goes to the master of its slot (sharded channels must; a classic channel or
+///   pattern is placed by the slot of its name, any node of a cluster delivers it).
+/// - One command per channel, never a batch across slots (a batched `SSUBSCRIBE` fails with
+///   `CROSSSLOT`). After a reconnect, a failover, a slot move (`MOVED`, or a server's `sunsubscribe`
+///   when the slot left), every channel is subscribed again where it belongs now, and its
+///   `onSubscribed` runs again: messages published meanwhile are lost (pub/sub keeps nothing), so the
+///   consumer catches up from its history there ("subscribe, then read history, then de-duplicate").
+/// - A loopback probe per subscription connection (`RedisClientOptions.probeInterval`): it publishes to
+///   a channel of its own in a slot of that master and expects the message back within the command
+///   time-out. A connection that is up but deaf is reported (`isHealthy`, `problems`,
+///   `.subscriptionDeaf`) and made again.
+/// - Unsubscribing: messages Redis sent before it confirmed still reach the old handler; `onUnsubscribed`
+///   runs once Redis confirmed (no later publish can reach this loop), or at once when nothing was
+///   subscribed, or when the connection dropped.
+///
+/// Threading: loop-bound like its client. Everything but `isHealthy` on the loop; handlers run there.
+public final class RedisShardedSubscriber: @unchecked Sendable {
+    /// The client whose topology it follows and through which probes are published.
+    public let client: RedisClient
+    /// Called on the loop when `isHealthy` changes.
+    public var onHealthChange: ((Bool) -> Void)?
+
+    enum Kind: Hashable {
+        case sharded, classic, pattern
+
+        var subscribe: RedisPubSubConnection.Command {
+            switch self {
+            case .sharded: return .ssubscribe
+            case .classic: return .subscribe
+            case .pattern: return .psubscribe
+            }
+        }
+        var unsubscribe: RedisPubSubConnection.Command {
+            switch self {
+            case .sharded: return .sunsubscribe
+            case .classic: return .unsubscribe
+            case .pattern: return .punsubscribe
+            }
+        }
+    }
+
+    struct Key: Hashable {
+        var kind: Kind
+        var name: String
+    }
+
+    /// A wanted subscription and where it stands.
+    final class Subscription {
+        let key: Key
+        var handler: (RedisMessage) -> Void
+        var onSubscribed: (() -> Void)?
+        /// The master whose connection carries it (nil: not placed yet).
+        var link: RedisAddress?
+        /// `.pending` until its command is written, `.sent` until confirmed.
+        var stage = Stage.pending {
+            didSet { if oldValue == .confirmed && stage != .confirmed { waitingSince = monotonicNanos() } }
+        }
+        var everConfirmed = false
+        /// When it last stopped being confirmed (or was made): a channel counts as a problem only once it
+        /// waited longer than a command time-out, so subscribing new channels does not flap `/readyz`.
+        var waitingSince = monotonicNanos()
+
+        enum Stage { case pending, sent, confirmed }
+
+        init(key: Key, handler: @escaping (RedisMessage) -> Void, onSubscribed: (() -> Void)?) {
+            self.key = key
+            self.handler = handler
+            self.onSubscribed = onSubscribed
+        }
+    }
+
+    /// An unsubscribe Redis has not confirmed yet.
+    struct Draining {
+        var link: RedisAddress
+        var handler: (RedisMessage) -> Void
+        var done: [() -> Void]
+    }
+
+    var subscriptions: [Key: Subscription] = [:]
+    var draining: [Key: Draining] = [:]
+    var links: [RedisAddress: Link] = [:]
+    /// Some subscription is not placed or not written: `reconcile` has work.
+    var dirty = false
+    var retryTimer: LoopTimer?
+    var probeTimer: LoopTimer?
+    let nonce = String(UInt64.random(in: 0...UInt64.max), radix: 36)
+    var probeCounter = 0
+    private let healthy = Atomic<Bool>(true)
+    var closed = false
+
+    /// A subscriber following `client`'s topology on its loop; `start()` on the loop.
+    public init(client: RedisClient) { self.client = client }
+
+    /// The loop it lives on.
+    public var loop: EventLoop { client.loop }
+
+    /// False while a channel has not been subscribed where it belongs for over a command time-out, or a
+    /// subscription connection that carries channels is down or deaf (its probe did not come back). Any
+    /// thread.
+    public var isHealthy: Bool { healthy.load(ordering: .relaxed) }
+
+    /// Starts following the topology and probing. Loop thread only.
+    public func start() {
+        precondition(loop.inEventLoop, "RedisShardedSubscriber.start off its loop")
+        client.addTopologyObserver { [weak self] in self?.topologyChanged() }
+        retryTimer = loop.scheduleRepeating(every: client.options.failoverPollInterval) { [weak self] in
+            guard let self, self.dirty else { return self?.updateHealth() ?? () }
+            self.reconcile()
+        }
+        if let every = client.options.probeInterval {
+            probeTimer = loop.scheduleRepeating(every: every) { [weak self] in self?.probeAll() }
+        }
+        topologyChanged()
+    }
+
+    /// Closes every subscription connection; every unsubscribe under way completes. Loop thread only.
+    public func close() {
+        closed = true
+        retryTimer?.cancel()
+        probeTimer?.cancel()
+        subscriptions.removeAll()
+        for link in links.values { link.close() }
+        links.removeAll()
+        completeDraining { _ in true }
+        updateHealth()
+    }
+
+    /// Subscribes `handler` to the sharded channel `channel` (`SSUBSCRIBE`, at the master of its slot),
+    /// replacing an earlier handler. `onSubscribed` runs at each confirmation (again after every
+    /// resubscription). Loop thread only.
+    public func ssubscribe(
+        channel: String, onSubscribed: (() -> Void)? = nil, _ handler: @escaping (RedisMessage) -> Void
+    ) {
+        add(Key(kind: .sharded, name: channel), onSubscribed, handler)
+    }
+
+    /// Subscribes `handler` to the classic channel `channel` (`SUBSCRIBE`; on a cluster every node
+    /// delivers every `PUBLISH`). Loop thread only.
+    public func subscribe(
+        channel: String, onSubscribed: (() -> Void)? = nil, _ handler: @escaping (RedisMessage) -> Void
+    ) {
+        add(Key(kind: .classic, name: channel), onSubscribed, handler)
+    }
+
+    /// Subscribes `handler` to the classic channels matching the glob `pattern` (`PSUBSCRIBE`). Loop
+    /// thread only.
+    public func psubscribe(
+        pattern: String, onSubscribed: (() -> Void)? = nil, _ handler: @escaping (RedisMessage) -> Void
+    ) {
+        add(Key(kind: .pattern, name: pattern), onSubscribed, handler)
+    }
+
+    /// Stops delivering the sharded channel `channel` (see the type's notes on unsubscribing). Loop
+    /// thread only.
+    public func sunsubscribe(channel: String, onUnsubscribed: (() -> Void)? = nil) {
+        remove(Key(kind: .sharded, name: channel), onUnsubscribed)
+    }
+
+    /// Stops delivering the classic channel `channel`. Loop thread only.
+    public func unsubscribe(channel: String, onUnsubscribed: (() -> Void)? = nil) {
+        remove(Key(kind: .classic, name: channel), onUnsubscribed)
+    }
+
+    /// Stops delivering `pattern`. Loop thread only.
+    public func punsubscribe(pattern: String, onUnsubscribed: (() -> Void)? = nil) {
+        remove(Key(kind: .pattern, name: pattern), onUnsubscribed)
+    }
+
+    /// Publishes `payload` on the sharded channel `channel` (`SPUBLISH`, at the master of its slot); the
+    /// reply is the number of this shard's subscribers that got it. Loop thread only.
+    public func spublish(channel: String, payload: [UInt8], _ callback: @escaping RedisClient.Callback) {
+        client.send(["SPUBLISH", RedisArg(channel), RedisArg(bytes: payload)], key: RedisArg(channel), callback)
+    }
+
+    private func add(_ key: Key, _ onSubscribed: (() -> Void)?, _ handler: @escaping (RedisMessage) -> Void) {
+        precondition(loop.inEventLoop, "RedisShardedSubscriber off its loop")
+        if let existing = subscriptions[key] {
+            existing.handler = handler
+            existing.onSubscribed = onSubscribed
+            return
+        }
+        subscriptions[key] = Subscription(key: key, handler: handler, onSubscribed: onSubscribed)
+        dirty = true
+        reconcile()
+    }
+
+    private func remove(_ key: Key, _ onUnsubscribed: (() -> Void)?) {
+        precondition(loop.inEventLoop, "RedisShardedSubscriber off its loop")
+        guard let sub = subscriptions.removeValue(forKey: key) else {
+            if let onUnsubscribed {
+                if draining[key] != nil { draining[key]?.done.append(onUnsubscribed) } else { onUnsubscribed() }
+            }
+            return
+        }
+        guard let at = sub.link, let link = links[at], sub.stage != .pending, link.connection.state == .ready else {
+            onUnsubscribed?()
+            return
+        }
+        link.channels.remove(key)
+        draining[key] = Draining(link: at, handler: sub.handler, done: onUnsubscribed.map { [$0] } ?? [])
+        link.connection.send(key.kind.unsubscribe, key.name) { [weak self] _ in
+            guard let self, self.draining[key]?.link == at else { return }
+            let d = self.draining.removeValue(forKey: key)
+            for done in d?.done ?? [] { done() }
+        }
+    }
+
+    /// Completes the unsubscribes under way that `where` selects (their connection dropped).
+    func completeDraining(where selected: (Draining) -> Bool) {
+        for (key, d) in draining where selected(d) {
+            draining[key] = nil
+            for done in d.done { done() }
+        }
+    }
+
+    /// Recomputes `isHealthy` and tells `onHealthChange`.
+    func updateHealth() {
+        let now = !closed && problems.isEmpty
+        if healthy.exchange(now, ordering: .relaxed) != now { onHealthChange?(now) }
+    }
+
+    /// What is wrong, one sentence each (empty when healthy). Loop thread only.
+    public var problems: [String] {
+        var out: [String] = []
+        let limit = UInt64(client.topology.node.commandTimeout * 1e9)
+        let now = monotonicNanos()
+        let unplaced = subscriptions.values.filter { $0.stage != .confirmed && now &- $0.waitingSince > limit }.count
+        if unplaced > 0 {
+            out.append("\(unplaced) channels not subscribed for over \(client.topology.node.commandTimeout) s")
+        }
+        for (address, link) in links.sorted(by: { $0.key.description < $1.key.description }) {
+            if link.connection.state != .ready, !link.channels.isEmpty {
+                out.append("subscription connection to \(address) is down")
+            }
+            if let why = link.deaf { out.append("subscription connection to \(address) is deaf (\(why))") }
+        }
+        return out
+    }
+}

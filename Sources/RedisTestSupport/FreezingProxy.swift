@@ -1,0 +1,137 @@
+import Foundation
+import Glibc
+
+/// A TCP proxy on 127.0.0.1 in front of one server, for the one failure a test cannot cause with signals:
+/// a connection that stays up but delivers nothing ("up but deaf"). `freeze(where:)` stops forwarding
+/// the server's bytes on the current connections whose client bytes so far match (they are read and
+/// dropped, so the server never blocks); both sockets stay open. New connections are not frozen.
+///
+/// Threading: any thread; one thread per direction of each connection (blocking I/O, tests only).
+public final class FreezingProxy: @unchecked Sendable {
+    /// The port clients connect to.
+    public let port: Int
+    private let target: Int
+    private let listener: Int32
+    private let lock = NSLock()
+    private var pairs: [Pair] = []
+
+    private final class Pair: @unchecked Sendable {
+        let client: Int32
+        let server: Int32
+        let lock = NSLock()
+        var sent: [UInt8] = []
+        var frozen = false
+        var finished = 0
+        init(client: Int32, server: Int32) {
+            self.client = client
+            self.server = server
+        }
+    }
+
+    /// A proxy to `127.0.0.1:targetPort`, accepting at once.
+    public init(targetPort: Int) throws {
+        target = targetPort
+        listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = Self.loopback(port: 0)
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let fd = listener
+        let ok = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 && listen(fd, 64) == 0
+            }
+        }
+        guard ok else { throw POSIXError(.EADDRINUSE) }
+        port = Int(UInt16(bigEndian: addr.sin_port))
+        Thread.detachNewThread { [self] in acceptLoop() }
+    }
+
+    /// Freezes the server-to-client direction of every current connection whose client bytes so far
+    /// satisfy `selected` (e.g. contain `SSUBSCRIBE`); returns how many it froze.
+    @discardableResult
+    public func freeze(where selected: ([UInt8]) -> Bool) -> Int {
+        lock.withLock {
+            var n = 0
+            for p in pairs {
+                p.lock.withLock {
+                    if !p.frozen && selected(p.sent) {
+                        p.frozen = true
+                        n += 1
+                    }
+                }
+            }
+            return n
+        }
+    }
+
+    /// True when `bytes` contain `text` (ASCII, case-insensitive): a helper for `freeze(where:)`.
+    public static func contains(_ bytes: [UInt8], _ text: String) -> Bool {
+        String(decoding: bytes, as: UTF8.self).uppercased().contains(text.uppercased())
+    }
+
+    /// Closes the listener and every connection.
+    public func stop() {
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+        lock.withLock {
+            for p in pairs {
+                shutdown(p.client, Int32(SHUT_RDWR))
+                shutdown(p.server, Int32(SHUT_RDWR))
+            }
+        }
+    }
+
+    private func acceptLoop() {
+        while true {
+            let client = accept(listener, nil, nil)
+            guard client >= 0 else { return }
+            let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var addr = Self.loopback(port: target)
+            let connected = withUnsafeMutablePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                }
+            }
+            guard connected else {
+                close(client)
+                close(server)
+                continue
+            }
+            let pair = Pair(client: client, server: server)
+            lock.withLock { pairs.append(pair) }
+            Thread.detachNewThread { [self] in pump(pair, from: client, to: server, clientSide: true) }
+            Thread.detachNewThread { [self] in pump(pair, from: server, to: client, clientSide: false) }
+        }
+    }
+
+    private func pump(_ pair: Pair, from: Int32, to: Int32, clientSide: Bool) {
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        while true {
+            let n = read(from, &buffer, buffer.count)
+            if n <= 0 { break }
+            let forward = pair.lock.withLock { () -> Bool in
+                if clientSide, pair.sent.count < 64 * 1024 { pair.sent += buffer[0..<n] }
+                return clientSide || !pair.frozen
+            }
+            if forward, write(to, buffer, n) != n { break }
+        }
+        shutdown(from, Int32(SHUT_RDWR))
+        shutdown(to, Int32(SHUT_RDWR))
+        let last = pair.lock.withLock { () -> Bool in
+            pair.finished += 1
+            return pair.finished == 2
+        }
+        if last {
+            lock.withLock { pairs.removeAll { $0 === pair } }
+            close(pair.client)
+            close(pair.server)
+        }
+    }
+
+    private static func loopback(port: Int) -> sockaddr_in {
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        addr.sin_port = UInt16(port).bigEndian
+        return addr
+    }
+}

@@ -1,0 +1,211 @@
+import EventHTTP
+import Foundation
+import RedisTestSupport
+import XCTest
+
+@testable import RedisClient
+
+/// `RedisClient` and `RedisShardedSubscriber` on one Redis (`redis://`): the same interface as on a
+/// cluster, sharded pub/sub included (Redis 7 has it without cluster mode), and the subscription
+/// connection's repairs: a killed connection, and one that stays up but goes deaf (only the loopback
+/// probe can tell).
+final class RedisClientStandaloneTests: RedisLoopTestCase {
+
+    func readyClient(_ url: String? = nil, configure: (inout RedisClientOptions) -> Void = { _ in }) async
+        -> RedisClient
+    {
+        let c = TopologyTesting.client(url ?? server.url, on: loop, configure: configure)
+        c.startFromAnyThread()
+        let ready = await TopologyTesting.eventually { c.isReady }
+        XCTAssertTrue(ready)
+        return c
+    }
+
+    func subscribe(_ s: RedisShardedSubscriber, _ channel: String, _ inbox: Inbox) async {
+        await s.client.onLoop {
+            s.ssubscribe(channel: channel, onSubscribed: { inbox.confirmed(channel) }) { inbox.add($0) }
+        }
+    }
+
+    func spublish(_ s: RedisShardedSubscriber, _ channel: String, _ text: String) async -> Result<RESPValue, RedisError>
+    {
+        await withCheckedContinuation { k in
+            s.loop.execute { s.spublish(channel: channel, payload: Array(text.utf8)) { k.resume(returning: $0) } }
+        }
+    }
+
+    func testCommandsScriptsAndReplicaWaitsOnOneRedis() async throws {
+        let c = await readyClient { $0.topologyRefreshInterval = 0.2 }
+        XCTAssertFalse(c.isSharded)
+        let set = await c.send(["SET", "a", "1"], key: "a")
+        XCTAssertEqual(set, .success(.simpleString("OK")))
+        let keyless = await c.send(["ECHO", "any master"], key: nil)
+        XCTAssertEqual(keyless.map(\.string), .success("any master"))
+        let script = RedisScript("return redis.call('INCRBY', KEYS[1], ARGV[1])")
+        _ = await c.send(["SCRIPT", "FLUSH"], key: nil)
+        let ran = await c.evalScript(script, keys: ["a"], args: ["41"])
+        XCTAssertEqual(ran, .success(.integer(42)), "NOSCRIPT: loaded and run once")
+        let none = await c.send(["SET", "b", "1"], key: "b", waitForReplicas: 0, replicaTimeout: 1)
+        XCTAssertEqual(none, .success(RedisReplicated(reply: .simpleString("OK"), replicas: 0, wanted: 0)))
+        let started = Date()
+        let lonely = await c.send(["SET", "b", "2"], key: "b", waitForReplicas: 1, replicaTimeout: 0.2)
+        XCTAssertEqual(lonely, .success(RedisReplicated(reply: .simpleString("OK"), replicas: 0, wanted: 1)))
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.15, "WAIT waited for its time-out")
+        XCTAssertEqual(c.metrics[.replicaAckTimeouts], 1)
+        let named = await TopologyTesting.eventually {
+            await c.problems(wantedReplicas: 1) == [
+                "master 127.0.0.1:\(self.server.port) has 0 connected replicas, 1 wanted"
+            ]
+        }
+        XCTAssertTrue(named, "a master with fewer replicas than wanted is named (ROLE)")
+        let fine = await c.problems(wantedReplicas: 0)
+        XCTAssertEqual(fine, [])
+        await c.closeFromAnyThread()
+        let closed = await c.send(["PING"], key: nil)
+        XCTAssertEqual(closed, .failure(.notConnected))
+    }
+
+    /// Sharded and classic channels and patterns on one subscription connection; an unsubscribe is
+    /// confirmed, after which a publish reaches nobody.
+    func testShardedClassicAndPatternSubscriptions() async throws {
+        let c = await readyClient()
+        let s = RedisShardedSubscriber(client: c)
+        let inbox = Inbox()
+        await c.onLoop {
+            s.start()
+            s.ssubscribe(channel: "sh:1", onSubscribed: { inbox.confirmed("sh:1") }) { inbox.add($0) }
+            s.subscribe(channel: "cl:1", onSubscribed: { inbox.confirmed("cl:1") }) { inbox.add($0) }
+            s.psubscribe(pattern: "pat:*", onSubscribed: { inbox.confirmed("pat:*") }) { inbox.add($0) }
+        }
+        let all = await TopologyTesting.eventually {
+            ["sh:1", "cl:1", "pat:*"].allSatisfy { inbox.confirmations(of: $0) == 1 }
+        }
+        XCTAssertTrue(all)
+        let whileSubscribing = await c.onLoop { () -> Bool in
+            s.ssubscribe(channel: "sh:new") { inbox.add($0) }
+            return s.isHealthy
+        }
+        XCTAssertTrue(whileSubscribing, "a channel being subscribed is no problem yet (no /readyz flapping)")
+        let n = await spublish(s, "sh:1", "one")
+        XCTAssertEqual(n, .success(.integer(1)))
+        _ = await c.send(["PUBLISH", "cl:1", "two"], key: nil)
+        _ = await c.send(["PUBLISH", "pat:x", "three"], key: nil)
+        let got = await TopologyTesting.eventually {
+            inbox.payloads(on: "sh:1") == ["one"] && inbox.payloads(on: "cl:1") == ["two"]
+                && inbox.payloads(on: "pat:x") == ["three"]
+        }
+        XCTAssertTrue(got)
+        let done = await withCheckedContinuation { k in
+            c.loop.execute { s.sunsubscribe(channel: "sh:1") { k.resume(returning: true) } }
+        }
+        XCTAssertTrue(done)
+        let nobody = await spublish(s, "sh:1", "late")
+        XCTAssertEqual(nobody, .success(.integer(0)), "nobody receives once the unsubscribe is confirmed")
+        let healthy = await TopologyTesting.eventually { s.isHealthy }
+        XCTAssertTrue(healthy)
+        await c.onLoop { s.close() }
+        await c.closeFromAnyThread()
+    }
+
+    /// Subscribing a channel again while its unsubscribe is in flight (same loop turn): Redis confirms both
+    /// in order, the unsubscribe completes, and the new subscription delivers.
+    func testSubscribingAgainWhileTheUnsubscribeIsInFlight() async throws {
+        let c = await readyClient()
+        let s = RedisShardedSubscriber(client: c)
+        let inbox = Inbox()
+        let unsubscribed = Inbox()
+        await c.onLoop { s.start() }
+        await subscribe(s, "again", inbox)
+        var ok = await TopologyTesting.eventually { inbox.confirmations(of: "again") == 1 }
+        XCTAssertTrue(ok)
+        await c.onLoop {
+            s.sunsubscribe(channel: "again") { unsubscribed.confirmed("again") }
+            s.ssubscribe(channel: "again", onSubscribed: { inbox.confirmed("again") }) { inbox.add($0) }
+        }
+        ok = await TopologyTesting.eventually {
+            unsubscribed.confirmations(of: "again") == 1 && inbox.confirmations(of: "again") == 2
+        }
+        XCTAssertTrue(ok, "both confirmed")
+        let n = await spublish(s, "again", "still here")
+        XCTAssertEqual(n, .success(.integer(1)))
+        ok = await TopologyTesting.eventually { inbox.payloads(on: "again") == ["still here"] }
+        XCTAssertTrue(ok)
+        await c.onLoop { s.close() }
+        await c.closeFromAnyThread()
+    }
+
+    /// `CLIENT KILL TYPE pubsub`: the subscription connection is made again, every channel subscribed
+    /// again (`onSubscribed` runs again, counted), and a message published afterwards arrives.
+    func testAKilledSubscriptionConnectionIsSubscribedAgain() async throws {
+        let c = await readyClient()
+        let s = RedisShardedSubscriber(client: c)
+        let inbox = Inbox()
+        await c.onLoop { s.start() }
+        await subscribe(s, "k:1", inbox)
+        var ok = await TopologyTesting.eventually { inbox.confirmations(of: "k:1") == 1 }
+        XCTAssertTrue(ok)
+        XCTAssertNotEqual(server.cli("CLIENT", "KILL", "TYPE", "pubsub"), "0")
+        ok = await TopologyTesting.eventually { inbox.confirmations(of: "k:1") == 2 }
+        XCTAssertTrue(ok, "subscribed again")
+        XCTAssertEqual(c.metrics[.resubscribes], 1)
+        _ = await spublish(s, "k:1", "after")
+        ok = await TopologyTesting.eventually { inbox.payloads(on: "k:1") == ["after"] }
+        XCTAssertTrue(ok)
+        await c.onLoop { s.close() }
+        await c.closeFromAnyThread()
+    }
+
+    /// A subscription connection that stays up but delivers nothing (a proxy stops forwarding Redis's
+    /// bytes on it): the loopback probe does not come back within the command time-out, so the
+    /// subscriber says it is unhealthy (and why), counts it, makes the connection again and subscribes
+    /// again; then it is healthy and a message published afterwards arrives. The control: without the
+    /// probe the same connection stays silently deaf and "healthy".
+    func testTheProbeFindsADeafSubscriptionAndRepairsIt() async throws {
+        let proxy = try FreezingProxy(targetPort: server.port)
+        defer { proxy.stop() }
+        for probing in [false, true] {
+            let c = await readyClient("redis://127.0.0.1:\(proxy.port)") { $0.probeInterval = probing ? 0.25 : nil }
+            let s = RedisShardedSubscriber(client: c)
+            let inbox = Inbox()
+            let events = EventLog()
+            let channel = "deaf:\(probing)"
+            await c.onLoop {
+                c.onEvent = { events.add($0) }
+                s.start()
+            }
+            await subscribe(s, channel, inbox)
+            var ok = await TopologyTesting.eventually { inbox.confirmations(of: channel) == 1 && s.isHealthy }
+            XCTAssertTrue(ok)
+            XCTAssertEqual(
+                proxy.freeze { FreezingProxy.contains($0, "SSUBSCRIBE") && FreezingProxy.contains($0, channel) }, 1)
+            let frozenAt = Date()
+            if !probing {
+                _ = await spublish(s, channel, "lost")
+                try await Task.sleep(nanoseconds: 1_500_000_000)
+                XCTAssertEqual(inbox.payloads(on: channel), [], "deaf: nothing arrives")
+                XCTAssertTrue(s.isHealthy, "without the probe nothing notices")
+                await c.onLoop { s.close() }
+                await c.closeFromAnyThread()
+                continue
+            }
+            ok = await TopologyTesting.eventually(within: 5) { !s.isHealthy }
+            XCTAssertTrue(ok, "reported unhealthy")
+            let problems = await c.onLoop { s.problems }
+            XCTAssertTrue(problems.contains { $0.contains("deaf") }, "\(problems)")
+            ok = await TopologyTesting.eventually(within: 5) { inbox.confirmations(of: channel) == 2 && s.isHealthy }
+            XCTAssertTrue(ok, "repaired: subscribed again on a new connection and healthy")
+            print(
+                String(
+                    format: "deaf subscription found and repaired %.2f s after it went deaf",
+                    Date().timeIntervalSince(frozenAt)))
+            XCTAssertEqual(c.metrics[.probeFailures], 1)
+            XCTAssertTrue(events.all.contains { if case .subscriptionDeaf = $0 { true } else { false } })
+            XCTAssertTrue(events.all.contains { if case .subscriptionRecovered = $0 { true } else { false } })
+            _ = await spublish(s, channel, "after")
+            ok = await TopologyTesting.eventually { inbox.payloads(on: channel) == ["after"] }
+            XCTAssertTrue(ok)
+            await c.onLoop { s.close() }
+            await c.closeFromAnyThread()
+        }
+    }
+}

@@ -1,0 +1,149 @@
+import EventHTTP
+import Foundation
+import RedisTestSupport
+import XCTest
+
+@testable import RedisClient
+
+/// Issue 20: a time-out belongs to one command, not to its connection. One slow command must not fail
+/// the others on the connection, nor reset it; only a connection that makes no progress at all for a
+/// whole time-out while commands wait is reset.
+final class RedisCommandTimeoutTests: RedisLoopTestCase {
+
+    /// Busy for ARGV[1] microseconds on Redis's clock, then answers `slow`: a command Redis answers slowly.
+    static let slowScript = """
+        local t = redis.call('TIME')
+        local start = t[1] * 1000000 + t[2]
+        repeat
+            local n = redis.call('TIME')
+        until n[1] * 1000000 + n[2] - start >= tonumber(ARGV[1])
+        return 'slow'
+        """
+
+    func connect(timeout: Double = 2, configure: (inout RedisConfiguration) -> Void = { _ in }) async
+        -> RedisConnection
+    {
+        var config = RedisConfiguration(url: server.url)!
+        config.commandTimeout = timeout
+        config.connectTimeout = 1
+        config.reconnectBase = 0.02
+        config.reconnectMax = 0.2
+        configure(&config)
+        let c = RedisConnection(loop: loop, configuration: config)
+        c.startFromAnyThread()
+        let ready = await waitForState(c, .ready)
+        XCTAssertTrue(ready)
+        return c
+    }
+
+    /// Replies collected on the loop, read by the test.
+    final class Replies: @unchecked Sendable {
+        private let lock = NSLock()
+        private var byIndex: [Int: Result<RESPValue, RedisError>] = [:]
+        private var states: [RedisConnectionState] = []
+        func set(_ i: Int, _ r: Result<RESPValue, RedisError>) { lock.withLock { byIndex[i] = r } }
+        func add(_ s: RedisConnectionState) { lock.withLock { states.append(s) } }
+        var all: [Int: Result<RESPValue, RedisError>] { lock.withLock { byIndex } }
+        var stateChanges: [RedisConnectionState] { lock.withLock { states } }
+    }
+
+    func waitFor(_ replies: Replies, count: Int, within seconds: Double = 10) async {
+        let deadline = Date().addingTimeInterval(seconds)
+        while replies.all.count < count, Date() < deadline { try? await Task.sleep(nanoseconds: 5_000_000) }
+    }
+
+    /// A command with a short time-out that Redis answers late (a 0.6 s script, time-out 0.2 s) fails
+    /// with `.timeout`; the five commands queued behind it on the same connection, whose own time-out
+    /// (2 s) has not passed, get their replies once Redis reaches them; the connection is the same
+    /// Redis client throughout (`CLIENT ID`) and never leaves `ready`. Before: the time-out dropped
+    /// the connection and the five failed with "connection lost (command timed out)".
+    func testOneSlowCommandFailsAloneAndTheConnectionIsKept() async throws {
+        let c = await connect(timeout: 2)
+        let idBefore = await c.send(["CLIENT", "ID"])
+        let replies = Replies()
+        let started = Date()
+        loop.execute {
+            c.onStateChange = { replies.add($0) }
+            c.send(["EVAL", RedisArg(Self.slowScript), 0, 600_000], timeout: 0.2) { replies.set(0, $0) }
+            for i in 1...5 { c.send(["INCR", "n"]) { replies.set(i, $0) } }
+        }
+        await waitFor(replies, count: 6)
+        let elapsed = Date().timeIntervalSince(started)
+        let all = replies.all
+        XCTAssertEqual(all[0], .failure(.timeout), "the slow command itself times out")
+        for i in 1...5 {
+            XCTAssertEqual(all[i], .success(.integer(Int64(i))), "command \(i) behind the slow one is answered")
+        }
+        XCTAssertLessThan(elapsed, 1.9, "answered once Redis got to them, well within their own time-out")
+        XCTAssertEqual(replies.stateChanges, [], "the connection never left ready")
+        let idAfter = await c.send(["CLIENT", "ID"])
+        XCTAssertEqual(idAfter, idBefore, "same Redis client: the connection was not reset")
+        // The slow command's late reply was dropped: the next command gets its own reply.
+        let pong = await c.send(["PING"])
+        XCTAssertEqual(pong, .success(.simpleString("PONG")))
+        await c.closeFromAnyThread()
+    }
+
+    /// A connection that answers nothing at all for a whole command time-out while commands wait is reset
+    /// (a stuck Redis): the 1.5 s script holds Redis and times out (0.2 s); after 0.5 s (the configured
+    /// command time-out) without any reply the connection is dropped and made again (a new `CLIENT ID`),
+    /// and the `PING` waiting behind, whose own time-out (2 s) has not passed, fails as `connectionLost`.
+    func testAConnectionWithoutAnyReplyForAWholeTimeoutIsReset() async throws {
+        let c = await connect(timeout: 0.5)
+        let idBefore = await c.send(["CLIENT", "ID"])
+        let replies = Replies()
+        let events = Events()
+        loop.execute {
+            c.onEvent = { events.add($0) }
+            c.send(["EVAL", RedisArg(Self.slowScript), 0, 1_500_000], timeout: 0.2) { replies.set(0, $0) }
+            c.send(["PING"], timeout: 2) { replies.set(1, $0) }
+        }
+        await waitFor(replies, count: 2)
+        XCTAssertEqual(replies.all[0], .failure(.timeout))
+        guard case .failure(.connectionLost(let why))? = replies.all[1] else {
+            return XCTFail("the PING waited 0.5 s without any reply: \(String(describing: replies.all[1]))")
+        }
+        XCTAssertTrue(why.contains("no reply"), why)
+        XCTAssertEqual(events.all, [.timedOut, .stalled])
+        let back = await waitForState(c, .ready, within: 10)
+        XCTAssertTrue(back)
+        let idAfter = await c.send(["CLIENT", "ID"])
+        XCTAssertNotEqual(idAfter, idBefore, "a new connection")
+        await c.closeFromAnyThread()
+    }
+
+    /// At most `maxInFlight` commands are outstanding: while a slow script holds the connection, the
+    /// commands past the bound are refused at once with `.overloaded` and never reach Redis (the counter
+    /// they would have incremented counts only the admitted ones); a timed-out command still holds its
+    /// place until its late reply comes.
+    func testCommandsPastTheInFlightBoundAreRefusedBeforeAnyWork() async throws {
+        let c = await connect(timeout: 2) { $0.maxInFlight = 4 }
+        let replies = Replies()
+        let events = Events()
+        let started = Date()
+        loop.execute {
+            c.onEvent = { events.add($0) }
+            c.send(["EVAL", RedisArg(Self.slowScript), 0, 400_000], timeout: 0.1) { replies.set(0, $0) }
+            for i in 1...9 { c.send(["INCR", "admitted"]) { replies.set(i, $0) } }
+        }
+        await waitFor(replies, count: 10)
+        let all = replies.all
+        XCTAssertEqual(all[0], .failure(.timeout))
+        XCTAssertEqual((1...3).map { all[$0] }, (1...3).map { .success(.integer(Int64($0))) })
+        XCTAssertEqual((4...9).map { all[$0] }, Array(repeating: .failure(.overloaded), count: 6))
+        XCTAssertEqual(events.all.filter { $0 == .refused }.count, 6)
+        let counter = await c.send(["GET", "admitted"])
+        XCTAssertEqual(counter.map(\.int), .success(3), "refused commands were never sent")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 1.5)
+        XCTAssertEqual(c.state, .ready)
+        await c.closeFromAnyThread()
+    }
+
+    /// Events reported by `onEvent` (on the loop), read by the test.
+    final class Events: @unchecked Sendable {
+        private let lock = NSLock()
+        private var events: [RedisConnectionEvent] = []
+        func add(_ e: RedisConnectionEvent) { lock.withLock { events.append(e) } }
+        var all: [RedisConnectionEvent] { lock.withLock { events } }
+    }
+}
