@@ -10,7 +10,7 @@ import RedisClient
 /// (both must be on the same loop), where all of this object's state lives.
 /// While the subscriber is down, `waitForUnlock` returns false at once (callers then fetch
 /// themselves after a few rounds: single flight degrades, nothing hangs).
-public final class RedisSearchCache: SharedSearchCache, @unchecked Sendable {
+public final class RedisSearchCache: SharedSearchCache, Sendable {
     /// Bounds and time-outs of the cache.
     public struct Limits: Sendable, Equatable {
         /// Entries expire this many seconds after being stored (`--cache-max-age`).
@@ -35,9 +35,13 @@ public final class RedisSearchCache: SharedSearchCache, @unchecked Sendable {
     public let limits: Limits
     private let keys: ClusterKeys
     private var loop: EventLoop { connection.loop }
-    private var subscribed = false
-    private var waiters: [String: [UInt: (Bool) -> Void]] = [:]
-    private var nextWaiter: UInt = 0
+    /// The subscription's state and the callers waiting for a wake-up (the loop's only).
+    private struct Waiting {
+        var subscribed = false
+        var waiters: [String: [UInt: (Bool) -> Void]] = [:]
+        var nextWaiter: UInt = 0
+    }
+    private let waiting: LoopBound<Waiting>
 
     /// A cache on `connection` and `subscriber` (same loop) under `keys`.
     public init(connection: RedisConnection, subscriber: RedisSubscriber, limits: Limits = Limits(), keys: ClusterKeys)
@@ -47,6 +51,7 @@ public final class RedisSearchCache: SharedSearchCache, @unchecked Sendable {
         self.subscriber = subscriber
         self.limits = limits
         self.keys = keys
+        waiting = LoopBound(Waiting(), loop: connection.loop)
     }
 
     /// Subscribes to the wake channels (call once, on the loop, before using the cache);
@@ -54,10 +59,10 @@ public final class RedisSearchCache: SharedSearchCache, @unchecked Sendable {
     public func start(onSubscribed: (() -> Void)? = nil) {
         let prefix = keys.cacheWake("")
         subscriber.addStateObserver { [weak self] state in
-            if state != .ready { self?.subscribed = false }
+            if state != .ready { self?.waiting.value.subscribed = false }
         }
         let confirmed: () -> Void = { [weak self] in
-            self?.subscribed = true
+            self?.waiting.value.subscribed = true
             onSubscribed?()
         }
         let received: (RedisMessage) -> Void = { [weak self] message in
@@ -112,10 +117,10 @@ public final class RedisSearchCache: SharedSearchCache, @unchecked Sendable {
 
     public func waitForUnlock(_ key: String, timeout: Double) async -> Bool {
         await onLoop { [self] done in
-            guard subscribed else { return done(false) }
-            let id = nextWaiter
-            nextWaiter &+= 1
-            waiters[key, default: [:]][id] = done
+            guard waiting.value.subscribed else { return done(false) }
+            let id = waiting.value.nextWaiter
+            waiting.value.nextWaiter &+= 1
+            waiting.value.waiters[key, default: [:]][id] = done
             // Registered first, then checked: a release after this check publishes a wake-up we
             // receive; a release before it shows here as a missing lock.
             connection.send(["EXISTS", RedisArg(keys.cacheLock(key))]) { [self] r in
@@ -127,13 +132,13 @@ public final class RedisSearchCache: SharedSearchCache, @unchecked Sendable {
     }
 
     private func resolve(_ key: String, _ id: UInt, _ released: Bool) {
-        guard let done = waiters[key]?.removeValue(forKey: id) else { return }
-        if waiters[key]?.isEmpty == true { waiters[key] = nil }
+        guard let done = waiting.value.waiters[key]?.removeValue(forKey: id) else { return }
+        if waiting.value.waiters[key]?.isEmpty == true { waiting.value.waiters[key] = nil }
         done(released)
     }
 
     private func wake(_ key: String, released: Bool) {
-        guard let all = waiters.removeValue(forKey: key) else { return }
+        guard let all = waiting.value.waiters.removeValue(forKey: key) else { return }
         for (_, done) in all.sorted(by: { $0.key < $1.key }) { done(released) }
     }
 }
