@@ -89,70 +89,78 @@ final class CacheStore: Sendable {
 
     /// Every readable entry, least recently used first. Unreadable rows are logged and deleted.
     func loadAll() -> [StoredEntry] {
-        queue.sync { connection.withLock { connection in
-            guard let db = connection else { return [] }
-            var entries: [StoredEntry] = []
-            var bad: [String] = []
-            let decoder = JSONDecoder()
-            do {
-                try db.query("SELECT key, request, page, etag, stored_at, last_use FROM search_cache ORDER BY last_use")
-                { row in
-                    let key = row.text(0) ?? ""
-                    let pageJSON = row.blob(2)
-                    guard let request = try? decoder.decode(SearchRequest.self, from: Data(row.blob(1))),
-                        let page = try? decoder.decode(SearchPage.self, from: Data(pageJSON))
-                    else {
-                        bad.append(key)
-                        return
+        queue.sync {
+            connection.withLock { connection in
+                guard let db = connection else { return [] }
+                var entries: [StoredEntry] = []
+                var bad: [String] = []
+                let decoder = JSONDecoder()
+                do {
+                    try db.query(
+                        "SELECT key, request, page, etag, stored_at, last_use FROM search_cache ORDER BY last_use"
+                    ) { row in
+                        let key = row.text(0) ?? ""
+                        let pageJSON = row.blob(2)
+                        guard let request = try? decoder.decode(SearchRequest.self, from: Data(row.blob(1))),
+                            let page = try? decoder.decode(SearchPage.self, from: Data(pageJSON))
+                        else {
+                            bad.append(key)
+                            return
+                        }
+                        entries.append(
+                            StoredEntry(
+                                key: key, request: request, page: page, etag: row.text(3), storedAt: row.double(4),
+                                pageJSON: pageJSON, lastUse: row.int(5)))
                     }
-                    entries.append(
-                        StoredEntry(
-                            key: key, request: request, page: page, etag: row.text(3), storedAt: row.double(4),
-                            pageJSON: pageJSON, lastUse: row.int(5)))
+                    for key in bad { try db.query("DELETE FROM search_cache WHERE key = ?", [.text(key)]) }
+                } catch {
+                    logger.error(
+                        "search cache file unreadable; rebuilding it",
+                        metadata: ["path": "\(path)", "error": "\(error)"])
+                    db.close()
+                    connection = nil
+                    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+                    connection = try? open()
+                    return []
                 }
-                for key in bad { try db.query("DELETE FROM search_cache WHERE key = ?", [.text(key)]) }
-            } catch {
-                logger.error(
-                    "search cache file unreadable; rebuilding it", metadata: ["path": "\(path)", "error": "\(error)"])
-                db.close()
-                connection = nil
-                for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-                connection = try? open()
-                return []
+                if !bad.isEmpty {
+                    logger.warning("dropped unreadable search cache rows", metadata: ["count": "\(bad.count)"])
+                }
+                return entries
             }
-            if !bad.isEmpty {
-                logger.warning("dropped unreadable search cache rows", metadata: ["count": "\(bad.count)"])
-            }
-            return entries
-        } }
+        }
     }
 
     /// Inserts or replaces an entry (asynchronously, in order).
     func put(_ entry: StoredEntry) {
         let requestJSON = (try? JSONEncoder().encode(entry.request)).map(Array.init) ?? []
-        queue.async { [self] in connection.withLock { connection in
-            guard let db = connection else { return }
-            do {
-                try db.query(
-                    "INSERT OR REPLACE INTO search_cache(key, request, page, etag, stored_at, last_use) VALUES(?,?,?,?,?,?)",
-                    [
-                        .text(entry.key), .blob(requestJSON), .blob(entry.pageJSON),
-                        entry.etag.map { .text($0) } ?? .null,
-                        .double(entry.storedAt), .int(entry.lastUse),
-                    ])
-            } catch {
-                logger.warning("search cache write failed", metadata: ["error": "\(error)"])
+        queue.async { [self] in
+            connection.withLock { connection in
+                guard let db = connection else { return }
+                do {
+                    try db.query(
+                        "INSERT OR REPLACE INTO search_cache(key, request, page, etag, stored_at, last_use) VALUES(?,?,?,?,?,?)",
+                        [
+                            .text(entry.key), .blob(requestJSON), .blob(entry.pageJSON),
+                            entry.etag.map { .text($0) } ?? .null,
+                            .double(entry.storedAt), .int(entry.lastUse),
+                        ])
+                } catch {
+                    logger.warning("search cache write failed", metadata: ["error": "\(error)"])
+                }
             }
-        } }
+        }
     }
 
     /// Deletes an entry (asynchronously, in order).
     func delete(key: String) {
-        queue.async { [self] in connection.withLock { connection in
-            do { try connection?.query("DELETE FROM search_cache WHERE key = ?", [.text(key)]) } catch {
-                logger.warning("search cache delete failed", metadata: ["error": "\(error)"])
+        queue.async { [self] in
+            connection.withLock { connection in
+                do { try connection?.query("DELETE FROM search_cache WHERE key = ?", [.text(key)]) } catch {
+                    logger.warning("search cache delete failed", metadata: ["error": "\(error)"])
+                }
             }
-        } }
+        }
     }
 
     /// Returns once every write enqueued so far is on disk (as far as sqlite is concerned).

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-    import Glibc
-#endif
 // Re-exported: `MonotonicClock` (in Primitives since the server's and the Redis client's clocks were
 // merged into it) stays available to WireClient's users, as before.
 @_exported import Primitives
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A connected blocking TCP socket with deadline-based reads (poll) and whole-buffer writes.
 ///

@@ -1,6 +1,7 @@
-@testable import EventHTTP
 import WireClient
 import XCTest
+
+@testable import EventHTTP
 
 /// A stream and its responder (one `ResponderCore` behind both handles) are freed once the stream is
 /// over, whether the server ended it or the peer left, as soon as the handler keeps no reference (the
