@@ -31,7 +31,7 @@ final class ResponderCore {
     var route: String = "unmatched"
     var routeIndex = RequestMetrics.unmatchedRoute
     let method: HTTPMethod
-    /// A stream was started (and is not over: `streamClosed` says when it is).
+    /// A stream was started (it stays true; `streamClosed` says when the stream is over).
     private(set) var streaming = false
     /// True after the stream's `end()` or after the peer left (`HTTPStream.isClosed`).
     private(set) var streamClosed = false
