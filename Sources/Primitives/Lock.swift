@@ -3,7 +3,7 @@ import Synchronization
 
 /// A value behind a mutex: the project's one lock type.
 ///
-/// Built on `Synchronization.Mutex` (no `pthread_mutex_t` stored inline in a class and passed as
+/// Built on `Synchronization.Mutex` (no C mutex stored inline in a class and passed as
 /// `&mutex`, whose address Swift does not promise to keep), and visible to ThreadSanitizer: the mutex
 /// takes and gives back its futex inside the precompiled Swift runtime, which ThreadSanitizer does not
 /// instrument, so a plain `Mutex` looks like no synchronisation at all and every guarded access from a
