@@ -61,7 +61,4 @@ public struct HTTPStream: Sendable {
         guard !core.streamClosed else { return }
         core.endStream()
     }
-
-    /// True when both handles are of the same response (tests).
-    func isSameStream(as other: HTTPStream) -> Bool { reference.object === other.reference.object }
 }
