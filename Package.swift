@@ -31,11 +31,16 @@ let package = Package(
         ),
         .systemLibrary(
             name: "CHiredis",
-            pkgConfig: "hiredis",
             providers: [.apt(["libhiredis-dev"]), .brew(["hiredis"])]
         ),
+        // MARK: C shims (headers only, nothing to link)
+        // ThreadSanitizer's acquire/release annotations as weak symbols (Primitives' `Lock`).
+        .systemLibrary(name: "CTSan"),
+        // epoll and timerfd, which Swift's Glibc module does not include (LoadKit's load loop).
+        .systemLibrary(name: "CEpoll"),
 
-        // MARK: Lowest layer: values
+        // MARK: Lowest layer: values, and the primitives several layers share (lock, clock, token bucket)
+        .target(name: "Primitives", dependencies: ["CTSan"]),
         .target(name: "JSON"),
         .target(name: "GitHubSearch"),
 
@@ -43,7 +48,7 @@ let package = Package(
         .target(
             name: "EventHTTP",
             dependencies: [
-                "CLibevent", "JSON",
+                "CLibevent", "JSON", "Primitives",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
@@ -54,7 +59,7 @@ let package = Package(
             name: "RedisClient",
             dependencies: ["CHiredis", "EventHTTP", .product(name: "Logging", package: "swift-log")]
         ),
-        .target(name: "ClusterStore"),
+        .target(name: "ClusterStore", dependencies: ["Primitives"]),
         .target(name: "ClusterRedis", dependencies: ["ClusterStore", "RedisClient", "EventHTTP"]),
 
         // MARK: View models (know nothing of HTTP or GitHub's wire format)
@@ -63,9 +68,9 @@ let package = Package(
         // MARK: GitHub gateway, cache and simulator
         .target(
             name: "GitHubLive",
-            dependencies: ["GitHubSearch", "CSQLite", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["GitHubSearch", "CSQLite", "Primitives", .product(name: "Logging", package: "swift-log")]
         ),
-        .target(name: "GitHubSimulator", dependencies: ["EventHTTP", "JSON"]),
+        .target(name: "GitHubSimulator", dependencies: ["EventHTTP", "JSON", "Primitives"]),
 
         // MARK: The application (composition of the layers above)
         .target(
@@ -79,11 +84,11 @@ let package = Package(
         ),
 
         // MARK: Clients: test client and load tool
-        .target(name: "WireClient"),
+        .target(name: "WireClient", dependencies: ["Primitives"]),
         .target(
             name: "LoadKit",
             dependencies: [
-                "WireClient", "JSON",
+                "WireClient", "JSON", "CEpoll",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
         ),
@@ -110,6 +115,7 @@ let package = Package(
         ),
 
         // MARK: Tests
+        .testTarget(name: "PrimitivesTests", dependencies: ["Primitives"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(
             name: "EventHTTPTests",

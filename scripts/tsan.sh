@@ -5,13 +5,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+# First, that ThreadSanitizer sees the project's lock (Primitives.Lock) and not a bare Mutex.
+scripts/tsan-lock-check.sh
 swift build --build-tests --sanitize=thread --scratch-path .build-tsan 2>&1 | grep -E "error:|Compiling|Build complete" | grep -v fds_bits | tail -n 3
 # One log per run: several checkouts may run this at once, and a fixed /tmp path let one run's
 # log overwrite another's (a race report read from the wrong checkout, or lost).
 log="$(mktemp /tmp/bff-tsan.XXXXXX.log)"
 set +e
 # Every suite that runs event loops or tasks; the Redis ones need a redis-server (install-deps.sh --test).
-filter="EventHTTPTests|BFFTests|ViewModelsTests|GitHubLiveTests|LoadKitTests|JSONTests"
+filter="PrimitivesTests|EventHTTPTests|BFFTests|ViewModelsTests|GitHubLiveTests|LoadKitTests|JSONTests"
 if [[ -x /usr/bin/redis-server ]]; then
   filter+="|RedisClientTests|ClusterRedisTests"
 else

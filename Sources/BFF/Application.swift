@@ -31,7 +31,7 @@ public final class Application: Sendable {
     let env: SessionEnvironment
     let loopSessions: [LoopSessions]
     /// The one shared `status` view model, owned by loop 0 (kept here; used there only).
-    let status: LoopOwned<StatusViewModel>
+    let status: LoopBoundReference<StatusViewModel>
     /// Reports a status to it from any thread (hops to loop 0).
     private let updateStatus: @Sendable (UpstreamStatus) -> Void
     /// Where sessions live and how a request reaches one (the session layer's one seam).
@@ -53,7 +53,7 @@ public final class Application: Sendable {
         metrics.eventLoopThreads.set(server.loops.count)
         let loop0 = server.loops[0]
         let status = StatusViewModel(executor: { work in loop0.execute(work) })
-        self.status = LoopOwned(status, loop: loop0)
+        self.status = LoopBoundReference(status, madeFor: loop0)
         updateStatus = status.makeUpdater()
         let pageSize = configuration.searchPageSize
         // Not `makeViewModels ?? { … }`: a closure taken out of an optional is called through a

@@ -92,7 +92,7 @@ final class LocalSessions: SessionBackend {
         stream.sessionOwner = owner
         let (env, link) = (self.env, stream.link)
         // `refuse` stays on the host loop: the owner answers with a failure, which hops back.
-        let answer = LoopOwned(RefusalBox(refuse), loop: stream.host.loop)
+        let answer = LoopBoundReference(RefusalBox(refuse), loop: stream.host.loop)
         owner.loop.runOrExecute {
             let limit = env.configuration.maxStreamsPerSession
             guard let s = owner.sessions[id] else { return answer.run { $0.refuse(.notFound) } }

@@ -138,7 +138,7 @@ final class LoopSessions: Sendable {
     }
 
     /// A stream of session `id` closed on its host loop.
-    func streamClosed(_ stream: LoopOwned<any SessionEventSink>, sessionID id: String) {
+    func streamClosed(_ stream: LoopBoundReference<any SessionEventSink>, sessionID id: String) {
         guard let s = sessions[id] else { return }
         s.streams.removeAll { $0.isSame(as: stream) }
         s.lastActivity = env.now()  // the idle clock starts when the last stream goes

@@ -23,7 +23,7 @@ import JSON
 ///   signals, each member's snapshot and what came for it after that snapshot are written.
 /// - A member whose session ends gets its `end` and leaves; when none is left the response ends.
 ///
-/// Threading: host loop only. Members are its sinks; their sessions hold them as `LoopOwned`.
+/// Threading: host loop only. Members are its sinks; their sessions hold them as `LoopBoundReference`.
 final class MultiplexedStream: HostedStream, HTTPStreamCloseObserver {
     private enum Mode { case opening, live, behind, catchingUp }
 

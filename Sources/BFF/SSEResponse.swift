@@ -112,7 +112,7 @@ protocol HostedStream: AnyObject {
 
 /// Where one session's events go on a stream's host loop: a `SessionStream` (the session's own stream)
 /// or one member of a `MultiplexedStream`. The session backends attach one to a session
-/// (`SessionBackend.openStream`) and feed it. Host loop only; the session holds it as a `LoopOwned`.
+/// (`SessionBackend.openStream`) and feed it. Host loop only; the session holds it as a `LoopBoundReference`.
 protocol SessionEventSink: AnyObject {
     /// The session whose events it takes.
     var sessionID: String { get }
@@ -135,5 +135,5 @@ protocol SessionEventSink: AnyObject {
 
 extension SessionEventSink {
     /// The reference the session keeps, on its own loop (any thread may hold it; only the host opens it).
-    var link: LoopOwned<any SessionEventSink> { LoopOwned(self, loop: host.loop) }
+    var link: LoopBoundReference<any SessionEventSink> { LoopBoundReference(self, loop: host.loop) }
 }

@@ -209,8 +209,8 @@ final class Session {
 
 /// A session's open streams (`SessionStreams`): almost always none or one, so the first is held inline
 /// and only a second one allocates an array (docs/BENCHMARKS.md, memory per session). Each is
-/// a `LoopOwned` reference: the stream lives on its connection's loop, which may not be the session's.
-typealias SessionStreams = InlineFirstList<LoopOwned<any SessionEventSink>>
+/// a `LoopBoundReference` reference: the stream lives on its connection's loop, which may not be the session's.
+typealias SessionStreams = InlineFirstList<LoopBoundReference<any SessionEventSink>>
 
 /// A list whose first element is held inline and the others in an array: no allocation for a list of
 /// none or one, and the order, count and removal of an array.

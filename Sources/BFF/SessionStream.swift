@@ -11,7 +11,7 @@ import JSON
 /// memory per stream stays bounded.
 ///
 /// Threading: host loop only (not `Sendable`). The session, on its own loop, holds the stream's
-/// `link` (a `LoopOwned` reference that traps when opened off the host loop) and hands it frames,
+/// `link` (a `LoopBoundReference` reference that traps when opened off the host loop) and hands it frames,
 /// which hop here.
 ///
 /// Memory: one per open stream; cluster mode's two callbacks live out of line, and the small fields

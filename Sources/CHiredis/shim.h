@@ -15,9 +15,13 @@
 #include <sys/socket.h>
 #include <netdb.h>
 
-// Debian's hiredis.pc gives -I/usr/include/hiredis, so the headers are included by their bare names.
-#include <hiredis.h>
-#include <async.h>
+// By their path under the include root (Debian and Homebrew install them in `hiredis/`), not through
+// hiredis.pc: its cflags add -D_FILE_OFFSET_BITS=64, which SwiftPM refuses for a system library
+// ("prohibited flag(s)", a warning on every build), and the -I it adds is needed only for bare names.
+// hiredis's own headers include each other with quotes, found beside them. (-D_FILE_OFFSET_BITS=64
+// changes nothing on 64-bit Linux, where off_t is 64 bits anyway.)
+#include <hiredis/hiredis.h>
+#include <hiredis/async.h>
 #include <event2/event.h>
 
 /// hiredis's libevent adapter, with one change: the read event is persistent. The stock adapter's read

@@ -15,7 +15,7 @@ import RedisClient
 /// (both must be on the same loop), where all of this object's state lives.
 /// While the subscriber is down, `waitForUnlock` returns false at once (callers then fetch
 /// themselves after a few rounds: single flight degrades, nothing hangs).
-public final class RedisSearchCache: SharedSearchCache, @unchecked Sendable {
+public final class RedisSearchCache: SharedSearchCache, Sendable {
     /// Bounds and time-outs of the cache.
     public struct Limits: Sendable, Equatable {
         /// Entries expire this many seconds after being stored (`--cache-max-age`).
@@ -42,9 +42,13 @@ public final class RedisSearchCache: SharedSearchCache, @unchecked Sendable {
     public let upstream: String
     private let keys: ClusterKeys
     private var loop: EventLoop { connection.loop }
-    private var subscribed = false
-    private var waiters: [String: [UInt: (Bool) -> Void]] = [:]
-    private var nextWaiter: UInt = 0
+    /// The subscription's state and the callers waiting for a wake-up (the loop's only).
+    private struct Waiting {
+        var subscribed = false
+        var waiters: [String: [UInt: (Bool) -> Void]] = [:]
+        var nextWaiter: UInt = 0
+    }
+    private let waiting: LoopBound<Waiting>
 
     /// A cache on `connection` and `subscriber` (same loop) under `keys`, for pages of `upstream`.
     public init(
@@ -57,6 +61,7 @@ public final class RedisSearchCache: SharedSearchCache, @unchecked Sendable {
         self.limits = limits
         self.keys = keys
         self.upstream = upstream
+        waiting = LoopBound(Waiting(), loop: connection.loop)
     }
 
     /// The key `key` of this cache's upstream, as stored in Redis (and in its wake channel).
@@ -67,10 +72,10 @@ public final class RedisSearchCache: SharedSearchCache, @unchecked Sendable {
     public func start(onSubscribed: (() -> Void)? = nil) {
         let prefix = keys.cacheWake("")
         subscriber.addStateObserver { [weak self] state in
-            if state != .ready { self?.subscribed = false }
+            if state != .ready { self?.waiting.value.subscribed = false }
         }
         let confirmed: () -> Void = { [weak self] in
-            self?.subscribed = true
+            self?.waiting.value.subscribed = true
             onSubscribed?()
         }
         let received: (RedisMessage) -> Void = { [weak self] message in
@@ -132,10 +137,10 @@ public final class RedisSearchCache: SharedSearchCache, @unchecked Sendable {
     public func waitForUnlock(_ key: String, timeout: Double) async -> Bool {
         let key = scoped(key)  // as the wake channel names it
         return await onLoop { [self] done in
-            guard subscribed else { return done(false) }
-            let id = nextWaiter
-            nextWaiter &+= 1
-            waiters[key, default: [:]][id] = done
+            guard waiting.value.subscribed else { return done(false) }
+            let id = waiting.value.nextWaiter
+            waiting.value.nextWaiter &+= 1
+            waiting.value.waiters[key, default: [:]][id] = done
             // Registered first, then checked: a release after this check publishes a wake-up we
             // receive; a release before it shows here as a missing lock.
             connection.send(["EXISTS", RedisArg(keys.cacheLock(key))]) { [self] r in
@@ -147,13 +152,13 @@ public final class RedisSearchCache: SharedSearchCache, @unchecked Sendable {
     }
 
     private func resolve(_ key: String, _ id: UInt, _ released: Bool) {
-        guard let done = waiters[key]?.removeValue(forKey: id) else { return }
-        if waiters[key]?.isEmpty == true { waiters[key] = nil }
+        guard let done = waiting.value.waiters[key]?.removeValue(forKey: id) else { return }
+        if waiting.value.waiters[key]?.isEmpty == true { waiting.value.waiters[key] = nil }
         done(released)
     }
 
     private func wake(_ key: String, released: Bool) {
-        guard let all = waiters.removeValue(forKey: key) else { return }
+        guard let all = waiting.value.waiters.removeValue(forKey: key) else { return }
         for (_, done) in all.sorted(by: { $0.key < $1.key }) { done(released) }
     }
 }

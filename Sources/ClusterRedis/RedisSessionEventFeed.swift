@@ -5,7 +5,7 @@ import RedisClient
 /// the session's channel in the same atomic step as the `XADD`.
 ///
 /// Threading: bound to its subscriber's loop.
-public final class RedisSessionEventFeed: SessionEventFeed, @unchecked Sendable {
+public final class RedisSessionEventFeed: SessionEventFeed, Sendable {
     /// The pub/sub connection used.
     public let subscriber: RedisSubscriber
     /// The key layout.

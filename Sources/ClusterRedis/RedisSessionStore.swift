@@ -1,4 +1,5 @@
 import ClusterStore
+import EventHTTP
 import RedisClient
 
 /// The `SessionStore` of cluster mode: sessions in Redis (see `ClusterKeys` and `SessionScripts`).
@@ -6,7 +7,7 @@ import RedisClient
 /// Threading: bound to its connection's loop; call it there, completions run there.
 /// Each operation is one round trip (one script or one command).
 /// Stream deadlines are on Redis's clock (`TIME`), one clock for every node.
-public final class RedisSessionStore: SessionStore, @unchecked Sendable {
+public final class RedisSessionStore: SessionStore, Sendable {
     /// The loop-bound connection used.
     public let connection: RedisConnection
     /// The bounds applied.
@@ -19,6 +20,7 @@ public final class RedisSessionStore: SessionStore, @unchecked Sendable {
         self.connection = connection
         self.limits = limits
         self.keys = keys
+        pendingRenewals = LoopBound([], loop: connection.loop)
     }
 
     public func create(
@@ -62,8 +64,8 @@ public final class RedisSessionStore: SessionStore, @unchecked Sendable {
         }
     }
 
-    /// Renewals asked for in this loop iteration, sent together when it ends (loop only).
-    private var pendingRenewals: [(lease: Lease, completion: (Result<Bool, StoreError>) -> Void)] = []
+    /// Renewals asked for in this loop iteration, sent together when it ends (the connection's loop only).
+    private let pendingRenewals: LoopBound<[(lease: Lease, completion: (Result<Bool, StoreError>) -> Void)]>
 
     /// The most leases one `renewMany` call carries.
     static let renewBatch = 256
@@ -74,11 +76,11 @@ public final class RedisSessionStore: SessionStore, @unchecked Sendable {
     /// Off the loop (tests), one call at once.
     public func renew(_ lease: Lease, completion: @escaping (Result<Bool, StoreError>) -> Void) {
         guard connection.loop.inEventLoop else { return renewNow([(lease, completion)]) }
-        pendingRenewals.append((lease, completion))
-        guard pendingRenewals.count == 1 else { return }
+        pendingRenewals.value.append((lease, completion))
+        guard pendingRenewals.value.count == 1 else { return }
         connection.loop.runSoon { [self] in
-            let batch = pendingRenewals
-            pendingRenewals = []
+            let batch = pendingRenewals.value
+            pendingRenewals.value = []
             for start in stride(from: 0, to: batch.count, by: Self.renewBatch) {
                 renewNow(Array(batch[start..<min(start + Self.renewBatch, batch.count)]))
             }

@@ -5,7 +5,7 @@ import RedisClient
 /// without a post), announced on the channel of the same name, both by one script.
 ///
 /// Threading: bound to the loop of its connection and subscriber (the same loop).
-public final class RedisStatusBoard: StatusBoard, @unchecked Sendable {
+public final class RedisStatusBoard: StatusBoard, Sendable {
     private static let post = RedisScript(
         """
         redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])

@@ -5,7 +5,7 @@ import RedisClient
 /// round trip per decision.
 ///
 /// Threading: `Sendable`; each call hops to the connection's loop and back.
-public final class RedisUpstreamBudget: UpstreamBudget, @unchecked Sendable {
+public final class RedisUpstreamBudget: UpstreamBudget, Sendable {
     /// The connection used (on its loop).
     public let connection: RedisConnection
     /// The bucket's shape (every node must use the same).

@@ -1,10 +1,12 @@
+import Primitives
+
 /// The `SessionStore` of single-process mode and of the session layer's tests: everything in this
 /// process's memory, with the same fencing, id and bound rules as the Redis store.
 ///
 /// Threading: thread-safe (one lock); one instance may be shared by every loop. Completions run
 /// synchronously, before the call returns. Time comes from the injected `now` (milliseconds), so
 /// lease and expiry tests need not wait.
-public final class InMemorySessionStore: SessionStore, @unchecked Sendable {
+public final class InMemorySessionStore: SessionStore, Sendable {
     private struct Record {
         var snapshot: SessionSnapshot
         var fence: UInt64
@@ -20,7 +22,7 @@ public final class InMemorySessionStore: SessionStore, @unchecked Sendable {
     /// The bounds applied.
     public let limits: SessionStoreLimits
     private let now: @Sendable () -> Int64
-    private let records = Locked<[String: Record]>([:])
+    private let records = Lock<[String: Record]>([:])
 
     /// A store with `limits`, reading time (in milliseconds) from `now`.
     public init(limits: SessionStoreLimits = SessionStoreLimits(), now: @escaping @Sendable () -> Int64) {

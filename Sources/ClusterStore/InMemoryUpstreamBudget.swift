@@ -1,18 +1,23 @@
+import Primitives
+
 /// The `UpstreamBudget` of one process: the same token bucket and corrections as the Redis one,
 /// in memory, with time (seconds since 1970) from the injected clock.
 ///
 /// Threading: thread-safe (one lock).
-public final class InMemoryUpstreamBudget: UpstreamBudget, @unchecked Sendable {
+public final class InMemoryUpstreamBudget: UpstreamBudget, Sendable {
     private struct Bucket {
-        var tokens: Double
-        var at: Double
+        var level: TokenBucketLevel
         var blockedUntil: Double = 0
+        var tokens: Double {
+            get { level.tokens }
+            set { level.tokens = newValue }
+        }
     }
 
     /// The bucket's shape.
     public let shape: TokenBucketShape
     private let now: @Sendable () -> Double
-    private let bucket: Locked<Bucket?> = Locked(nil)
+    private let bucket = Lock<Bucket?>(nil)
 
     /// A full bucket of `shape`, reading time from `now`.
     public init(shape: TokenBucketShape, now: @escaping @Sendable () -> Double) {
@@ -25,9 +30,8 @@ public final class InMemoryUpstreamBudget: UpstreamBudget, @unchecked Sendable {
     private func withBucket<R>(_ body: (inout Bucket, _ now: Double) -> R) -> R {
         let t = now()
         return bucket.withLock { stored in
-            var b = stored ?? Bucket(tokens: shape.capacity, at: t)
-            if t > b.at { b.tokens = min(shape.capacity, b.tokens + (t - b.at) * shape.refillPerSecond) }
-            b.at = max(b.at, t)
+            var b = stored ?? Bucket(level: TokenBucketLevel(tokens: shape.capacity, at: t))
+            b.level.refill(to: t, capacity: shape.capacity, ratePerUnit: shape.refillPerSecond)
             defer { stored = b }
             return body(&b, t)
         }

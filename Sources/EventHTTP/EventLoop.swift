@@ -8,6 +8,8 @@
 /// static files.
 import CLibevent
 import Glibc
+// Re-exported: the lock type and the monotonic clock are part of what every user of the loops needs.
+@_exported import Primitives
 import Synchronization
 
 /// One libevent `event_base` driven by one dedicated thread.
@@ -15,6 +17,8 @@ import Synchronization
 /// Threading: everything on a loop (its timers, the connections it accepted, the state handed to it)
 /// is touched only by its thread. Other threads hand it work with `execute(_:)`, the one thread-safe
 /// entry point, which queues a closure and wakes the loop through an `eventfd`.
+// Unchecked: a libevent callback context whose loop-thread-only fields (the base's events, `soonJobs`,
+// `commonTimeouts`) are touched only on its thread; what other threads use is `Lock`ed or atomic.
 public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
     /// The loop's index within its server (0-based), used in logs and metrics.
     public let index: Int
@@ -26,7 +30,8 @@ public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
     /// `runSoon`'s jobs and the socketless event that runs them (loop thread only).
     private var soonJobs: [() -> Void] = []
     private var soonEvent: OpaquePointer?
-    private let queue = JobQueue()
+    /// The cross-thread job queue: one `Lock` round per `execute` and per drain.
+    private let queue = Lock<[@Sendable () -> Void]>([])
     private let threadID = Atomic<UInt>(0)
     /// Common-timeout handles by duration in milliseconds (O(1) timer adds; loop thread only).
     private var commonTimeouts: [Int: timeval] = [:]
@@ -75,7 +80,11 @@ public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
 
     /// Runs `work` on this loop's thread, in submission order. Safe from any thread.
     public func execute(_ work: @escaping @Sendable () -> Void) {
-        if queue.append(work) { clibevent_wakefd_signal(wakeFD) }
+        let wasEmpty = queue.withLock { jobs in
+            jobs.append(work)
+            return jobs.count == 1
+        }
+        if wasEmpty { clibevent_wakefd_signal(wakeFD) }
     }
 
     /// Runs `work` once the callbacks of the current loop iteration have run, before the loop waits
@@ -99,7 +108,7 @@ public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
     private func drainQueue() {
         clibevent_wakefd_drain(wakeFD)
         while true {
-            let jobs = queue.takeAll()
+            let jobs = takeJobs()
             if jobs.isEmpty { return }
             for job in jobs { job() }
         }
@@ -112,9 +121,18 @@ public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
 
     /// Runs the jobs queued so far (`InProcessClient`); true when there were any.
     func runPendingJobs() -> Bool {
-        let jobs = queue.takeAll()
+        let jobs = takeJobs()
         for job in jobs { job() }
         return !jobs.isEmpty
+    }
+
+    /// Takes every queued job, oldest first.
+    private func takeJobs() -> [@Sendable () -> Void] {
+        queue.withLock { jobs in
+            let taken = jobs
+            jobs.removeAll(keepingCapacity: true)
+            return taken
+        }
     }
 
     /// Runs the loop on the calling thread until `stop()`.

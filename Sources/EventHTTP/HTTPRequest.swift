@@ -124,12 +124,6 @@ public enum PercentDecoding {
     }
 
     /// The value of one ASCII hex digit, or nil (percent-decoding here, chunk sizes in `RequestFraming`).
-    static func hexValue(_ c: UInt8) -> UInt8? {
-        switch c {
-        case 0x30...0x39: return c - 0x30
-        case 0x41...0x46: return c - 0x41 + 10
-        case 0x61...0x66: return c - 0x61 + 10
-        default: return nil
-        }
-    }
+    @inline(__always)
+    static func hexValue(_ c: UInt8) -> UInt8? { asciiHexValue(c) }
 }

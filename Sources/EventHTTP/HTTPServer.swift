@@ -10,23 +10,39 @@ import Synchronization
 ///
 /// Threading: configure (`router`, `onDrain`) before `start()`; `start()`/`shutdown()` are called
 /// from one controlling thread (never from a loop); `state`, `port` and `loops` may be read anywhere.
-public final class HTTPServer: @unchecked Sendable {
+/// What `start()` sets up is kept under one `Lock` (taken at start, shutdown and by `/metrics`).
+public final class HTTPServer: Sendable {
     public let configuration: Configuration
     public let router = Router()
     public let logger: Logger
     let metrics: ServerMetrics
     /// The loops (one per thread; their threads run from `start()`). Hand work to one with `execute`.
     public let loops: [EventLoop]
-    private var loopHTTPs: [LoopHTTP] = []
-    private var threads: [pthread_t] = []
+    /// What `start()` made and `shutdown()` takes down.
+    private struct Running {
+        var loopHTTPs: [LoopHTTP] = []
+        var threads: [pthread_t] = []
+        var staticFiles: StaticFiles?
+        var port = 0
+        var onDrain: (@Sendable () -> Void)?
+    }
+    private let running = Lock(Running())
     private let unjoinedThreads = Atomic<Int>(0)
-    /// The static file server of `publicDirectory` (set by `start()`), e.g. to await its re-scans.
-    public private(set) var staticFiles: StaticFiles?
     private let stateValue = Atomic<Int>(State.starting.rawValue)
+
+    /// The static file server of `publicDirectory` (set by `start()`), e.g. to await its re-scans.
+    public var staticFiles: StaticFiles? { running.withLock { $0.staticFiles } }
+
     /// The bound port (valid after `start()`).
-    public private(set) var port = 0
+    public var port: Int { running.withLock { $0.port } }
+
     /// Called once, on the controlling thread, when draining starts: end long-lived responses here.
-    public var onDrain: (() -> Void)?
+    public var onDrain: (@Sendable () -> Void)? {
+        get { running.withLock { $0.onDrain } }
+        set { running.withLock { $0.onDrain = newValue } }
+    }
+
+    private var loopHTTPs: [LoopHTTP] { running.withLock { $0.loopHTTPs } }
 
     /// Creates a server; nothing is bound until `start()`.
     public init(
@@ -52,6 +68,7 @@ public final class HTTPServer: @unchecked Sendable {
     /// Also ignores SIGPIPE process-wide: libevent writes to sockets the peer may have closed.
     public func start() throws(SystemError) {
         signal(SIGPIPE, SIG_IGN)
+        var staticFiles: StaticFiles?
         if router.fallback == nil, let dir = configuration.publicDirectory {
             let files = StaticFiles(
                 directory: dir, htmlHeaders: configuration.htmlHeaders, maxTotalBytes: configuration.staticMaxBytes,
@@ -74,12 +91,17 @@ public final class HTTPServer: @unchecked Sendable {
                 throw error
             }
         }
-        port = bindPort
-        for (i, fd) in fds.enumerated() {
-            loopHTTPs.append(LoopHTTP(server: self, loop: loops[i], listenFD: fd))
+        running.withLock {
+            $0.port = bindPort
+            $0.staticFiles = staticFiles
         }
+        let loopHTTPs = fds.enumerated().map { i, fd in LoopHTTP(server: self, loop: loops[i], listenFD: fd) }
         staticFiles?.startWatching(interval: configuration.staticRescanInterval)
-        threads = loops.map { $0.startThread(name: "http-loop-\($0.index)") }
+        let threads = loops.map { $0.startThread(name: "http-loop-\($0.index)") }
+        running.withLock {
+            $0.loopHTTPs = loopHTTPs
+            $0.threads = threads
+        }
         unjoinedThreads.store(threads.count, ordering: .releasing)
         stateValue.store(State.running.rawValue, ordering: .releasing)
         let budget = CPUBudget.current
@@ -87,7 +109,7 @@ public final class HTTPServer: @unchecked Sendable {
         logger.info(
             "listening",
             metadata: [
-                "host": "\(configuration.host)", "port": "\(port)", "threads": "\(n)", "threadsReason": "\(why)",
+                "host": "\(configuration.host)", "port": "\(bindPort)", "threads": "\(n)", "threadsReason": "\(why)",
             ])
     }
 
@@ -95,24 +117,21 @@ public final class HTTPServer: @unchecked Sendable {
     /// (`http_requests_total`, `http_request_duration_seconds`). Each loop hands over a copy of its
     /// own figures on its thread; `done` runs on `loop` once all have. Call from `loop`.
     public func requestMetricsExposition(replyOn loop: EventLoop, _ done: @escaping (String) -> Void) {
-        final class Gather: @unchecked Sendable {
+        struct Gather {
             var merged = RequestMetrics()
             var remaining: Int
             let done: (String) -> Void
-            init(_ n: Int, _ done: @escaping (String) -> Void) {
-                remaining = n
-                self.done = done
-            }
         }
-        let gather = Gather(loopHTTPs.count, done)  // touched on `loop` only
+        let loopHTTPs = loopHTTPs
         guard !loopHTTPs.isEmpty else { return done("") }
+        let gather = LoopBound(Gather(remaining: loopHTTPs.count, done: done), loop: loop)
         for lh in loopHTTPs {
             lh.loop.execute {
                 let copy = lh.requestMetrics
                 loop.execute {
-                    gather.merged.merge(copy)
-                    gather.remaining -= 1
-                    if gather.remaining == 0 { gather.done(gather.merged.exposition()) }
+                    gather.value.merged.merge(copy)
+                    gather.value.remaining -= 1
+                    if gather.value.remaining == 0 { gather.value.done(gather.value.merged.exposition()) }
                 }
             }
         }
@@ -136,6 +155,7 @@ public final class HTTPServer: @unchecked Sendable {
             preconditionFailure("HTTPServer.shutdown() on \(own)'s own thread: call it from a controlling thread")
         }
         logger.info("draining", metadata: ["openConnections": "\(openConnections)"])
+        let loopHTTPs = loopHTTPs
         for lh in loopHTTPs { lh.loop.execute { lh.stopAccepting() } }
         onDrain?()
         let deadline = monotonicNanos() + UInt64(gracePeriod * 1e9)
@@ -148,12 +168,15 @@ public final class HTTPServer: @unchecked Sendable {
                 event_base_loopbreak(lh.loop.base)
             }
         }
+        let threads = running.withLock { running in
+            defer { running.threads = [] }
+            return running.threads
+        }
         for t in threads {
             let rc = pthread_join(t, nil)
             precondition(rc == 0, "pthread_join of a loop thread failed: \(rc)")
             unjoinedThreads.subtract(1, ordering: .releasing)
         }
-        threads = []
         staticFiles?.stopWatching()
         stateValue.store(State.stopped.rawValue, ordering: .releasing)
         logger.info("stopped")

@@ -13,7 +13,10 @@ public protocol ResponseSink: AnyObject {
 }
 
 /// What a handler answered, recorded instead of written to a socket.
-public final class RecordingResponse: ResponseSink, @unchecked Sendable {
+///
+/// Threading: written on the responder's loop (in-process, the thread of the `InProcessClient`),
+/// read by that thread once `request` returns; not `Sendable`.
+public final class RecordingResponse: ResponseSink {
     /// The complete response, or the head of a stream (status and headers, body empty).
     public private(set) var response: HTTPResponse?
     /// The route pattern that answered ("unmatched" for 404/405 before any handler).

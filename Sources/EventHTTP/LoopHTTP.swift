@@ -6,6 +6,7 @@ import Logging
 /// them, reads requests, applies the soft limits and dispatches to the router.
 ///
 /// Threading: everything here runs on `loop`'s thread (set up before the thread starts).
+// Unchecked: evhttp's callback context (`Unmanaged` in its C callbacks); its fields are loop-thread-only.
 final class LoopHTTP: @unchecked Sendable {
     /// The server outlives its loops (it joins their threads before it can go away).
     unowned(unsafe) let server: HTTPServer
@@ -47,7 +48,8 @@ final class LoopHTTP: @unchecked Sendable {
     // retains nothing (they live as long as the server, which outlives the loop).
     let config: HTTPServer.Configuration
     unowned(unsafe) let metrics: ServerMetrics
-    unowned(unsafe) let router: Router
+    /// The routes, frozen when the server started.
+    let routes: RouteTable
     let logger: Logger
     let debugLogging: Bool
 
@@ -66,7 +68,7 @@ final class LoopHTTP: @unchecked Sendable {
         writeTimeoutNanos = UInt64(max(0, server.configuration.writeTimeout) * 1e9)
         config = server.configuration
         metrics = server.metrics
-        router = server.router
+        routes = server.router.table()
         logger = server.logger
         debugLogging = server.logger.logLevel <= .debug
         rawCommonHeaders =
@@ -230,8 +232,9 @@ final class LoopHTTP: @unchecked Sendable {
         conn?.requestStarted()
         let knownMethod = HTTPMethod(command: evhttp_request_get_command(req))
         let method = knownMethod ?? .CONNECT  // no route handles CONNECT: unknown methods get 405 below
-        let responder = HTTPResponder(request: req, owner: self, connection: conn, method: method, startNanos: start)
-        conn?.current = responder
+        let core = ResponderCore(request: req, owner: self, connection: conn, method: method, startNanos: start)
+        conn?.current = core
+        let responder = HTTPResponder(LoopBoundReference(onLoop: core, loop: loop))
         if conn?.overLimit == true {
             return responder.send(
                 HTTPResponse.problem(
@@ -310,7 +313,7 @@ final class LoopHTTP: @unchecked Sendable {
         }
         let request = HTTPRequest(
             method: method, rawPath: rawPath, rawQuery: rawQuery, headers: headers, body: body, loop: loop)
-        router.dispatch(request, knownMethod: knownMethod, to: responder)
+        routes.dispatch(request, knownMethod: knownMethod, to: responder)
     }
 
     /// Counts one response `RawReply` wrote (`http_direct_replies_total`).
@@ -332,11 +335,4 @@ final class LoopHTTP: @unchecked Sendable {
             logger.warning("server error", metadata: ["route": "\(route)", "status": "\(status)"])
         }
     }
-}
-
-/// Monotonic time in nanoseconds (CLOCK_MONOTONIC; vDSO, no system call).
-public func monotonicNanos() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
 }

@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import Logging
 
@@ -19,10 +20,10 @@ import Logging
 /// Symlinks are followed when they resolve inside the folder (files only; a symlinked directory is
 /// not descended into, so a link cycle cannot make a scan loop).
 ///
-/// Threading: the table is swapped under a pthread mutex (a lookup holds it for one reference copy);
-/// the handler runs on whichever loop got the request; scans run on the watcher thread or on the
-/// caller of `rescan()`.
-public final class StaticFiles: @unchecked Sendable {
+/// Threading: any thread. The table is swapped under a `Lock` (a lookup holds it for one reference
+/// copy); the handler runs on whichever loop got the request; scans run on the watcher thread or on
+/// the caller of `rescan()`.
+public final class StaticFiles: Sendable {
     /// One servable file.
     struct Entry: Sendable {
         var body: [UInt8]
@@ -61,14 +62,19 @@ public final class StaticFiles: @unchecked Sendable {
     public let maxTotalBytes: Int
     let logger: Logger
 
-    private var mutex = pthread_mutex_t()
-    private var condition = pthread_cond_t()
-    private var table = Table.empty
-    private var scanCount = 0
-    private var warned = Set<String>()
-    private var watching = false
-    private var stopRequested = false
-    private var watcher: pthread_t?
+    /// What scans change, under `state`'s lock.
+    private struct State {
+        var table = Table.empty
+        var scanCount = 0
+        var warned = Set<String>()
+        /// The watcher thread, while one runs.
+        var watcher: pthread_t?
+        /// Callers of `waitForScans`, each woken once `scanCount` reaches its count.
+        var scanWaiters: [(count: Int, wake: DispatchSemaphore)] = []
+    }
+    private let state = Lock(State())
+    /// Signalled once by `stopWatching` per watcher thread; the watcher waits on it between scans.
+    private let stopSignal = DispatchSemaphore(value: 0)
 
     /// A file server for `directory` (relative to the working directory or absolute); reads the
     /// folder into memory at once.
@@ -76,15 +82,13 @@ public final class StaticFiles: @unchecked Sendable {
         directory: String, htmlHeaders: [(String, String)] = [], maxFileBytes: Int = 8 << 20,
         maxTotalBytes: Int = 64 << 20, logger: Logger = Logger(label: "bff.static")
     ) {
-        var buf = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let found = realpath(directory, &buf) != nil
-        root = found ? String(cString: buf) : directory
+        let resolved = StaticFiles.realPath(directory)
+        let found = resolved != nil
+        root = resolved ?? directory
         self.htmlHeaders = htmlHeaders
         self.maxFileBytes = maxFileBytes
         self.maxTotalBytes = maxTotalBytes
         self.logger = logger
-        pthread_mutex_init(&mutex, nil)
-        pthread_cond_init(&condition, nil)
         rescan()
         if !found {
             // Said once at start: `bff` run outside the repository otherwise answers `GET /` with a bare 404.
@@ -96,8 +100,6 @@ public final class StaticFiles: @unchecked Sendable {
 
     deinit {
         stopWatching()
-        pthread_cond_destroy(&condition)
-        pthread_mutex_destroy(&mutex)
     }
 
     /// The router fallback that serves files.
@@ -106,11 +108,7 @@ public final class StaticFiles: @unchecked Sendable {
     }
 
     /// Completed scans so far (the one in `init` included).
-    public var scans: Int {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return scanCount
-    }
+    public var scans: Int { state.withLock { $0.scanCount } }
 
     /// Bytes of file bodies held in memory.
     public var bytesInMemory: Int { currentTable().totalBytes }
@@ -149,58 +147,49 @@ public final class StaticFiles: @unchecked Sendable {
     /// or `interval` is not positive).
     public func startWatching(interval: Double) {
         guard interval > 0 else { return }
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        guard !watching else { return }
-        watching = true
-        stopRequested = false
-        let box = Unmanaged.passRetained(WatchArguments(files: self, interval: interval))
-        var thread = pthread_t()
-        let created = pthread_create(
-            &thread, nil,
-            { raw in
-                let arguments = Unmanaged<WatchArguments>.fromOpaque(raw!).takeRetainedValue()
-                arguments.files.watch(interval: arguments.interval)
-                return nil
-            }, box.toOpaque())
-        if created == 0 {
-            watcher = thread
-        } else {
-            box.release()
-            watching = false
-            logger.warning(
-                "static files: no watcher thread; changes will not be picked up", metadata: ["errno": "\(created)"])
+        state.withLock { state in
+            guard state.watcher == nil else { return }
+            let box = Unmanaged.passRetained(WatchArguments(files: self, interval: interval))
+            var thread = pthread_t()
+            let created = pthread_create(
+                &thread, nil,
+                { raw in
+                    let arguments = Unmanaged<WatchArguments>.fromOpaque(raw!).takeRetainedValue()
+                    arguments.files.watch(interval: arguments.interval)
+                    return nil
+                }, box.toOpaque())
+            if created == 0 {
+                state.watcher = thread
+            } else {
+                box.release()
+                logger.warning(
+                    "static files: no watcher thread; changes will not be picked up", metadata: ["errno": "\(created)"])
+            }
         }
     }
 
     /// Stops the watcher thread and waits for it (returns at once when not watching).
     public func stopWatching() {
-        pthread_mutex_lock(&mutex)
-        let thread = watcher
-        watcher = nil
-        stopRequested = true
-        pthread_cond_broadcast(&condition)
-        pthread_mutex_unlock(&mutex)
-        if let thread { pthread_join(thread, nil) }
-        pthread_mutex_lock(&mutex)
-        watching = false
-        pthread_mutex_unlock(&mutex)
+        guard let thread = state.withLock({ $0.watcher.take() }) else { return }
+        stopSignal.signal()
+        pthread_join(thread, nil)
     }
 
     /// Waits until at least `count` scans have completed, or `timeout` seconds passed; returns
     /// whether they had (tests await the watcher with it).
     public func waitForScans(_ count: Int, timeout: Double) -> Bool {
-        var deadline = timespec()
-        clock_gettime(CLOCK_REALTIME, &deadline)
-        let nanos = Int(deadline.tv_nsec) + Int((timeout - timeout.rounded(.down)) * 1e9)
-        deadline.tv_sec += Int(timeout.rounded(.down)) + nanos / 1_000_000_000
-        deadline.tv_nsec = nanos % 1_000_000_000
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        while scanCount < count {
-            if pthread_cond_timedwait(&condition, &mutex, &deadline) == ETIMEDOUT { return scanCount >= count }
+        let wake: DispatchSemaphore? = state.withLock { state in
+            guard state.scanCount < count else { return nil }
+            let wake = DispatchSemaphore(value: 0)
+            state.scanWaiters.append((count, wake))
+            return wake
         }
-        return true
+        guard let wake else { return true }
+        if wake.wait(timeout: .now() + timeout) == .success { return true }
+        return state.withLock { state in
+            state.scanWaiters.removeAll { $0.wake === wake }
+            return state.scanCount >= count
+        }
     }
 
     /// Scans the folder now (off any loop: on the watcher thread, at start, or in tests) and swaps
@@ -234,12 +223,17 @@ public final class StaticFiles: @unchecked Sendable {
         let changed =
             files.count != old.files.count
             || files.contains { path, entry in old.files[path].map { $0.identity != entry.identity } ?? true }
-        pthread_mutex_lock(&mutex)
-        if changed { table = Table(files: files, totalBytes: total) }
-        let newWarnings = skipped.filter { warned.insert($0.0).inserted }
-        scanCount += 1
-        pthread_cond_broadcast(&condition)
-        pthread_mutex_unlock(&mutex)
+        let newTable = changed ? Table(files: files, totalBytes: total) : nil
+        let (newWarnings, woken) = state.withLock { state in
+            if let newTable { state.table = newTable }
+            let newWarnings = skipped.filter { state.warned.insert($0.0).inserted }
+            state.scanCount += 1
+            let done = state.scanCount
+            let woken = state.scanWaiters.filter { $0.count <= done }.map(\.wake)
+            state.scanWaiters.removeAll { $0.count <= done }
+            return (newWarnings, woken)
+        }
+        for wake in woken { wake.signal() }
         for (path, why) in newWarnings {
             logger.warning("static file not served", metadata: ["path": "\(path)", "reason": "\(why)"])
         }
@@ -255,28 +249,15 @@ public final class StaticFiles: @unchecked Sendable {
         }
     }
 
+    /// The watcher thread: a scan every `interval` seconds until `stopWatching` signals.
     private func watch(interval: Double) {
-        while true {
-            var deadline = timespec()
-            clock_gettime(CLOCK_REALTIME, &deadline)
-            let nanos = Int(deadline.tv_nsec) + Int((interval - interval.rounded(.down)) * 1e9)
-            deadline.tv_sec += Int(interval.rounded(.down)) + nanos / 1_000_000_000
-            deadline.tv_nsec = nanos % 1_000_000_000
-            pthread_mutex_lock(&mutex)
-            while !stopRequested {
-                if pthread_cond_timedwait(&condition, &mutex, &deadline) == ETIMEDOUT { break }
-            }
-            let stop = stopRequested
-            pthread_mutex_unlock(&mutex)
-            if stop { return }
+        while stopSignal.wait(timeout: .now() + interval) == .timedOut {
             rescan()
         }
     }
 
     private func currentTable() -> Table {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return table
+        state.withLock { $0.table }
     }
 
     /// Collects every regular file under `directory` that may be served (no dotfiles; symlinks only
@@ -289,7 +270,7 @@ public final class StaticFiles: @unchecked Sendable {
         defer { closedir(dir) }
         while let item = readdir(dir) {
             let name = withUnsafeBytes(of: item.pointee.d_name) { raw in
-                String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
             }
             if name.hasPrefix(".") || name.contains("\\") { continue }  // dotfiles, ".", ".."
             let path = directory + "/" + name
@@ -346,11 +327,16 @@ public final class StaticFiles: @unchecked Sendable {
 
     /// `path` with symlinks resolved, if it exists and lies inside `root`.
     func resolveInside(_ path: String) -> String? {
-        var buf = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        guard realpath(path, &buf) != nil else { return nil }
-        let resolved = String(cString: buf)
+        guard let resolved = StaticFiles.realPath(path) else { return nil }
         guard resolved == root || resolved.hasPrefix(root + "/") else { return nil }
         return resolved
+    }
+
+    /// `realpath(3)` of `path`, nil when it does not resolve.
+    private static func realPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
     }
 
     private func readFile(_ path: String, size: Int) -> [UInt8]? {
@@ -387,38 +373,5 @@ public final class StaticFiles: @unchecked Sendable {
         case "webmanifest": return "application/manifest+json"
         default: return "application/octet-stream"
         }
-    }
-}
-
-/// IMF-fixdate formatting and parsing (RFC 9110 §5.6.7).
-public enum HTTPDate {
-    /// Formats seconds since 1970 as "Sun, 06 Nov 1994 08:49:37 GMT".
-    public static func format(_ seconds: Int) -> String {
-        var t = time_t(seconds)
-        var tmv = tm()
-        gmtime_r(&t, &tmv)
-        var buf = [CChar](repeating: 0, count: 64)
-        let n = strftime(&buf, buf.count, "%a, %d %b %Y %H:%M:%S GMT", &tmv)
-        return String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
-    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-
-    /// Parses an IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT"); nil for anything else.
-    public static func parse(_ text: String) -> Int? {
-        let p = text.split(separator: " ")
-        guard p.count == 6, p[5] == "GMT", let day = Int(p[1]), let year = Int(p[3]),
-            let month = months.firstIndex(of: String(p[2]))
-        else { return nil }
-        let t = p[4].split(separator: ":").compactMap { Int($0) }
-        guard t.count == 3 else { return nil }
-        var tmv = tm()
-        tmv.tm_year = Int32(year - 1900)
-        tmv.tm_mon = Int32(month)
-        tmv.tm_mday = Int32(day)
-        tmv.tm_hour = Int32(t[0])
-        tmv.tm_min = Int32(t[1])
-        tmv.tm_sec = Int32(t[2])
-        return Int(timegm(&tmv))
     }
 }

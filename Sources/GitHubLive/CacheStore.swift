@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import GitHubSearch
 import Logging
+import Primitives
 
 /// One persisted cache entry.
 struct StoredEntry: Sendable {
@@ -28,10 +29,15 @@ struct StoredEntry: Sendable {
 /// synchronously at start-up. A file that cannot be opened or read (corrupt, not a database, wrong
 /// schema) is logged, deleted and created afresh; if even that fails the store logs once and
 /// becomes a no-op (the cache keeps working in memory). Never fatal.
-final class CacheStore: @unchecked Sendable {  // all mutable state is confined to `queue`
+///
+/// Threading: any thread. The connection is used on `queue` only, inside its `Lock`: only that serial
+/// queue takes the lock, so it is never contended; it makes the confinement checked (`Sendable`
+/// without exceptions) and visible to ThreadSanitizer.
+final class CacheStore: Sendable {
     static let schemaVersion = 2
     private let queue = DispatchQueue(label: "bff.search-cache.sqlite")
-    private var db: SQLiteDatabase?
+    /// The database (nil when it cannot be opened); taken on `queue` only.
+    private let connection = Lock<SQLiteDatabase?>(nil)
     private let logger: Logger
     let path: String
     /// The upstream this process's pages come from (nil: unnamed, the key "").
@@ -42,11 +48,11 @@ final class CacheStore: @unchecked Sendable {  // all mutable state is confined 
         self.path = path
         self.upstream = upstream
         self.logger = logger
-        queue.sync { db = openHealthy() }
+        queue.sync { connection.withLock { $0 = openHealthy() } }
     }
 
     /// True when the store has a working database.
-    var isOpen: Bool { queue.sync { db != nil } }
+    var isOpen: Bool { queue.sync { connection.withLock { $0 != nil } } }
 
     private func openHealthy() -> SQLiteDatabase? {
         do {
@@ -125,40 +131,44 @@ final class CacheStore: @unchecked Sendable {  // all mutable state is confined 
     /// Every readable entry, least recently used first. Unreadable rows are logged and deleted.
     func loadAll() -> [StoredEntry] {
         queue.sync {
-            guard let db else { return [] }
-            var entries: [StoredEntry] = []
-            var bad: [String] = []
-            let decoder = JSONDecoder()
-            do {
-                try db.query("SELECT key, request, page, etag, stored_at, last_use FROM search_cache ORDER BY last_use")
-                { row in
-                    let key = row.text(0) ?? ""
-                    let pageJSON = row.blob(2)
-                    guard let request = try? decoder.decode(SearchRequest.self, from: Data(row.blob(1))),
-                        let page = try? decoder.decode(SearchPage.self, from: Data(pageJSON))
-                    else {
-                        bad.append(key)
-                        return
+            connection.withLock { connection in
+                guard let db = connection else { return [] }
+                var entries: [StoredEntry] = []
+                var bad: [String] = []
+                let decoder = JSONDecoder()
+                do {
+                    try db.query(
+                        "SELECT key, request, page, etag, stored_at, last_use FROM search_cache ORDER BY last_use"
+                    ) { row in
+                        let key = row.text(0) ?? ""
+                        let pageJSON = row.blob(2)
+                        guard let request = try? decoder.decode(SearchRequest.self, from: Data(row.blob(1))),
+                            let page = try? decoder.decode(SearchPage.self, from: Data(pageJSON))
+                        else {
+                            bad.append(key)
+                            return
+                        }
+                        entries.append(
+                            StoredEntry(
+                                key: key, request: request, page: page, etag: row.text(3), storedAt: row.double(4),
+                                pageJSON: pageJSON, lastUse: row.int(5)))
                     }
-                    entries.append(
-                        StoredEntry(
-                            key: key, request: request, page: page, etag: row.text(3), storedAt: row.double(4),
-                            pageJSON: pageJSON, lastUse: row.int(5)))
+                    for key in bad { try db.query("DELETE FROM search_cache WHERE key = ?", [.text(key)]) }
+                } catch {
+                    logger.error(
+                        "search cache file unreadable; rebuilding it",
+                        metadata: ["path": "\(path)", "error": "\(error)"])
+                    db.close()
+                    connection = nil
+                    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+                    connection = try? open()
+                    return []
                 }
-                for key in bad { try db.query("DELETE FROM search_cache WHERE key = ?", [.text(key)]) }
-            } catch {
-                logger.error(
-                    "search cache file unreadable; rebuilding it", metadata: ["path": "\(path)", "error": "\(error)"])
-                self.db?.close()
-                self.db = nil
-                for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-                self.db = try? open()
-                return []
+                if !bad.isEmpty {
+                    logger.warning("dropped unreadable search cache rows", metadata: ["count": "\(bad.count)"])
+                }
+                return entries
             }
-            if !bad.isEmpty {
-                logger.warning("dropped unreadable search cache rows", metadata: ["count": "\(bad.count)"])
-            }
-            return entries
         }
     }
 
@@ -166,17 +176,19 @@ final class CacheStore: @unchecked Sendable {  // all mutable state is confined 
     func put(_ entry: StoredEntry) {
         let requestJSON = (try? JSONEncoder().encode(entry.request)).map(Array.init) ?? []
         queue.async { [self] in
-            guard let db else { return }
-            do {
-                try db.query(
-                    "INSERT OR REPLACE INTO search_cache(key, request, page, etag, stored_at, last_use) VALUES(?,?,?,?,?,?)",
-                    [
-                        .text(entry.key), .blob(requestJSON), .blob(entry.pageJSON),
-                        entry.etag.map { .text($0) } ?? .null,
-                        .double(entry.storedAt), .int(entry.lastUse),
-                    ])
-            } catch {
-                logger.warning("search cache write failed", metadata: ["error": "\(error)"])
+            connection.withLock { connection in
+                guard let db = connection else { return }
+                do {
+                    try db.query(
+                        "INSERT OR REPLACE INTO search_cache(key, request, page, etag, stored_at, last_use) VALUES(?,?,?,?,?,?)",
+                        [
+                            .text(entry.key), .blob(requestJSON), .blob(entry.pageJSON),
+                            entry.etag.map { .text($0) } ?? .null,
+                            .double(entry.storedAt), .int(entry.lastUse),
+                        ])
+                } catch {
+                    logger.warning("search cache write failed", metadata: ["error": "\(error)"])
+                }
             }
         }
     }
@@ -184,8 +196,10 @@ final class CacheStore: @unchecked Sendable {  // all mutable state is confined 
     /// Deletes an entry (asynchronously, in order).
     func delete(key: String) {
         queue.async { [self] in
-            do { try db?.query("DELETE FROM search_cache WHERE key = ?", [.text(key)]) } catch {
-                logger.warning("search cache delete failed", metadata: ["error": "\(error)"])
+            connection.withLock { connection in
+                do { try connection?.query("DELETE FROM search_cache WHERE key = ?", [.text(key)]) } catch {
+                    logger.warning("search cache delete failed", metadata: ["error": "\(error)"])
+                }
             }
         }
     }
@@ -198,8 +212,10 @@ final class CacheStore: @unchecked Sendable {  // all mutable state is confined 
     /// Closes the database after pending writes.
     func close() {
         queue.sync {
-            db?.close()
-            db = nil
+            connection.withLock { connection in
+                connection?.close()
+                connection = nil
+            }
         }
     }
 }

@@ -1,5 +1,6 @@
 /// Continuations waiting for a count (queued callers, a flight's waiters) under a key to reach an
-/// exact value: how tests await a queue forming or emptying without sleeping.
+/// exact value: how tests await a queue forming or emptying without sleeping. Test support: only the
+/// `@_spi(Testing)` waits (`RateLimiter.waitForQueue`, `SearchCache.waitForWaiters`) add to it.
 ///
 /// Threading: a value owned by one actor (`RateLimiter`, `SearchCache`); used only on it.
 struct CountWatchers<Key: Equatable> {

@@ -29,25 +29,15 @@ public struct SystemWallClock: WallClock {
 }
 
 extension GitHubGateway {
-    /// RFC 3986 unreserved characters pass; everything else (including `+`, `&`, `=`, `:`) is encoded.
+    /// RFC 3986 unreserved characters pass; everything else (including `+`, `&`, `=`, `:`) is encoded,
+    /// as UTF-8 bytes with upper-case hex (Foundation's `addingPercentEncoding`).
     static func percentEncode(_ s: String) -> String {
-        var out = ""
-        out.reserveCapacity(s.utf8.count)
-        let hex = Array("0123456789ABCDEF")
-        for b in s.utf8 {
-            switch b {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                UInt8(ascii: "~"):
-                out.append(Character(Unicode.Scalar(b)))
-            default:
-                out.append("%")
-                out.append(hex[Int(b >> 4)])
-                out.append(hex[Int(b & 0xF)])
-            }
-        }
-        return out
+        s.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
     }
+
+    /// RFC 3986 §2.3's unreserved characters.
+    private static let unreserved = CharacterSet(
+        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
     static func lowercasedHeaders(_ response: HTTPURLResponse) -> [String: String] {
         var headers: [String: String] = [:]

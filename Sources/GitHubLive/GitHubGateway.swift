@@ -232,7 +232,7 @@ public final class GitHubGateway: ConditionalRepositorySearching {
 
 /// A session delegate that refuses every redirect, so the bearer token never travels to another
 /// URL; the search fails (`upstream`, or `unavailable` when corelibs reports it as a transport error).
-final class RefuseRedirects: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+final class RefuseRedirects: NSObject, URLSessionTaskDelegate, Sendable {  // no state
     func urlSession(
         _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
         newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void

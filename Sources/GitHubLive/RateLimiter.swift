@@ -169,7 +169,7 @@ public actor RateLimiter {
     public var queued: Int { waiters.count }
 
     /// Returns once exactly `count` callers wait for a slot (tests await a queue forming or emptying).
-    func waitForQueue(_ count: Int) async {
+    @_spi(Testing) public func waitForQueue(_ count: Int) async {
         if waiters.count == count { return }
         await withCheckedContinuation { queueWatchers.add(0, count, $0) }
     }

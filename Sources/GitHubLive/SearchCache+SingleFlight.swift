@@ -53,7 +53,7 @@ extension SearchCache {
 
     /// Returns once the flight for `request` has exactly `count` waiters (tests await callers joining
     /// and leaving).
-    func waitForWaiters(_ count: Int, request: SearchRequest) async {
+    @_spi(Testing) public func waitForWaiters(_ count: Int, request: SearchRequest) async {
         let key = SearchCache.key(request)
         if (inFlight[key]?.waiters.count ?? 0) == count { return }
         await withCheckedContinuation { flightWatchers.add(key, count, $0) }

@@ -77,11 +77,11 @@ public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
     var inFlight: [String: Flight] = [:]
     /// Numbers for flights and their waiters.
     var flightCounter = 0
-    /// Tests waiting for a flight to have a number of waiters.
+    /// Tests waiting for a flight to have a number of waiters (`waitForWaiters`).
     var flightWatchers = CountWatchers<String>()
     var useCounter = 0
     /// Calls of `search` so far (tests use it to know every caller has arrived).
-    var lookups = 0
+    @_spi(Testing) public private(set) var lookups = 0
     /// Bytes of all entries' encoded pages.
     public internal(set) var totalBytes = 0
 
@@ -161,8 +161,9 @@ public actor SearchCache<Upstream: RepositorySearching>: RepositorySearching {
         }
     }
 
-    /// Waits until every upstream call under way (including background revalidations) has finished.
-    public func waitForRevalidations() async {
+    /// Waits until every upstream call under way (including background revalidations) has finished
+    /// (tests).
+    @_spi(Testing) public func waitForRevalidations() async {
         while let task = inFlight.values.first?.task { await task.value }
     }
 

@@ -5,12 +5,13 @@
 
 import Foundation
 import JSON
+import Primitives
 
 /// The simulator: corpus, rate budget, fault switches and counters.
 ///
 /// `handle` is deterministic given the state and `now`. Thread-safe: the mutable state (faults,
-/// budget window, stats) is guarded by one lock held only for bookkeeping, never during search.
-public final class GitHubSimulator: @unchecked Sendable {
+/// budget window, stats) is guarded by one `Lock` held only for bookkeeping, never during search.
+public final class GitHubSimulator: Sendable {
     /// How to build the simulator.
     public struct Configuration: Sendable {
         /// PRNG seed of the corpus.
@@ -46,49 +47,47 @@ public final class GitHubSimulator: @unchecked Sendable {
     /// The corpus searched.
     public let corpus: Corpus
     let token: String?
-    private let lock = NSLock()
-    private var faultState: SimFaults
-    private var limit: Int
+    /// The switches, the budget window and the counters.
+    private struct State {
+        var faultState: SimFaults
+        var limit: Int
+        var windowReset = 0.0
+        var used = 0
+        var counters = Stats()
+    }
+    private let state: Lock<State>
     /// The configured switches and budget, restored by `reset()`.
     private let initialFaults: SimFaults
     private let initialLimit: Int
-    private var windowReset = 0.0
-    private var used = 0
-    private var counters = Stats()
 
     /// Generates the corpus (about 50 ms for 5000 repositories) and sets the switches.
     public init(configuration: Configuration = Configuration()) {
         corpus = Corpus(seed: configuration.seed, count: configuration.repositories)
         token = configuration.token
-        faultState = configuration.faults
-        limit = max(0, configuration.rateLimit)
         initialFaults = configuration.faults
-        initialLimit = limit
+        initialLimit = max(0, configuration.rateLimit)
+        state = Lock(State(faultState: configuration.faults, limit: max(0, configuration.rateLimit)))
     }
 
     /// The current fault switches.
     public var faults: SimFaults {
-        get { lock.withLock { faultState } }
-        set { lock.withLock { faultState = newValue } }
+        get { state.withLock { $0.faultState } }
+        set { state.withLock { $0.faultState = newValue } }
     }
 
     /// The per-minute budget.
     public var rateLimit: Int {
-        get { lock.withLock { limit } }
-        set { lock.withLock { limit = max(0, newValue) } }
+        get { state.withLock { $0.limit } }
+        set { state.withLock { $0.limit = max(0, newValue) } }
     }
 
     /// The counters so far.
-    public var stats: Stats { lock.withLock { counters } }
+    public var stats: Stats { state.withLock { $0.counters } }
 
     /// Clears counters and the budget window, and restores the switches and budget it started with.
     public func reset() {
-        lock.withLock {
-            counters = Stats()
-            used = 0
-            windowReset = 0
-            faultState = initialFaults
-            limit = initialLimit
+        state.withLock {
+            $0 = State(faultState: initialFaults, limit: initialLimit)
         }
     }
 
@@ -112,25 +111,25 @@ public final class GitHubSimulator: @unchecked Sendable {
     }
 
     /// Updates the counters under the lock.
-    func record(_ change: (inout Stats) -> Void) { lock.withLock { change(&counters) } }
+    func record(_ change: (inout Stats) -> Void) { state.withLock { change(&$0.counters) } }
 
     /// Spends one unit of the budget. Returns the limit, what remains, the reset time (epoch
     /// seconds) and whether the request may proceed; `forced` refuses as if the budget were spent.
     func consume(now: Double, forced: Bool) -> (limit: Int, remaining: Int, reset: Int, allowed: Bool) {
-        lock.withLock {
-            if now >= windowReset {
-                windowReset = (now + 60).rounded(.up)
-                used = 0
+        state.withLock { s in
+            if now >= s.windowReset {
+                s.windowReset = (now + 60).rounded(.up)
+                s.used = 0
             }
-            if forced { return (limit, 0, Int(windowReset), false) }
-            guard used < limit else { return (limit, 0, Int(windowReset), false) }
-            used += 1
-            return (limit, limit - used, Int(windowReset), true)
+            if forced { return (s.limit, 0, Int(s.windowReset), false) }
+            guard s.used < s.limit else { return (s.limit, 0, Int(s.windowReset), false) }
+            s.used += 1
+            return (s.limit, s.limit - s.used, Int(s.windowReset), true)
         }
     }
 
     /// Gives back one unit of the budget (a 304 is free).
-    func refund() { lock.withLock { used = max(0, used - 1) } }
+    func refund() { state.withLock { $0.used = max(0, $0.used - 1) } }
 
     var statsJSON: JSONValue {
         let s = stats
@@ -152,15 +151,15 @@ public final class GitHubSimulator: @unchecked Sendable {
             newLimit = n
         }
         // Read, merge and write under one lock: concurrent POSTs (several loops) lose no switch.
-        let merged: Result<SimFaults, SimError> = lock.withLock {
-            var next = faultState
+        let merged: Result<SimFaults, SimError> = state.withLock { s in
+            var next = s.faultState
             do throws(SimError) {
                 try next.merge(object)
             } catch {
                 return .failure(error)
             }
-            faultState = next
-            if let newLimit { limit = newLimit }
+            s.faultState = next
+            if let newLimit { s.limit = newLimit }
             return .success(next)
         }
         switch merged {

@@ -26,6 +26,7 @@ import Synchronization
 /// - A lost connection fails its pending commands with `.connectionLost` and reconnects with
 ///   exponential back-off and jitter (`Backoff`). Commands are sent only while `ready`: otherwise
 ///   they fail at once with `.notConnected` (callers answer `503`), they are not queued.
+// Unchecked: hiredis's callback context (`Unmanaged` in its C callbacks); loop-thread-only fields.
 public final class RedisConnection: @unchecked Sendable {
     /// The completion of one command; runs on the connection's loop.
     public typealias Callback = (Result<RESPValue, RedisError>) -> Void
@@ -252,7 +253,7 @@ public final class RedisConnection: @unchecked Sendable {
         healthTimer?.cancel()
         healthTimer = nil
         if s == .ready, let every = healthCheckInterval {
-            lastReplyAt = Self.now()
+            lastReplyAt = monotonicNanos()
             healthTimer = loop.scheduleRepeating(every: every) { [weak self] in self?.checkHealth(every) }
         }
         onStateChange?(s)
@@ -261,7 +262,7 @@ public final class RedisConnection: @unchecked Sendable {
     /// While idle (nothing pending, no reply for `interval`), a `PING`: its time-out drops a connection
     /// to a Redis that stopped answering, which an idle connection would otherwise never notice.
     private func checkHealth(_ interval: Double) {
-        guard state == .ready, inFlight == 0, Double(Self.now() &- lastReplyAt) / 1e9 >= interval * 0.9 else {
+        guard state == .ready, inFlight == 0, Double(monotonicNanos() &- lastReplyAt) / 1e9 >= interval * 0.9 else {
             return
         }
         issue(["PING"], timeout: configuration.commandTimeout, persistent: false) { _ in }
@@ -283,7 +284,7 @@ public final class RedisConnection: @unchecked Sendable {
             callback(.failure(.connectionLost("redisAsyncFormattedCommand failed")))
             return nil
         }
-        var p = Pending(callback: callback, sentAt: Self.now(), timer: nil, persistent: persistent)
+        var p = Pending(callback: callback, sentAt: monotonicNanos(), timer: nil, persistent: persistent)
         if !persistent {
             if inFlight == 0 { busySince = p.sentAt }
             inFlight += 1
@@ -340,7 +341,7 @@ public final class RedisConnection: @unchecked Sendable {
     }
 
     /// Seconds since the connection last made progress: its last reply, or when it last got busy.
-    private var secondsWithoutProgress: Double { Double(Self.now() &- max(lastReplyAt, busySince)) / 1e9 }
+    private var secondsWithoutProgress: Double { Double(monotonicNanos() &- max(lastReplyAt, busySince)) / 1e9 }
 
     /// Drops the connection when commands wait and nothing was answered for `stallTimeout`; true if it did.
     private func checkStall() -> Bool {
@@ -374,18 +375,18 @@ public final class RedisConnection: @unchecked Sendable {
         }
         guard let p = pending[id] else {
             if abandoned.remove(id) != nil {  // timed out: the late reply is dropped, but it is progress
-                lastReplyAt = Self.now()
+                lastReplyAt = monotonicNanos()
                 inFlight -= 1
             }
             return
         }
-        lastReplyAt = Self.now()
+        lastReplyAt = monotonicNanos()
         let value = RESPValue(reply: reply.assumingMemoryBound(to: redisReply.self))
         if !p.persistent {
             pending[id] = nil
             inFlight -= 1
             p.timer?.cancel()
-            let rtt = Double(Self.now() &- p.sentAt) / 1e9
+            let rtt = Double(monotonicNanos() &- p.sentAt) / 1e9
             onRoundTrip?(rtt)
         }
         if case .error(let message) = value {
@@ -393,12 +394,6 @@ public final class RedisConnection: @unchecked Sendable {
         } else {
             p.callback(.success(value))
         }
-    }
-
-    static func now() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
 }
 

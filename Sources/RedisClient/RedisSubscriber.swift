@@ -12,6 +12,7 @@ import Logging
 /// "subscribe first, then read history, then de-duplicate by id".
 /// Limitation (hiredis 0.14): subscribing a channel again while its unsubscribe is in flight is not
 /// supported (hiredis files the confirmation under the channel name).
+// Unchecked: its handlers run from its connection's hiredis callbacks; its fields are loop-thread-only.
 public final class RedisSubscriber: @unchecked Sendable {
     /// The underlying connection (its `state` is this subscriber's state).
     public let connection: RedisConnection

@@ -9,7 +9,7 @@ import RedisClient
 /// A real `redis-server` for tests: a free port on 127.0.0.1, no persistence, started and killed by
 /// the test. `start()` returns once the server has logged "Ready to accept connections" (read from
 /// its stdout: an event, not a sleep).
-public final class RedisServerProcess: @unchecked Sendable {
+public final class RedisServerProcess: Sendable {
     /// The server's TCP port on 127.0.0.1.
     public let port: Int
     /// Extra `redis-server` arguments (`--requirepass …`).
@@ -18,7 +18,8 @@ public final class RedisServerProcess: @unchecked Sendable {
     private let arguments: [String]
     /// The log line that says the server is ready.
     private let readyLine: String
-    private var process: Process?
+    /// The running server (nil when stopped); any thread.
+    private let process = Lock<Process?>(nil)
 
     /// Picks a free port and starts the server there.
     public convenience init(extraArguments: [String] = []) throws {
@@ -49,7 +50,7 @@ public final class RedisServerProcess: @unchecked Sendable {
     }
 
     /// The server's process id (0 when not running).
-    public var pid: Int32 { process?.processIdentifier ?? 0 }
+    public var pid: Int32 { process.withLock { $0?.processIdentifier ?? 0 } }
     /// `redis://127.0.0.1:<port>`.
     public var url: String { "redis://127.0.0.1:\(port)" }
 
@@ -62,7 +63,7 @@ public final class RedisServerProcess: @unchecked Sendable {
         p.standardOutput = out
         p.standardError = FileHandle.nullDevice
         try p.run()
-        process = p
+        process.withLock { $0 = p }
         var seen = ""
         let handle = out.fileHandleForReading
         let deadline = Date().addingTimeInterval(10)
@@ -79,18 +80,17 @@ public final class RedisServerProcess: @unchecked Sendable {
 
     /// SIGKILLs the server and waits for it to exit.
     public func kill() {
-        guard let p = process else { return }
+        guard let p = process.withLock({ $0.take() }) else { return }
         Glibc.kill(p.processIdentifier, SIGKILL)
         p.waitUntilExit()
         (p.standardOutput as? Pipe)?.fileHandleForReading.readabilityHandler = nil
-        process = nil
     }
 
     /// Sends `signal` (SIGSTOP, SIGCONT) to the server.
     public func signal(_ signal: Int32) { Glibc.kill(pid, signal) }
 
     /// True while the server process runs (not killed).
-    public var isRunning: Bool { process != nil }
+    public var isRunning: Bool { process.withLock { $0 != nil } }
 
     /// Runs `redis-cli -p <port> args…` (blocking, for test set-up and checks) and returns its output,
     /// trimmed; "" when it could not run.

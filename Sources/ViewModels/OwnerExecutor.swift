@@ -8,11 +8,13 @@ public typealias OwnerExecutor = @Sendable (@escaping @Sendable () -> Void) -> V
 /// A weak reference to an owner-bound object that may travel to other threads but is only dereferenced
 /// on the owner (inside a closure given to the owner's `OwnerExecutor`).
 ///
-/// `@unchecked Sendable` because the compiler cannot see the owner rule: `value` is read and written
-/// only on the owner; other threads merely carry the box.
+/// ViewModels knows no threads or loops, so the owner rule cannot be checked here as `LoopBound` checks
+/// it: the box is created by the store on its owner, carried by effect tasks, and opened only inside the
+/// closure the store gives its `OwnerExecutor`. The reference is weak, so a store gone meanwhile is nil.
+// Unchecked: the compiler cannot see the owner rule above; `value` is read only on the owner.
 final class OwnerBound<Value: AnyObject>: @unchecked Sendable {
     /// The object; read on the owner only. `nil` once it is gone (late effect results are dropped).
-    weak var value: Value?
+    weak let value: Value?
 
     init(_ value: Value) { self.value = value }
 }

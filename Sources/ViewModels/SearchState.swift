@@ -61,43 +61,39 @@ public struct SearchState: Equatable, Sendable, Codable {
         set { updateRare { $0.inFlight = newValue } }
     }
 
-    /// The out-of-line fields. Copy on write: a state copied (the store keeps the old state while it
-    /// diffs outputs) shares the box until one copy changes a field, and that copy gets its own box.
-    /// Never mutated while shared, so it is safe to send.
-    private final class Rare: Equatable, @unchecked Sendable {
+    /// The out-of-line fields, immutable: a state copied (the store keeps the old state while it diffs
+    /// outputs) shares the box, and a change makes a new one. These fields change a few times per
+    /// search, so a box per change costs nothing that matters, and an immutable box is `Sendable` as
+    /// it stands.
+    private final class Rare: Equatable, Sendable {
+        let fields: RareFields
+
+        init(_ fields: RareFields) { self.fields = fields }
+
+        var error: SearchError? { fields.error }
+        var current: SearchRequest? { fields.current }
+        var retryAt: Int? { fields.retryAt }
+        var inFlight: SearchInFlight? { fields.inFlight }
+
+        static func == (a: Rare, b: Rare) -> Bool { a === b || a.fields == b.fields }
+    }
+
+    /// What `Rare` holds.
+    private struct RareFields: Equatable, Sendable {
         var error: SearchError?
         var current: SearchRequest?
         var retryAt: Int?
         var inFlight: SearchInFlight?
 
-        init() {}
-
-        init(copying other: Rare) {
-            error = other.error
-            current = other.current
-            retryAt = other.retryAt
-            inFlight = other.inFlight
-        }
-
         var isEmpty: Bool { error == nil && current == nil && retryAt == nil && inFlight == nil }
-
-        static func == (a: Rare, b: Rare) -> Bool {
-            a === b
-                || (a.error == b.error && a.current == b.current && a.retryAt == b.retryAt && a.inFlight == b.inFlight)
-        }
     }
 
-    /// Changes the out-of-line fields: the box is created when the first one is set, copied when it is
-    /// shared, and dropped when the last one is cleared.
-    private mutating func updateRare(_ change: (Rare) -> Void) {
-        let box: Rare
-        if let rare {
-            box = isKnownUniquelyReferenced(&self.rare) ? rare : Rare(copying: rare)
-        } else {
-            box = Rare()
-        }
-        change(box)
-        rare = box.isEmpty ? nil : box
+    /// Changes the out-of-line fields: a box with the change replaces the old one (none when the last
+    /// of them is cleared).
+    private mutating func updateRare(_ change: (inout RareFields) -> Void) {
+        var fields = rare?.fields ?? RareFields()
+        change(&fields)
+        rare = fields.isEmpty ? nil : Rare(fields)
     }
 
     /// The stored names: explicit so a rename cannot change what was written before. `generation` is

@@ -1,3 +1,7 @@
+// Re-exported: `MonotonicClock` (in Primitives since the server's and the Redis client's clocks were
+// merged into it) stays available to WireClient's users, as before.
+@_exported import Primitives
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -95,22 +99,5 @@ final class BlockingSocket {
             if e == ECONNRESET { return 0 }
             throw .system("recv", e)
         }
-    }
-}
-
-/// Monotonic time in seconds (CLOCK_MONOTONIC), for deadlines.
-public enum MonotonicClock {
-    /// Seconds since an arbitrary fixed point; never goes backwards.
-    public static func now() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
-
-    /// Nanoseconds since an arbitrary fixed point; never goes backwards.
-    public static func nanoseconds() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
 }

@@ -1,3 +1,5 @@
+import Primitives
+
 /// An incremental decoder of HTTP/1.1 `Transfer-Encoding: chunked` bodies.
 ///
 /// Feed it raw bytes in any slicing; it hands out the payload bytes and stops consuming right
@@ -45,7 +47,7 @@ public struct ChunkedDecoder: Sendable {
                 state = remaining == n ? .dataCR : .data(remaining: remaining - n)
                 continue
             case .size(let digits):
-                if let value = Self.hexValue(byte) {
+                if let value = asciiHexValue(byte).map(Int.init) {
                     guard digits < 15 else { throw .malformed("chunk size too large") }
                     size = size * 16 + value
                     state = .size(digits: digits + 1)
@@ -98,14 +100,5 @@ public struct ChunkedDecoder: Sendable {
     private mutating func endOfSizeLine() {
         state = size == 0 ? .trailerLineStart : .data(remaining: size)
         size = 0
-    }
-
-    private static func hexValue(_ byte: UInt8) -> Int? {
-        switch byte {
-        case 0x30...0x39: return Int(byte - 0x30)
-        case 0x41...0x46: return Int(byte - 0x41 + 10)
-        case 0x61...0x66: return Int(byte - 0x61 + 10)
-        default: return nil
-        }
     }
 }

@@ -33,6 +33,26 @@ final class LoopBoundTests: XCTestCase {
         return slot.value!
     }
 
+    /// A `LoopBoundReference` made on its loop travels to another loop (it is `Sendable`), is closed
+    /// there, and opens to the same object back on its own loop.
+    func testLoopBoundReferenceTravelsAndOpensOnItsLoopOnly() {
+        final class Counter { var n = 0 }
+        let a = startedLoop()
+        let b = startedLoop()
+        let reference = on(a) { () -> LoopBoundReference<Counter> in
+            let r = LoopBoundReference(Counter(), loop: a)
+            r.value.n = 41
+            return r
+        }
+        XCTAssertFalse(reference.isOnLoop, "the test's thread is not the loop's")
+        XCTAssertFalse(on(b) { reference.isOnLoop }, "another loop's thread is not the loop's")
+        XCTAssertEqual(
+            on(a) {
+                reference.value.n += 1
+                return reference.value.n
+            }, 42, "the same object, changed through the reference")
+    }
+
     func testLoopBoundIsOpenOnItsLoopOnly() {
         let a = startedLoop()
         let b = startedLoop()

@@ -145,9 +145,9 @@ final class StreamTests: XCTestCase {
         let (_, reader) = try c.openEventStream("/stream")
         XCTAssertEqual(try reader.next()?.data, "hello")
         XCTAssertTrue(s.opened.wait())
-        var stateDuringDrain: HTTPServer.State?
+        let stateDuringDrain = Lock<HTTPServer.State?>(nil)
         t.server.onDrain = {
-            stateDuringDrain = t.server.state
+            stateDuringDrain.withLock { $0 = t.server.state }
             for stream in s.streams {
                 stream.loop.execute {
                     stream.write(Array("event: end\ndata: {\"reason\":\"shutdown\"}\n\n".utf8))
@@ -164,7 +164,7 @@ final class StreamTests: XCTestCase {
         XCTAssertEqual(end?.event, "end")
         XCTAssertEqual(end?.data, #"{"reason":"shutdown"}"#)
         XCTAssertTrue(finished.wait(10))
-        XCTAssertEqual(stateDuringDrain, .draining)
+        XCTAssertEqual(stateDuringDrain.withLock { $0 }, .draining)
         XCTAssertEqual(t.server.state, .stopped)
         XCTAssertTrue(c.waitForClose(timeout: 5))
         XCTAssertThrowsError(try WireConnection(port: t.port).request("GET", "/hello"))

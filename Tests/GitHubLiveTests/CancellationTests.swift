@@ -5,7 +5,7 @@ import GitHubSimulator
 import Logging
 import XCTest
 
-@testable import GitHubLive
+@_spi(Testing) @testable import GitHubLive
 
 /// A cancelled search leaves the rate limiter's queue without a slot and leaves the single flight
 /// without taking the other waiters' answer away; only an unwanted, unsent upstream call is cancelled.

@@ -5,7 +5,7 @@ import GitHubSimulator
 import Logging
 import XCTest
 
-@testable import GitHubLive
+@_spi(Testing) @testable import GitHubLive
 
 /// The live gateway against the simulator over real HTTP on 127.0.0.1 (an ephemeral port).
 final class GatewaySimulatorTests: XCTestCase {

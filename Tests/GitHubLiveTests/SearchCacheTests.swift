@@ -2,7 +2,7 @@ import Foundation
 import GitHubSearch
 import XCTest
 
-@testable import GitHubLive
+@_spi(Testing) @testable import GitHubLive
 
 /// The cache decorator with a manual clock and a scripted upstream.
 final class SearchCacheTests: XCTestCase {

@@ -1,4 +1,4 @@
-extension Router {
+extension RouteTable {
     /// Routes one request to its handler, or answers `405` (with `Allow`) or `404` problem JSON, or
     /// hands it to the fallback (not for a path under a route-only prefix: `404` problem). The socket path (`LoopHTTP`) and `InProcessClient` both come here.
     /// `knownMethod` is nil for a method evhttp parsed but HTTPMethod does not list. Takes the
@@ -10,14 +10,15 @@ extension Router {
         if knownMethod == nil, case .notFound = match, fallback != nil, routeOnly == nil {
             match = .methodNotAllowed(allow: [.GET, .HEAD], route: "static")  // what static files allow
         }
+        let core = responder.core
         switch match {
         case .handler(let handler, let route, let routeIndex, let parameters):
-            responder.route = route
-            responder.routeIndex = routeIndex
+            core.route = route
+            core.routeIndex = routeIndex
             request.parameters = parameters
             handler(request, responder)
         case .methodNotAllowed(let allow, let route):
-            responder.route = route
+            core.route = route
             let list = allow.map(\.rawValue).joined(separator: ", ")
             responder.send(
                 HTTPResponse.problem(
@@ -32,8 +33,8 @@ extension Router {
                     HTTPResponse.problem(status: 404, detail: "no \(routeOnly) route matches \(method) \(request.path)")
                 )
             } else if let fallback {
-                responder.route = "static"
-                responder.routeIndex = RequestMetrics.staticRoute
+                core.route = "static"
+                core.routeIndex = RequestMetrics.staticRoute
                 fallback(request, responder)
             } else {
                 responder.send(HTTPResponse.problem(status: 404, detail: "no resource at \(request.path)"))
