@@ -77,7 +77,8 @@ enum ProcessStats {
     ) -> Bool {
         var buf = [CChar](repeating: 0, count: 128)
         guard fgets(&buf, 128, f) != nil else { return false }
-        let parts = String(cString: buf).split(separator: " ")
+        let text = String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let parts = text.split(separator: " ")
         guard parts.count >= 2, let x = Int(parts[0]), let y = Int(parts[1]) else { return false }
         a.pointee = x
         b.pointee = y

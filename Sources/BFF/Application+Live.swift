@@ -1,9 +1,9 @@
 import ClusterRedis
 import ClusterStore
+import EventHTTP
 import GitHubLive
 import GitHubSearch
 import Logging
-import Synchronization
 
 /// How the live application reaches GitHub and caches its answers.
 public struct GitHubSettings: Sendable {
@@ -107,8 +107,8 @@ struct SingleProcessUpstream: UpstreamSharing {
 /// Forwards status reports to a target connected after construction (the gateway is built before
 /// the application that owns the `status` view model). Thread-safe.
 final class StatusSink: Sendable {
-    private let target = Mutex<(@Sendable (UpstreamStatus) -> Void)?>(nil)
-    private let early = Mutex<UpstreamStatus?>(nil)
+    private let target = Lock<(@Sendable (UpstreamStatus) -> Void)?>(nil)
+    private let early = Lock<UpstreamStatus?>(nil)
 
     func forward(_ status: UpstreamStatus) {
         if let t = target.withLock({ $0 }) { t(status) } else { early.withLock { $0 = status } }

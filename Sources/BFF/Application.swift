@@ -10,7 +10,6 @@ import GitHubSearch
 import Glibc
 import JSON
 import Logging
-import Synchronization
 import ViewModels
 
 /// The running application. Create, `start()`, later `shutdown()`.
@@ -121,10 +120,10 @@ public final class Application: Sendable {
     }
 
     /// Work to finish once the server has stopped (set by the composition root before `start()`).
-    let finishAfterShutdown = Mutex<(@Sendable () async -> Void)?>(nil)
+    let finishAfterShutdown = Lock<(@Sendable () async -> Void)?>(nil)
 
     /// The `blockedUntil` last sent to the loops (`.none`: nothing yet), shared by every `statusUpdater`.
-    private let lastBlockFannedOut = Mutex<Int??>(.none)
+    private let lastBlockFannedOut = Lock<Int??>(.none)
 
     /// A function any thread may call to report GitHub's status: to the shared `status` view model, and
     /// to every session's view models (a rate limit disables searching in every session, including

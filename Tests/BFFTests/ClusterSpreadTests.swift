@@ -19,7 +19,7 @@ final class ClusterSpreadTests: ClusterTestCase {
         p.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
         p.arguments = ["-p", "\(redis.port)", "monitor"]
         let path = NSTemporaryDirectory() + "monitor-\(UUID().uuidString).txt"
-        FileManager.default.createFile(atPath: path, contents: nil)
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
         defer { try? FileManager.default.removeItem(atPath: path) }
         p.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         try p.run()

@@ -3,7 +3,6 @@ import EventHTTP
 import GitHubSearch
 import Logging
 import RedisTestSupport
-import Synchronization
 import XCTest
 
 @testable import BFF
@@ -44,8 +43,8 @@ final class ClusterStatusTests: XCTestCase {
 
     /// What the closures given to `ClusterStatus` share (timers: on the loop only).
     final class Fixture: @unchecked Sendable {
-        let wallTime = Mutex<Double>(1_000_000)
-        let applied = Mutex<[UpstreamStatus]>([])
+        let wallTime = Lock<Double>(1_000_000)
+        let applied = Lock<[UpstreamStatus]>([])
         var timers: [Timer] = []
     }
 

@@ -1,11 +1,11 @@
 import BFF
 import ClusterStore
+import EventHTTP
 import Foundation
 import GitHubSearch
 import JSON
 import Logging
 import RedisTestSupport
-import Synchronization
 import WireClient
 import XCTest
 
@@ -92,7 +92,7 @@ final class ClusterUpstreamTests: ClusterTestCase {
         let sim = try SearchEndToEndTests.Simulator(token: SearchEndToEndTests.token)
         sim.sim.faults.latencyMs = 300  // the first call is still under way when the others ask
         let nodes = try ["a", "b", "c"].map { try node($0, sim: sim) }
-        let answers = Mutex<[Int: WireResponse]>([:])
+        let answers = Lock<[Int: WireResponse]>([:])
         let group = DispatchGroup()
         for (i, n) in nodes.enumerated() {  // one thread each: the three requests overlap the 300 ms call
             group.enter()

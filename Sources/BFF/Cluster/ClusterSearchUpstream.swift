@@ -1,9 +1,9 @@
 import ClusterStore
+import EventHTTP
 import Foundation
 import GitHubLive
 import GitHubSearch
 import Logging
-import Synchronization
 
 /// Cluster mode's shared search cache, layered *under* each node's `SearchCache` (which keeps its
 /// memory/SQLite entries, single flight within the node, stale-while-revalidate and stale-if-error):
@@ -31,7 +31,7 @@ final class ClusterSearchUpstream: ConditionalRepositorySearching, UpstreamBudge
     let logger: Logger
     /// The shared cache and this node's lock-holder name, set once the application (which owns the
     /// Redis connections) exists; until then the gateway is called directly.
-    private let target = Mutex<(cache: any SharedSearchCache, holder: String, metrics: ClusterMetrics?)?>(nil)
+    private let target = Lock<(cache: any SharedSearchCache, holder: String, metrics: ClusterMetrics?)?>(nil)
 
     init(gateway: GitHubGateway, ttl: Double, logger: Logger) {
         self.gateway = gateway
@@ -58,7 +58,7 @@ final class ClusterSearchUpstream: ConditionalRepositorySearching, UpstreamBudge
             return try await gateway.fetch(request, ifNoneMatch: etag)
         }
         let key = Self.key(request)
-        let failure = Mutex<SearchError?>(nil)
+        let failure = Lock<SearchError?>(nil)
         let gateway = self.gateway
         do {
             let (entry, outcome) = try await shared.getOrFill(

@@ -1,9 +1,9 @@
 import ClusterRedis
 import ClusterStore
+import EventHTTP
 import GitHubLive
 import GitHubSearch
 import Logging
-import Synchronization
 
 /// Cluster mode's `UpstreamSharing`: every node's gateway asks the cluster-wide token bucket before a
 /// call (`ClusterRateBudget`), every node's cache sits over the shared Redis cache
@@ -61,7 +61,7 @@ final class ClusterUpstreamSharing: UpstreamSharing {
 /// corrects it with GitHub's answers. Fails open: while Redis is unreachable (or before `connect`)
 /// every call is admitted and only this node's limiter applies, so a Redis outage never stops search.
 final class ClusterRateBudget: SharedRateBudget {
-    private let budget = Mutex<(any UpstreamBudget, ClusterMetrics?)?>(nil)
+    private let budget = Lock<(any UpstreamBudget, ClusterMetrics?)?>(nil)
     private let logger: Logger
 
     init(logger: Logger) { self.logger = logger }
