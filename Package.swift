@@ -76,7 +76,8 @@ let package = Package(
         .target(
             name: "BFF",
             dependencies: [
-                "EventHTTP", "Primitives", "JSON", "ViewModels", "GitHubSearch", "GitHubLive", "ClusterStore", "ClusterRedis",
+                "EventHTTP", "Primitives", "JSON", "ViewModels", "GitHubSearch", "GitHubLive", "ClusterStore",
+                "ClusterRedis",
                 "RedisClient", .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
