@@ -21,8 +21,9 @@ import Synchronization
 /// - Old masters' connections are retired: no new command, closed once their replies had time to come.
 ///
 /// Threading: loop-bound. `start`, `close`, `send*`, `evalScript*` and every callback on `loop`'s
-/// thread; `isReady` and `metrics` from any thread; the `async` variants hop to the loop from anywhere.
-public final class RedisClient: @unchecked Sendable {
+/// thread (its mutable state is a `LoopBound`, which traps elsewhere); `isReady`, `isSharded`, `metrics`,
+/// `onEvent` and `onRoundTrip` from any thread; the `async` variants hop to the loop from anywhere.
+public final class RedisClient: Sendable {
     /// The completion of one command; runs on the loop.
     public typealias Callback = (Result<RESPValue, RedisError>) -> Void
 
@@ -35,26 +36,79 @@ public final class RedisClient: @unchecked Sendable {
     /// Counters shared with the other loops' clients.
     public let metrics: RedisClientMetrics
     /// Called on the loop with every event (after counting it in `metrics`); set before `start()`.
-    public var onEvent: ((RedisClientEvent) -> Void)?
-    /// Called on the loop with each reply's round trip in seconds; set before `start()`.
-    public var onRoundTrip: ((Double) -> Void)?
+    public var onEvent: (@Sendable (RedisClientEvent) -> Void)? {
+        get { hooks.withLock { $0.onEvent } }
+        set { hooks.withLock { $0.onEvent = newValue } }
+    }
+    /// Called on the loop with each reply's round trip in seconds; set before `start()` (connections
+    /// made later take the value they find).
+    public var onRoundTrip: (@Sendable (Double) -> Void)? {
+        get { hooks.withLock { $0.onRoundTrip } }
+        set { hooks.withLock { $0.onRoundTrip = newValue } }
+    }
 
     let logger: Logger
-    let locator: RedisMasterLocator
-    var pool: [RedisAddress: RedisConnection] = [:]
-    var waitPool: [RedisAddress: RedisConnection] = [:]
-    /// Connections that were never ready yet: commands for them wait (see `Waiter`).
-    var fresh: Set<ObjectIdentifier> = []
-    var waiters: [ObjectIdentifier: [Waiter]] = [:]
-    var topologyObservers: [() -> Void] = []
-    private var watchTimer: LoopTimer?
-    private var roleTimer: LoopTimer?
     let readyFlag = Atomic<Bool>(false)
-    var closed = false
-    /// Connected replicas per master (`ROLE`, every `topologyRefreshInterval`).
-    var replicaCounts: [RedisAddress: Int] = [:]
-    /// Replicated commands written in this loop iteration, per connection, waiting for their `WAIT`.
-    var openBatches: [ObjectIdentifier: WaitBatch] = [:]
+    private let hooks = Lock<Hooks>(Hooks())
+    /// Everything that changes, the loop's only.
+    private let state: LoopBound<State>
+
+    struct Hooks {
+        var onEvent: (@Sendable (RedisClientEvent) -> Void)?
+        var onRoundTrip: (@Sendable (Double) -> Void)?
+    }
+
+    /// The client's mutable state (its loop only).
+    struct State {
+        let locator: any RedisMasterLocator
+        var pool: [RedisAddress: RedisConnection] = [:]
+        var waitPool: [RedisAddress: RedisConnection] = [:]
+        /// Connections that were never ready yet: commands for them wait (see `Waiter`).
+        var fresh: Set<ObjectIdentifier> = []
+        var waiters: [ObjectIdentifier: [Waiter]] = [:]
+        var topologyObservers: [() -> Void] = []
+        var watchTimer: LoopTimer?
+        var roleTimer: LoopTimer?
+        var closed = false
+        /// Connected replicas per master (`ROLE`, every `topologyRefreshInterval`).
+        var replicaCounts: [RedisAddress: Int] = [:]
+        /// Replicated commands written in this loop iteration, per connection, waiting for their `WAIT`.
+        var openBatches: [ObjectIdentifier: WaitBatch] = [:]
+    }
+
+    var locator: any RedisMasterLocator { state.value.locator }
+    var pool: [RedisAddress: RedisConnection] {
+        get { state.value.pool }
+        _modify { yield &state.value.pool }
+    }
+    var waitPool: [RedisAddress: RedisConnection] {
+        get { state.value.waitPool }
+        _modify { yield &state.value.waitPool }
+    }
+    var fresh: Set<ObjectIdentifier> {
+        get { state.value.fresh }
+        _modify { yield &state.value.fresh }
+    }
+    var waiters: [ObjectIdentifier: [Waiter]] {
+        get { state.value.waiters }
+        _modify { yield &state.value.waiters }
+    }
+    var topologyObservers: [() -> Void] {
+        get { state.value.topologyObservers }
+        _modify { yield &state.value.topologyObservers }
+    }
+    var closed: Bool {
+        get { state.value.closed }
+        set { state.value.closed = newValue }
+    }
+    var replicaCounts: [RedisAddress: Int] {
+        get { state.value.replicaCounts }
+        _modify { yield &state.value.replicaCounts }
+    }
+    var openBatches: [ObjectIdentifier: WaitBatch] {
+        get { state.value.openBatches }
+        _modify { yield &state.value.openBatches }
+    }
 
     struct Waiter {
         var request: Request
@@ -71,16 +125,18 @@ public final class RedisClient: @unchecked Sendable {
         self.options = options
         self.metrics = metrics
         self.logger = logger
+        let locator: any RedisMasterLocator
         switch topology.kind {
         case .standalone: locator = RedisStandaloneLocator(address: topology.seeds[0])
         case .sentinel(let name): locator = RedisSentinelLocator(name: name)
         case .cluster: locator = RedisClusterLocator()
         }
+        state = LoopBound(State(locator: locator), loop: loop)
     }
 
     /// True on a Redis Cluster: keys of different slots may live on different masters, so a multi-key
     /// command or script must keep its keys in one slot (hash tags) and batches are split by slot.
-    public var isSharded: Bool { locator.isSharded }
+    public var isSharded: Bool { topology.kind == .cluster }
 
     /// The slot of `key` (the same on every topology; it matters on a cluster).
     public static func slot(of key: RedisArg) -> Int { RedisSlot.of(key.bytes) }
@@ -95,8 +151,10 @@ public final class RedisClient: @unchecked Sendable {
             loop: loop, topology: topology, options: options, logger: logger,
             changed: { [weak self] in self?.topologyChanged() }, report: { [weak self] in self?.report($0) })
         locator.start(context)
-        watchTimer = loop.scheduleRepeating(every: options.failoverPollInterval) { [weak self] in self?.watch() }
-        roleTimer = loop.scheduleRepeating(every: options.topologyRefreshInterval) { [weak self] in
+        state.value.watchTimer = loop.scheduleRepeating(every: options.failoverPollInterval) { [weak self] in
+            self?.watch()
+        }
+        state.value.roleTimer = loop.scheduleRepeating(every: options.topologyRefreshInterval) { [weak self] in
             self?.countReplicas()
         }
     }
@@ -105,8 +163,8 @@ public final class RedisClient: @unchecked Sendable {
     public func close() {
         precondition(loop.inEventLoop, "RedisClient.close off its loop")
         closed = true
-        watchTimer?.cancel()
-        roleTimer?.cancel()
+        state.value.watchTimer?.cancel()
+        state.value.roleTimer?.cancel()
         locator.close()
         for c in Array(pool.values) + Array(waitPool.values) {
             c.onStateChange = nil

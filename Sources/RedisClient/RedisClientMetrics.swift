@@ -1,4 +1,4 @@
-import Synchronization
+import EventHTTP
 
 /// Counters of what the clients and subscribers of a node saw (`RedisClientEvent`), shared by every
 /// loop's. Events are rare (not one per command), so one lock guards them all.
@@ -30,7 +30,7 @@ public final class RedisClientMetrics: Sendable {
         case stalls
     }
 
-    private let counts = Mutex<[Counter: Int]>([:])
+    private let counts = Lock<[Counter: Int]>([:])
 
     /// Zeroed counters.
     public init() {}

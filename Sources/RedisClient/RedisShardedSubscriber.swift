@@ -21,12 +21,17 @@ import Synchronization
 ///   runs once Redis confirmed (no later publish can reach this loop), or at once when nothing was
 ///   subscribed, or when the connection dropped.
 ///
-/// Threading: loop-bound like its client. Everything but `isHealthy` on the loop; handlers run there.
-public final class RedisShardedSubscriber: @unchecked Sendable {
+/// Threading: loop-bound like its client (its mutable state is a `LoopBound`, which traps elsewhere).
+/// Everything but `isHealthy` and `onHealthChange` on the loop; handlers run there.
+public final class RedisShardedSubscriber: Sendable {
     /// The client whose topology it follows and through which probes are published.
     public let client: RedisClient
-    /// Called on the loop when `isHealthy` changes.
-    public var onHealthChange: ((Bool) -> Void)?
+    /// Called on the loop when `isHealthy` changes; set before `start()`.
+    public var onHealthChange: (@Sendable (Bool) -> Void)? {
+        get { healthHook.withLock { $0 } }
+        set { healthHook.withLock { $0 = newValue } }
+    }
+    private let healthHook = Lock<(@Sendable (Bool) -> Void)?>(nil)
 
     enum Kind: Hashable {
         case sharded, classic, pattern
@@ -84,20 +89,53 @@ public final class RedisShardedSubscriber: @unchecked Sendable {
         var done: [() -> Void]
     }
 
-    var subscriptions: [Key: Subscription] = [:]
-    var draining: [Key: Draining] = [:]
-    var links: [RedisAddress: Link] = [:]
-    /// Some subscription is not placed or not written: `reconcile` has work.
-    var dirty = false
-    var retryTimer: LoopTimer?
-    var probeTimer: LoopTimer?
+    /// The subscriber's mutable state (its loop only).
+    struct State {
+        var subscriptions: [Key: Subscription] = [:]
+        var draining: [Key: Draining] = [:]
+        var links: [RedisAddress: Link] = [:]
+        /// Some subscription is not placed or not written: `reconcile` has work.
+        var dirty = false
+        var retryTimer: LoopTimer?
+        var probeTimer: LoopTimer?
+        var probeCounter = 0
+        var closed = false
+    }
+
+    private let state: LoopBound<State>
     let nonce = String(UInt64.random(in: 0...UInt64.max), radix: 36)
-    var probeCounter = 0
     private let healthy = Atomic<Bool>(true)
-    var closed = false
+
+    var subscriptions: [Key: Subscription] {
+        get { state.value.subscriptions }
+        _modify { yield &state.value.subscriptions }
+    }
+    var draining: [Key: Draining] {
+        get { state.value.draining }
+        _modify { yield &state.value.draining }
+    }
+    var links: [RedisAddress: Link] {
+        get { state.value.links }
+        _modify { yield &state.value.links }
+    }
+    var dirty: Bool {
+        get { state.value.dirty }
+        set { state.value.dirty = newValue }
+    }
+    var probeCounter: Int {
+        get { state.value.probeCounter }
+        set { state.value.probeCounter = newValue }
+    }
+    var closed: Bool {
+        get { state.value.closed }
+        set { state.value.closed = newValue }
+    }
 
     /// A subscriber following `client`'s topology on its loop; `start()` on the loop.
-    public init(client: RedisClient) { self.client = client }
+    public init(client: RedisClient) {
+        self.client = client
+        state = LoopBound(State(), loop: client.loop)
+    }
 
     /// The loop it lives on.
     public var loop: EventLoop { client.loop }
@@ -111,12 +149,12 @@ public final class RedisShardedSubscriber: @unchecked Sendable {
     public func start() {
         precondition(loop.inEventLoop, "RedisShardedSubscriber.start off its loop")
         client.addTopologyObserver { [weak self] in self?.topologyChanged() }
-        retryTimer = loop.scheduleRepeating(every: client.options.failoverPollInterval) { [weak self] in
+        state.value.retryTimer = loop.scheduleRepeating(every: client.options.failoverPollInterval) { [weak self] in
             guard let self, self.dirty else { return self?.updateHealth() ?? () }
             self.reconcile()
         }
         if let every = client.options.probeInterval {
-            probeTimer = loop.scheduleRepeating(every: every) { [weak self] in self?.probeAll() }
+            state.value.probeTimer = loop.scheduleRepeating(every: every) { [weak self] in self?.probeAll() }
         }
         topologyChanged()
     }
@@ -124,8 +162,8 @@ public final class RedisShardedSubscriber: @unchecked Sendable {
     /// Closes every subscription connection; every unsubscribe under way completes. Loop thread only.
     public func close() {
         closed = true
-        retryTimer?.cancel()
-        probeTimer?.cancel()
+        state.value.retryTimer?.cancel()
+        state.value.probeTimer?.cancel()
         subscriptions.removeAll()
         for link in links.values { link.close() }
         links.removeAll()

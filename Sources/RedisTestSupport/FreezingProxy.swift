@@ -1,3 +1,4 @@
+import EventHTTP
 import Foundation
 import Glibc
 
@@ -6,22 +7,28 @@ import Glibc
 /// the server's bytes on the current connections whose client bytes so far match (they are read and
 /// dropped, so the server never blocks); both sockets stay open. New connections are not frozen.
 ///
-/// Threading: any thread; one thread per direction of each connection (blocking I/O, tests only).
-public final class FreezingProxy: @unchecked Sendable {
+/// Threading: any thread; one thread per direction of each connection (blocking I/O, tests only). The
+/// connections are behind a `Lock`, each connection's state behind its own.
+public final class FreezingProxy: Sendable {
     /// The port clients connect to.
     public let port: Int
     private let target: Int
     private let listener: Int32
-    private let lock = NSLock()
-    private var pairs: [Pair] = []
+    private let pairs = Lock<[Pair]>([])
 
-    private final class Pair: @unchecked Sendable {
+    /// One proxied connection: its two sockets and, behind its lock, what the client sent so far,
+    /// whether the server's direction is frozen, and how many directions have finished.
+    private final class Pair: Sendable {
+        struct State {
+            var sent: [UInt8] = []
+            var frozen = false
+            var finished = 0
+        }
+
         let client: Int32
         let server: Int32
-        let lock = NSLock()
-        var sent: [UInt8] = []
-        var frozen = false
-        var finished = 0
+        let state = Lock(State())
+
         init(client: Int32, server: Int32) {
             self.client = client
             self.server = server
@@ -49,18 +56,17 @@ public final class FreezingProxy: @unchecked Sendable {
     /// satisfy `selected` (e.g. contain `SSUBSCRIBE`); returns how many it froze.
     @discardableResult
     public func freeze(where selected: ([UInt8]) -> Bool) -> Int {
-        lock.withLock {
-            var n = 0
-            for p in pairs {
-                p.lock.withLock {
-                    if !p.frozen && selected(p.sent) {
-                        p.frozen = true
-                        n += 1
-                    }
-                }
+        let all = pairs.withLock { $0 }
+        var n = 0
+        for p in all {
+            let froze = p.state.withLock { s -> Bool in
+                guard !s.frozen, selected(s.sent) else { return false }
+                s.frozen = true
+                return true
             }
-            return n
+            if froze { n += 1 }
         }
+        return n
     }
 
     /// True when `bytes` contain `text` (ASCII, case-insensitive): a helper for `freeze(where:)`.
@@ -72,11 +78,9 @@ public final class FreezingProxy: @unchecked Sendable {
     public func stop() {
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
-        lock.withLock {
-            for p in pairs {
-                shutdown(p.client, Int32(SHUT_RDWR))
-                shutdown(p.server, Int32(SHUT_RDWR))
-            }
+        for p in pairs.withLock({ $0 }) {
+            shutdown(p.client, Int32(SHUT_RDWR))
+            shutdown(p.server, Int32(SHUT_RDWR))
         }
     }
 
@@ -97,7 +101,7 @@ public final class FreezingProxy: @unchecked Sendable {
                 continue
             }
             let pair = Pair(client: client, server: server)
-            lock.withLock { pairs.append(pair) }
+            pairs.withLock { $0.append(pair) }
             Thread.detachNewThread { [self] in pump(pair, from: client, to: server, clientSide: true) }
             Thread.detachNewThread { [self] in pump(pair, from: server, to: client, clientSide: false) }
         }
@@ -108,20 +112,21 @@ public final class FreezingProxy: @unchecked Sendable {
         while true {
             let n = read(from, &buffer, buffer.count)
             if n <= 0 { break }
-            let forward = pair.lock.withLock { () -> Bool in
-                if clientSide, pair.sent.count < 64 * 1024 { pair.sent += buffer[0..<n] }
-                return clientSide || !pair.frozen
+            let chunk = clientSide ? Array(buffer[0..<n]) : []
+            let forward = pair.state.withLock { s -> Bool in
+                if clientSide, s.sent.count < 64 * 1024 { s.sent += chunk }
+                return clientSide || !s.frozen
             }
             if forward, write(to, buffer, n) != n { break }
         }
         shutdown(from, Int32(SHUT_RDWR))
         shutdown(to, Int32(SHUT_RDWR))
-        let last = pair.lock.withLock { () -> Bool in
-            pair.finished += 1
-            return pair.finished == 2
+        let last = pair.state.withLock { s -> Bool in
+            s.finished += 1
+            return s.finished == 2
         }
         if last {
-            lock.withLock { pairs.removeAll { $0 === pair } }
+            pairs.withLock { $0.removeAll { $0 === pair } }
             close(pair.client)
             close(pair.server)
         }

@@ -9,7 +9,7 @@ import Glibc
 /// connected. Its files (nodes.conf) live in a temporary directory removed by `stop()`.
 ///
 /// Threading: for one test class (set up in `class setUp`, stopped in `class tearDown`); blocking calls.
-public final class RedisClusterProcesses: @unchecked Sendable {
+public final class RedisClusterProcesses: Sendable {
     /// Every node, in creation order (`redis-cli` made the first `masters` nodes masters).
     public let nodes: [RedisServerProcess]
     /// The directory of their nodes.conf files.

@@ -8,7 +8,7 @@ import Glibc
 /// `stop()`.
 ///
 /// Threading: for one test class (set up in `class setUp`, stopped in `class tearDown`); blocking calls.
-public final class RedisSentinelProcesses: @unchecked Sendable {
+public final class RedisSentinelProcesses: Sendable {
     /// The name the sentinels monitor.
     public let masterName: String
     /// The two data nodes: `data[0]` started as the master, `data[1]` as its replica.
