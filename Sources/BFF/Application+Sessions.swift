@@ -139,6 +139,11 @@ extension Application {
             return .problem(status: 500, detail: "the stored state of \(session) is unreadable")
         case .tooLarge(let n):
             return .problem(status: 413, detail: "the state or an event of \(session) is too large (\(n) bytes)")
+        case .notReplicated:
+            return .problem(
+                status: 503,
+                detail: "the cluster's Redis replicas did not confirm the change to \(session) in time; it may have "
+                    + "been applied: retry with the same Idempotency-Key", headers: [("Retry-After", "1")])
         }
     }
 }

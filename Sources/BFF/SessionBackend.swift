@@ -94,4 +94,8 @@ enum SessionFailure: Error, Equatable, Sendable {
     case unreadableState
     /// The session's state or one event would exceed the store's limit (bytes): `413`.
     case tooLarge(Int)
+    /// The input (or creation, deletion) ran on the session's Redis master, but fewer replicas than
+    /// `--redis-replica-acks` confirmed it in time: `503`. It may have been applied; a retry with the same
+    /// `Idempotency-Key` is applied at most once, and acknowledged once the replicas hold it.
+    case notReplicated
 }

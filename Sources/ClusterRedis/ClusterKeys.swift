@@ -1,8 +1,10 @@
 import RedisClient
 
 /// Every Redis key and channel cluster mode uses, in one place (docs/CLUSTER.md lists their bounds
-/// and expiries). A session's keys share the hash tag `{id}` so they would land in one Redis
-/// Cluster slot, which a multi-key script needs.
+/// and expiries). A session's keys and channels share the hash tag `{id}`, so they land in one Redis
+/// Cluster slot (a multi-key script needs it; the commit script's `SPUBLISH` must stay in its slot).
+/// The cluster-wide keys and channels have tags of their own (`{name}`, `{holder}`, `{cache key}`): each
+/// is one slot, on one shard, whatever else its name holds.
 public struct ClusterKeys: Sendable, Equatable {
     /// Prefix of every key (`bff` by default; tests use one per test).
     public var prefix: String
@@ -20,25 +22,29 @@ public struct ClusterKeys: Sendable, Equatable {
     public func idempotency(_ id: String, _ key: String) -> String { "\(prefix):s:{\(id)}:idem:\(key)" }
     /// ZSET member "<holder>/<stream>" → deadline (Redis ms): the session's open event streams, every node's.
     public func streams(_ id: String) -> String { "\(prefix):s:{\(id)}:streams" }
-    /// Pub/sub channel of the session's committed events ("<event id>\n<payload>").
+    /// Sharded pub/sub channel of the session's committed events ("<event id>\n<payload>").
     public func channel(_ id: String) -> String { "\(prefix):s:{\(id)}:ch" }
-    /// Pub/sub channel of inputs forwarded to the node running the session (it subscribes while it does).
+    /// Sharded pub/sub channel of inputs forwarded to the node running the session (it subscribes while
+    /// it does).
     public func inputs(_ id: String) -> String { "\(prefix):s:{\(id)}:in" }
-    /// Pub/sub channel on which owners answer the inputs lease holder `holder` forwarded.
-    public func replies(_ holder: String) -> String { "\(prefix):reply:\(holder)" }
+    /// Sharded pub/sub channel on which owners answer the inputs lease holder `holder` forwarded (one
+    /// shard carries one loop's replies).
+    public func replies(_ holder: String) -> String { "\(prefix):reply:{\(holder)}" }
 
-    /// STRING, and the pub/sub channel announcing it: the latest shared value `name` (`RedisStatusBoard`).
-    public func status(_ name: String) -> String { "\(prefix):status:\(name)" }
+    /// STRING, and the sharded pub/sub channel announcing it: the latest shared value `name`
+    /// (`RedisStatusBoard`).
+    public func status(_ name: String) -> String { "\(prefix):status:{\(name)}" }
 
     /// HASH {tokens, ts, until}: the cluster-wide upstream token bucket `name`.
-    public func rateLimit(_ name: String) -> String { "\(prefix):rl:\(name)" }
+    public func rateLimit(_ name: String) -> String { "\(prefix):rl:{\(name)}" }
 
     /// HASH {v, t}: a cached search page (PX = stale max age).
     public func cacheEntry(_ key: String) -> String { "\(prefix):c:{\(key)}" }
     /// STRING holder, PX = lock TTL: the single-flight lock of a cache key.
     public func cacheLock(_ key: String) -> String { "\(prefix):c:{\(key)}:lock" }
-    /// Pub/sub channel announcing that a cache key was filled or its lock released.
+    /// Classic pub/sub channel announcing that a cache key was filled or its lock released (rare: at
+    /// most one per upstream call; every node listens through one pattern).
     public func cacheWake(_ key: String) -> String { "\(prefix):cwake:\(key)" }
-    /// The pattern matching every `cacheWake` channel (one `PSUBSCRIBE` per node).
+    /// The pattern matching every `cacheWake` channel (one `PSUBSCRIBE` per node loop that waits).
     public var cacheWakePattern: String { "\(prefix):cwake:*" }
 }

@@ -23,3 +23,15 @@ extension Result where Failure == RedisError {
         }
     }
 }
+
+extension Result where Failure == StoreError {
+    /// Maps the value with `transform` (nil means an unexpected reply).
+    func storeMap<T>(_ transform: (Success) -> T?) -> Result<T, StoreError> {
+        switch self {
+        case .failure(let e): return .failure(e)
+        case .success(let v):
+            guard let t = transform(v) else { return .failure(.unavailable("unexpected reply: \(v)")) }
+            return .success(t)
+        }
+    }
+}

@@ -4,14 +4,18 @@ import RedisClient
 
 /// `SharedSearchCache` in Redis: entries with Redis-clock ages, a `SET NX PX` single-flight lock,
 /// and wake-ups through one `PSUBSCRIBE` per node on the cache's wake channels (see
-/// `CacheScripts`, `ClusterKeys`).
+/// `CacheScripts`, `ClusterKeys`). An entry and its lock share a hash tag (`{key}`: one slot, so the
+/// fill script may touch both on a cluster). Wake-ups stay classic pub/sub: they are rare (at most one
+/// per upstream call, which GitHub caps at 30 a minute), a waiter needs no subscription of its own
+/// before it waits (one pattern covers every key), and sharded pub/sub has no patterns; on a cluster
+/// every Redis node relays them, which at that rate costs nothing.
 ///
 /// Entries are scoped by `upstream` (an `UpstreamIdentity.key` in cluster mode: GitHub's base URL and
 /// token, digested): the key `k` of `get`/`fill`/`lock`/`unlock`/`waitForUnlock` is stored as
 /// `<prefix>:c:{<upstream>|k}`, so nodes asking another upstream (the simulator, another token) neither
 /// read nor wait for each other's pages.
 ///
-/// Threading: `Sendable`; the async methods hop to the loop of `connection` and `subscriber`
+/// Threading: `Sendable`; the async methods hop to the loop of `client` and `subscriber`
 /// (both must be on the same loop), where all of this object's state lives.
 /// While the subscriber is down, `waitForUnlock` returns false at once (callers then fetch
 /// themselves after a few rounds: single flight degrades, nothing hangs).
@@ -32,36 +36,35 @@ public final class RedisSearchCache: SharedSearchCache, Sendable {
         }
     }
 
-    /// The command connection.
-    public let connection: RedisConnection
-    /// The pub/sub connection receiving wake-ups.
-    public let subscriber: RedisSubscriber
+    /// The command client.
+    public let client: RedisClient
+    /// The subscriber receiving wake-ups.
+    public let subscriber: RedisShardedSubscriber
     /// The bounds applied.
     public let limits: Limits
     /// The upstream every entry here belongs to ("" for none).
     public let upstream: String
     private let keys: ClusterKeys
-    private var loop: EventLoop { connection.loop }
-    /// The subscription's state and the callers waiting for a wake-up (the loop's only).
+    private var loop: EventLoop { client.loop }
+    /// The callers waiting for a wake-up (the loop's only).
     private struct Waiting {
-        var subscribed = false
         var waiters: [String: [UInt: (Bool) -> Void]] = [:]
         var nextWaiter: UInt = 0
     }
     private let waiting: LoopBound<Waiting>
 
-    /// A cache on `connection` and `subscriber` (same loop) under `keys`, for pages of `upstream`.
+    /// A cache on `client` and `subscriber` (same loop) under `keys`, for pages of `upstream`.
     public init(
-        connection: RedisConnection, subscriber: RedisSubscriber, limits: Limits = Limits(), keys: ClusterKeys,
+        client: RedisClient, subscriber: RedisShardedSubscriber, limits: Limits = Limits(), keys: ClusterKeys,
         upstream: String = ""
     ) {
-        precondition(connection.loop === subscriber.connection.loop, "one loop for both connections")
-        self.connection = connection
+        precondition(client.loop === subscriber.loop, "one loop for both")
+        self.client = client
         self.subscriber = subscriber
         self.limits = limits
         self.keys = keys
         self.upstream = upstream
-        waiting = LoopBound(Waiting(), loop: connection.loop)
+        waiting = LoopBound(Waiting(), loop: client.loop)
     }
 
     /// The key `key` of this cache's upstream, as stored in Redis (and in its wake channel).
@@ -71,13 +74,7 @@ public final class RedisSearchCache: SharedSearchCache, Sendable {
     /// `onSubscribed` runs each time the subscription becomes active.
     public func start(onSubscribed: (() -> Void)? = nil) {
         let prefix = keys.cacheWake("")
-        subscriber.addStateObserver { [weak self] state in
-            if state != .ready { self?.waiting.value.subscribed = false }
-        }
-        let confirmed: () -> Void = { [weak self] in
-            self?.waiting.value.subscribed = true
-            onSubscribed?()
-        }
+        let confirmed: () -> Void = { onSubscribed?() }
         let received: (RedisMessage) -> Void = { [weak self] message in
             self?.wake(String(message.channel.dropFirst(prefix.count)), released: true)
         }
@@ -93,7 +90,7 @@ public final class RedisSearchCache: SharedSearchCache, Sendable {
     private func eval(_ script: RedisScript, _ keys: [String], _ args: [RedisArg]) async -> Result<
         RESPValue, RedisError
     > {
-        await connection.evalScript(script, keys: keys.map { RedisArg($0) }, args: args)
+        await client.evalScript(script, keys: keys.map { RedisArg($0) }, args: args)
     }
 
     public func get(_ key: String) async -> Result<CachedPage?, StoreError> {
@@ -123,7 +120,7 @@ public final class RedisSearchCache: SharedSearchCache, Sendable {
         let command: [RedisArg] = [
             "SET", RedisArg(keys.cacheLock(key)), RedisArg(holder), "NX", "PX", RedisArg(Int(limits.lockTTL * 1000)),
         ]
-        return await connection.send(command).store { v in v.isNull ? false : true }
+        return await client.send(command, key: RedisArg(keys.cacheLock(key))).store { v in v.isNull ? false : true }
     }
 
     public func unlock(_ key: String, holder: String) async -> Result<Void, StoreError> {
@@ -137,13 +134,14 @@ public final class RedisSearchCache: SharedSearchCache, Sendable {
     public func waitForUnlock(_ key: String, timeout: Double) async -> Bool {
         let key = scoped(key)  // as the wake channel names it
         return await onLoop { [self] done in
-            guard waiting.value.subscribed else { return done(false) }
+            guard subscriber.isConfirmed(pattern: keys.cacheWakePattern) else { return done(false) }
             let id = waiting.value.nextWaiter
             waiting.value.nextWaiter &+= 1
             waiting.value.waiters[key, default: [:]][id] = done
             // Registered first, then checked: a release after this check publishes a wake-up we
             // receive; a release before it shows here as a missing lock.
-            connection.send(["EXISTS", RedisArg(keys.cacheLock(key))]) { [self] r in
+            let lock = RedisArg(keys.cacheLock(key))
+            client.send(["EXISTS", lock], key: lock) { [self] r in
                 if case .success(.integer(0)) = r { resolve(key, id, true) }
                 if case .failure = r { resolve(key, id, false) }
             }

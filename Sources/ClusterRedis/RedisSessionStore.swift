@@ -2,54 +2,115 @@ import ClusterStore
 import EventHTTP
 import RedisClient
 
-/// The `SessionStore` of cluster mode: sessions in Redis (see `ClusterKeys` and `SessionScripts`).
+/// The `SessionStore` of cluster mode: sessions in Redis (see `ClusterKeys` and `SessionScripts`), on
+/// any topology: every operation names a key of its session, so `RedisClient` sends it to the master of
+/// that session's slot (all of a session's keys share its `{id}` hash tag); nothing here knows whether
+/// that is one Redis, a Sentinel's master or one shard of a Redis Cluster.
 ///
-/// Threading: bound to its connection's loop; call it there, completions run there.
-/// Each operation is one round trip (one script or one command).
+/// With `replicaAcks` N > 0 (`--redis-replica-acks`) every write that decides what clients see — a
+/// creation, an acquisition (its fencing token), a commit, a deletion — is followed by `WAIT N` on the
+/// same connection and fails with `.notReplicated` unless N replicas confirm it within
+/// `replicaTimeout`; a commit's events are then published only once confirmed (the commit script
+/// publishes nothing), so no client sees an event, an id or an `inputSeq` that a failover can take back.
+/// A replay, and an `Idempotency-Key` found, are confirmed the same way before they are used (their
+/// scripts write the expiry they read: a write for `WAIT` to cover). See docs/CLUSTER.md, "Replica acks".
+///
+/// Threading: bound to its client's loop; call it there, completions run there.
+/// Each operation is one round trip (one script or one command), plus its `WAIT`.
 /// Stream deadlines are on Redis's clock (`TIME`), one clock for every node.
 public final class RedisSessionStore: SessionStore, Sendable {
-    /// The loop-bound connection used.
-    public let connection: RedisConnection
+    /// The loop-bound client used.
+    public let client: RedisClient
     /// The bounds applied.
     public let limits: SessionStoreLimits
     /// The key layout.
     public let keys: ClusterKeys
+    /// Replicas that must confirm a write before it counts (`WAIT`); 0: none (`redis://`'s default).
+    public let replicaAcks: Int
+    /// Seconds a write waits for those replicas before it fails with `.notReplicated`.
+    public let replicaTimeout: Double
 
-    /// A store on `connection`, with `limits`, under `keys`.
-    public init(connection: RedisConnection, limits: SessionStoreLimits = SessionStoreLimits(), keys: ClusterKeys) {
-        self.connection = connection
+    /// A store on `client`, with `limits`, under `keys`, each decisive write confirmed by `replicaAcks`
+    /// replicas within `replicaTimeout` seconds (default: the command time-out).
+    public init(
+        client: RedisClient, limits: SessionStoreLimits = SessionStoreLimits(), keys: ClusterKeys,
+        replicaAcks: Int = 0, replicaTimeout: Double? = nil
+    ) {
+        self.client = client
         self.limits = limits
         self.keys = keys
-        pendingRenewals = LoopBound([], loop: connection.loop)
+        self.replicaAcks = max(0, replicaAcks)
+        self.replicaTimeout = replicaTimeout ?? client.topology.node.commandTimeout
+        pendingRenewals = LoopBound([], loop: client.loop)
+    }
+
+    /// The loop the store is bound to.
+    public var loop: EventLoop { client.loop }
+
+    /// `script`, routed by `keys[0]`, and — with `replicaAcks` > 0 — confirmed by that many replicas:
+    /// `.notReplicated` when they did not confirm it (the reply is dropped: the caller must not use it).
+    func replicated(
+        _ script: RedisScript, keys: [RedisArg], args: [RedisArg],
+        _ done: @escaping (Result<RESPValue, StoreError>) -> Void
+    ) {
+        guard replicaAcks > 0 else {
+            return client.evalScript(script, keys: keys, args: args) { r in done(r.mapError(\.storeError)) }
+        }
+        client.evalScript(script, keys: keys, args: args, waitForReplicas: replicaAcks, replicaTimeout: replicaTimeout) {
+            r in
+            switch r {
+            case .success(let v) where v.isAcknowledged: done(.success(v.reply))
+            case .success(let v): done(.failure(.notReplicated(acknowledged: v.replicas, wanted: v.wanted)))
+            case .failure(let e): done(.failure(e.storeError))
+            }
+        }
     }
 
     public func create(
         sessionID: String, holder: String, state: [UInt8], completion: @escaping (Result<Lease, StoreError>) -> Void
     ) {
         if state.count > limits.maxStateBytes { return completion(.failure(.tooLarge(state.count))) }
-        connection.evalScript(
+        replicated(
             SessionScripts.create, keys: [RedisArg(keys.session(sessionID)), RedisArg(keys.lease(sessionID))],
             args: [
                 RedisArg(holder), RedisArg(bytes: state), RedisArg(limits.leaseMilliseconds),
                 RedisArg(limits.idleTimeout),
             ]
         ) { r in
-            completion(r.store { _ in Lease(sessionID: sessionID, holder: holder, token: 1) })
+            completion(r.storeMap { _ in Lease(sessionID: sessionID, holder: holder, token: 1) })
         }
     }
 
     public func acquire(
         sessionID: String, holder: String, completion: @escaping (Result<LeaseGrant, StoreError>) -> Void
     ) {
-        connection.evalScript(
+        acquire(sessionID: sessionID, holder: holder, newToken: false, completion: completion)
+    }
+
+    /// An acquisition not confirmed by the replicas fails with `.notReplicated`, and the lease it may have
+    /// taken is released (best effort): its token is never used, and whoever acquires next gets a new one.
+    public func acquire(
+        sessionID: String, holder: String, newToken: Bool,
+        completion: @escaping (Result<LeaseGrant, StoreError>) -> Void
+    ) {
+        replicated(
             SessionScripts.acquire,
             keys: [
                 RedisArg(keys.session(sessionID)), RedisArg(keys.lease(sessionID)), RedisArg(keys.events(sessionID)),
             ],
-            args: [RedisArg(holder), RedisArg(limits.leaseMilliseconds), RedisArg(limits.idleTimeout)]
-        ) { r in
+            args: [
+                RedisArg(holder), RedisArg(limits.leaseMilliseconds), RedisArg(limits.idleTimeout),
+                newToken ? "1" : "0",
+            ]
+        ) { [self] r in
+            if case .failure(.notReplicated) = r {
+                // The lease, if granted, is ours: give it back without knowing its token (the script
+                // checks the holder); whoever acquires next gets a new token.
+                client.send(["EVAL", RedisArg(Self.dropOwnLease), "1", RedisArg(keys.lease(sessionID)), RedisArg(holder)],
+                    key: RedisArg(keys.lease(sessionID))) { _ in }
+            }
             completion(
-                r.store { v -> LeaseGrant? in
+                r.storeMap { v -> LeaseGrant? in
                     guard let a = v.array, a.count >= 3 else { return nil }
                     if a[0].int == 0 {
                         return .heldBy(a[1].string ?? "", remainingMilliseconds: Int(a[2].int ?? 0))
@@ -64,35 +125,76 @@ public final class RedisSessionStore: SessionStore, Sendable {
         }
     }
 
-    /// Renewals asked for in this loop iteration, sent together when it ends (the connection's loop only).
+    /// Lua: deletes the lease KEYS[1] if its holder (before the last `|`) is ARGV[1].
+    static let dropOwnLease = """
+        local cur = redis.call('GET', KEYS[1])
+        if cur and string.sub(cur, 1, string.find(cur, '|[^|]*$') - 1) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+        return 1
+        """
+
+    /// Renewals asked for in this loop iteration, sent together when it ends (the client's loop only).
     private let pendingRenewals: LoopBound<[(lease: Lease, completion: (Result<Bool, StoreError>) -> Void)]>
 
     /// The most leases one `renewMany` call carries.
     static let renewBatch = 256
 
-    /// Renewals asked for in the same loop iteration go to Redis as one script call (`renewMany`), not
-    /// one each: a loop keeping thousands of sessions renews them in slices (`LeaseKeeper`'s timers
-    /// grouped by the caller), and Redis's per-call cost (~20 µs of Lua set-up) is paid once per slice.
+    /// Renewals asked for in the same loop iteration go to Redis as one script call (`renewMany`) per
+    /// master, not one each: a loop keeping thousands of sessions renews them in slices (`LeaseKeeper`'s
+    /// timers grouped by the caller), and Redis's per-call cost (~20 µs of Lua set-up) is paid once per
+    /// slice and master. On a cluster the leases of one call are those whose slots one master serves
+    /// (grouped by the client's slot map; the script may cross slots of one node). Should the map be
+    /// out of date (a slot moved: `MOVED`, `CROSSSLOT`, `TRYAGAIN`), the call is made again per slot.
     /// Off the loop (tests), one call at once.
     public func renew(_ lease: Lease, completion: @escaping (Result<Bool, StoreError>) -> Void) {
-        guard connection.loop.inEventLoop else { return renewNow([(lease, completion)]) }
+        guard client.loop.inEventLoop else { return renewNow([(lease, completion)], splitOnRedirect: false) }
         pendingRenewals.value.append((lease, completion))
         guard pendingRenewals.value.count == 1 else { return }
-        connection.loop.runSoon { [self] in
+        client.loop.runSoon { [self] in
             let batch = pendingRenewals.value
             pendingRenewals.value = []
-            for start in stride(from: 0, to: batch.count, by: Self.renewBatch) {
-                renewNow(Array(batch[start..<min(start + Self.renewBatch, batch.count)]))
+            for group in groupByMaster(batch) {
+                for start in stride(from: 0, to: group.count, by: Self.renewBatch) {
+                    renewNow(Array(group[start..<min(start + Self.renewBatch, group.count)]), splitOnRedirect: true)
+                }
             }
         }
     }
 
-    /// One `renewMany` call for `batch` (1 to `renewBatch` leases), each completion with its own answer.
-    private func renewNow(_ batch: [(lease: Lease, completion: (Result<Bool, StoreError>) -> Void)]) {
-        connection.evalScript(
+    typealias Renewal = (lease: Lease, completion: (Result<Bool, StoreError>) -> Void)
+
+    /// `batch` in groups whose slots one master serves (one group on one Redis or Sentinel), in order.
+    private func groupByMaster(_ batch: [Renewal]) -> [[Renewal]] {
+        guard client.isSharded, batch.count > 1 else { return [batch] }
+        var order: [String] = []
+        var groups: [String: [Renewal]] = [:]
+        for r in batch {
+            let slot = RedisClient.slot(of: RedisArg(keys.lease(r.lease.sessionID)))
+            let at = client.master(forSlot: slot).map { "\($0)" } ?? "slot \(slot)"
+            if groups[at] == nil { order.append(at) }
+            groups[at, default: []].append(r)
+        }
+        return order.map { groups[$0]! }
+    }
+
+    /// One `renewMany` call for `batch` (1 to `renewBatch` leases), each completion with its own answer;
+    /// a batch over several slots that Redis redirects is sent again one slot at a time.
+    private func renewNow(_ batch: [Renewal], splitOnRedirect: Bool) {
+        client.evalScript(
             SessionScripts.renewMany, keys: batch.map { RedisArg(keys.lease($0.lease.sessionID)) },
             args: [RedisArg(limits.leaseMilliseconds)] + batch.map { RedisArg("\($0.lease.holder)|\($0.lease.token)") }
-        ) { r in
+        ) { [self] r in
+            if splitOnRedirect, case .failure(.server(let message)) = r,
+                ["MOVED", "ASK", "CROSSSLOT", "TRYAGAIN"].contains(where: message.hasPrefix)
+            {
+                var bySlot: [Int: [Renewal]] = [:]
+                for item in batch {
+                    bySlot[RedisClient.slot(of: RedisArg(keys.lease(item.lease.sessionID))), default: []].append(item)
+                }
+                if bySlot.count > 1 {
+                    for group in bySlot.values { renewNow(group, splitOnRedirect: false) }
+                    return
+                }
+            }
             let answers = r.store { v -> [Bool]? in
                 guard let a = v.array, a.count == batch.count else { return nil }
                 return a.map { $0.int == 1 }
@@ -102,41 +204,56 @@ public final class RedisSessionStore: SessionStore, Sendable {
     }
 
     public func release(_ lease: Lease, completion: @escaping (Result<Bool, StoreError>) -> Void) {
-        connection.evalScript(
+        client.evalScript(
             SessionScripts.release, keys: [RedisArg(keys.lease(lease.sessionID))],
             args: [RedisArg("\(lease.holder)|\(lease.token)")]
         ) { r in completion(r.store { $0.int.map { $0 == 1 } }) }
     }
 
+    /// With `replicaAcks` > 0 the script publishes nothing: once the replicas confirmed the commit, its
+    /// events are published here (`SPUBLISH`, in commit order: commits of one session go out on one
+    /// connection and are confirmed in order), before the completion runs (which may show them to this
+    /// node's own streams). A commit they did not confirm is never published (`.notReplicated`).
     public func commit(_ commit: SessionCommit, completion: @escaping (Result<CommitResult, StoreError>) -> Void) {
         if let e = limits.check(commit) { return completion(.failure(e)) }
         let id = commit.lease.sessionID
         let key = commit.idempotencyKey
+        let channel = keys.channel(id)
         var args: [RedisArg] = [
             RedisArg(Int(commit.lease.token)), RedisArg(bytes: commit.state), RedisArg(limits.historyEvents),
             RedisArg(limits.idleTimeout), commit.isInput ? "1" : "0", RedisArg(limits.idempotencySeconds),
-            commit.isInput && key != nil ? "1" : "0", RedisArg(keys.channel(id)), RedisArg(commit.events.count),
+            commit.isInput && key != nil ? "1" : "0", replicaAcks > 0 ? "" : RedisArg(channel),
+            RedisArg(commit.events.count),
         ]
         args += commit.events.map { RedisArg(bytes: $0) }
-        connection.evalScript(
+        replicated(
             SessionScripts.commit,
             keys: [
                 RedisArg(keys.session(id)), RedisArg(keys.events(id)), RedisArg(keys.idempotency(id, key ?? "")),
             ],
             args: args
-        ) { r in
-            completion(
-                r.store { v -> CommitResult? in
-                    guard let a = v.array, a.count == 2, let input = a[0].int, let ids = a[1].array else { return nil }
-                    let eventIDs = ids.compactMap { $0.string.flatMap { UInt64($0) } }
-                    guard eventIDs.count == ids.count else { return nil }
-                    return CommitResult(eventIDs: eventIDs, inputSeq: input < 0 ? nil : UInt64(input))
-                })
+        ) { [self] r in
+            let result = r.storeMap { v -> CommitResult? in
+                guard let a = v.array, a.count == 2, let input = a[0].int, let ids = a[1].array else { return nil }
+                let eventIDs = ids.compactMap { $0.string.flatMap { UInt64($0) } }
+                guard eventIDs.count == ids.count else { return nil }
+                return CommitResult(eventIDs: eventIDs, inputSeq: input < 0 ? nil : UInt64(input))
+            }
+            if replicaAcks > 0, case .success(let c) = result {
+                for (eventID, bytes) in zip(c.eventIDs, commit.events) {
+                    let message = RedisSessionEventFeed.encode(StoredEvent(id: eventID, payload: bytes))
+                    client.send(["SPUBLISH", RedisArg(channel), RedisArg(bytes: message)], key: RedisArg(channel)) {
+                        _ in
+                    }
+                }
+            }
+            completion(result)
         }
     }
 
     public func load(sessionID: String, completion: @escaping (Result<SessionSnapshot, StoreError>) -> Void) {
-        connection.send(["HMGET", RedisArg(keys.session(sessionID)), "state", "seq", "inputSeq"]) { r in
+        let key = RedisArg(keys.session(sessionID))
+        client.send(["HMGET", key, "state", "seq", "inputSeq"], key: key) { r in
             if case .success(.array(let a)) = r, a.count == 3, a[1].isNull { return completion(.failure(.gone)) }
             completion(
                 r.store { v -> SessionSnapshot? in
@@ -146,16 +263,18 @@ public final class RedisSessionStore: SessionStore, Sendable {
         }
     }
 
+    /// With `replicaAcks` > 0 the answer is used only once replicas confirmed a write made after every
+    /// commit it shows (`.notReplicated` otherwise: the caller tries again).
     public func replay(
         sessionID: String, after lastEventID: UInt64, limit: Int,
         completion: @escaping (Result<ReplayResult, StoreError>) -> Void
     ) {
-        connection.evalScript(
+        replicated(
             SessionScripts.replay, keys: [RedisArg(keys.session(sessionID)), RedisArg(keys.events(sessionID))],
-            args: [RedisArg(String(lastEventID)), RedisArg(limit)]
+            args: [RedisArg(String(lastEventID)), RedisArg(limit), replicaAcks > 0 ? "1" : "0"]
         ) { r in
             completion(
-                r.store { v -> ReplayResult? in
+                r.storeMap { v -> ReplayResult? in
                     guard let a = v.array, let kind = a.first?.int else { return nil }
                     switch kind {
                     case 1: return .upToDate
@@ -176,31 +295,38 @@ public final class RedisSessionStore: SessionStore, Sendable {
         }
     }
 
+    /// With `replicaAcks` > 0 a key found is answered only once replicas confirm the commit that recorded
+    /// it (`.notReplicated` otherwise): a retry is acknowledged exactly when a first attempt would be.
     public func inputSeq(
         sessionID: String, idempotencyKey: String, completion: @escaping (Result<UInt64?, StoreError>) -> Void
     ) {
-        connection.send(["GET", RedisArg(keys.idempotency(sessionID, idempotencyKey))]) { r in
-            completion(r.store { v -> UInt64?? in v.isNull ? .some(nil) : v.int.map { .some(UInt64($0)) } })
+        let key = RedisArg(keys.idempotency(sessionID, idempotencyKey))
+        let parse = { (v: RESPValue) -> UInt64?? in v.isNull ? .some(nil) : v.int.map { .some(UInt64($0)) } }
+        client.send(["GET", key], key: key) { [self] r in
+            guard replicaAcks > 0, case .success(let v) = r, !v.isNull else { return completion(r.store(parse)) }
+            replicated(SessionScripts.acknowledgedInputSeq, keys: [key], args: []) { r in
+                completion(r.storeMap(parse))
+            }
         }
     }
 
     public func delete(_ lease: Lease, completion: @escaping (Result<Void, StoreError>) -> Void) {
         let id = lease.sessionID
-        connection.evalScript(
+        replicated(
             SessionScripts.delete,
             keys: [
                 RedisArg(keys.session(id)), RedisArg(keys.events(id)), RedisArg(keys.lease(id)),
                 RedisArg(keys.streams(id)),
             ],
             args: [RedisArg(Int(lease.token))]
-        ) { r in completion(r.store { _ in () }) }
+        ) { r in completion(r.storeMap { _ in () }) }
     }
 
     public func admitStream(
         sessionID: String, member: String, limit: Int, ttlMilliseconds: Int,
         completion: @escaping (Result<Bool, StoreError>) -> Void
     ) {
-        connection.evalScript(
+        client.evalScript(
             SessionScripts.admitStream, keys: [RedisArg(keys.session(sessionID)), RedisArg(keys.streams(sessionID))],
             args: [RedisArg(member), RedisArg(limit), RedisArg(ttlMilliseconds), RedisArg(limits.idleTimeout)]
         ) { r in completion(r.store { $0.int.map { $0 == 1 } }) }
@@ -210,20 +336,37 @@ public final class RedisSessionStore: SessionStore, Sendable {
         sessionID: String, members: [String], ttlMilliseconds: Int,
         completion: @escaping (Result<String?, StoreError>) -> Void
     ) {
-        connection.evalScript(
+        checkStreams(sessionID: sessionID, members: members, ttlMilliseconds: ttlMilliseconds) { r in
+            completion(r.map(\.holder))
+        }
+    }
+
+    public func checkStreams(
+        sessionID: String, members: [String], ttlMilliseconds: Int,
+        completion: @escaping (Result<StreamsCheck, StoreError>) -> Void
+    ) {
+        client.evalScript(
             SessionScripts.renewStreams,
             keys: [
                 RedisArg(keys.session(sessionID)), RedisArg(keys.events(sessionID)),
                 RedisArg(keys.streams(sessionID)), RedisArg(keys.lease(sessionID)),
             ],
             args: [RedisArg(ttlMilliseconds), RedisArg(limits.idleTimeout)] + members.map { RedisArg($0) }
-        ) { r in completion(r.store { v -> String?? in v.isNull ? .some(nil) : v.string.map { .some($0) } }) }
+        ) { r in
+            completion(
+                r.store { v -> StreamsCheck? in
+                    guard let a = v.array, a.count == 2 else { return nil }
+                    let seq = a[1].int.map { UInt64($0) } ?? a[1].string.flatMap { UInt64($0) } ?? 0
+                    return StreamsCheck(holder: a[0].isNull ? nil : a[0].string, seq: seq)
+                })
+        }
     }
 
     public func releaseStream(
         sessionID: String, member: String, completion: @escaping (Result<Void, StoreError>) -> Void
     ) {
-        connection.send(["ZREM", RedisArg(keys.streams(sessionID)), RedisArg(member)]) { r in
+        let key = RedisArg(keys.streams(sessionID))
+        client.send(["ZREM", key, RedisArg(member)], key: key) { r in
             completion(r.store { _ in () })
         }
     }

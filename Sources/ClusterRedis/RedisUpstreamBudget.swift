@@ -4,17 +4,17 @@ import RedisClient
 /// `UpstreamBudget` in Redis: a Lua token bucket on Redis `TIME` (see `BudgetScripts`), one
 /// round trip per decision.
 ///
-/// Threading: `Sendable`; each call hops to the connection's loop and back.
+/// Threading: `Sendable`; each call hops to the client's loop and back.
 public final class RedisUpstreamBudget: UpstreamBudget, Sendable {
-    /// The connection used (on its loop).
-    public let connection: RedisConnection
+    /// The client used (on its loop); the bucket's key has a hash tag of its own (one slot, one shard).
+    public let client: RedisClient
     /// The bucket's shape (every node must use the same).
     public let shape: TokenBucketShape
     private let key: String
 
-    /// The bucket `name` (e.g. `github-search`) under `keys`, of `shape`, on `connection`.
-    public init(connection: RedisConnection, name: String, shape: TokenBucketShape, keys: ClusterKeys) {
-        self.connection = connection
+    /// The bucket `name` (e.g. `github-search`) under `keys`, of `shape`, on `client`.
+    public init(client: RedisClient, name: String, shape: TokenBucketShape, keys: ClusterKeys) {
+        self.client = client
         self.shape = shape
         key = keys.rateLimit(name)
     }
@@ -22,7 +22,7 @@ public final class RedisUpstreamBudget: UpstreamBudget, Sendable {
     private func run(_ script: RedisScript, _ extra: [RedisArg]) async -> Result<RESPValue, RedisError> {
         let args = [RedisArg(shape.capacity), RedisArg(shape.refillPerSecond)] + extra
         let key = RedisArg(key)
-        return await connection.evalScript(script, keys: [key], args: args)
+        return await client.evalScript(script, keys: [key], args: args)
     }
 
     public func take(cost: Int) async -> Result<BudgetDecision, StoreError> {

@@ -13,9 +13,10 @@ enum SessionScripts {
         return 1
         """)
 
-    /// KEYS: session, lease, events. ARGV: holder, lease ms, idle s.
+    /// KEYS: session, lease, events. ARGV: holder, lease ms, idle s, new token (0/1).
     /// Returns {1, token, state, seq, inputSeq} or {0, holder, pttl}. A new holder gets
-    /// `HINCRBY fence 1` (SET NX semantics: only when no lease exists); the holder itself renews.
+    /// `HINCRBY fence 1` (SET NX semantics: only when no lease exists); the holder itself renews, and
+    /// keeps its token unless it asks for a new one (ARGV[4] = 1: it no longer runs the session).
     /// Every attempt, granted or not, gives the session and its history their idle expiry again (an
     /// attempt means the session is in use: an input here, a stream here of a session run elsewhere),
     /// so a streamed session costs one round trip per check.
@@ -31,6 +32,7 @@ enum SessionScripts {
           local holder = string.sub(cur, 1, sep - 1)
           if holder ~= ARGV[1] then return {0, holder, redis.call('PTTL', KEYS[2])} end
           token = string.sub(cur, sep + 1)
+          if ARGV[4] == '1' then token = tostring(redis.call('HINCRBY', KEYS[1], 'fence', 1)) end
         else
           token = tostring(redis.call('HINCRBY', KEYS[1], 'fence', 1))
         end
@@ -69,7 +71,8 @@ enum SessionScripts {
     /// KEYS: session, events, streams, lease. ARGV: deadline ms, idle s, member 1 … member n.
     /// A streamed session's periodic check: the idle expiry of the session and its history again,
     /// expired stream members dropped, this node's members given the deadline now + ARGV[1] (added
-    /// again if they were dropped), and the lease's holder (nil if no lease). `GONE` if no session.
+    /// again if they were dropped); returns {the lease's holder (false if no lease), seq}. `GONE` if no
+    /// session.
     static let renewStreams = RedisScript(
         """
         if redis.call('EXPIRE', KEYS[1], ARGV[2]) == 0 then return redis.error_reply('GONE session') end
@@ -81,16 +84,20 @@ enum SessionScripts {
           for i = 3, #ARGV do redis.call('ZADD', KEYS[3], deadline, ARGV[i]) end
           redis.call('PEXPIRE', KEYS[3], string.format('%.0f', math.max(tonumber(ARGV[2]) * 1000, ttl)))
         end
+        local seq = redis.call('HGET', KEYS[1], 'seq')
         local cur = redis.call('GET', KEYS[4])
-        if not cur then return false end
+        if not cur then return {false, seq} end
         local sep = string.find(cur, '|[^|]*$')
-        return string.sub(cur, 1, sep - 1)
+        return {string.sub(cur, 1, sep - 1), seq}
         """)
 
     /// KEYS: lease 1 … lease n. ARGV: lease ms, "holder|token" 1 … n. Each lease whose value is exactly
     /// its "holder|token" gets the lease TTL again: {1 if renewed, 0 if the lease is not ours, …}.
+    /// `allow-cross-slot-keys` (Redis 7): on a cluster the leases of one call may be in several slots of
+    /// one master (`RedisSessionStore.renew` groups them by master), not one call per slot.
     static let renewMany = RedisScript(
         """
+        #!lua flags=allow-cross-slot-keys
         local out = {}
         for i, k in ipairs(KEYS) do
           if redis.call('GET', k) == ARGV[i + 1] then out[i] = redis.call('PEXPIRE', k, ARGV[1]) else out[i] = 0 end
@@ -107,11 +114,13 @@ enum SessionScripts {
 
     /// KEYS: session, events, idempotency key (or any key of the session when unused).
     /// ARGV: token, state, history max, idle s, is input (0/1), idempotency s, has key (0/1),
-    /// channel, n, event 1 … event n.
+    /// channel ("" to publish nothing), n, event 1 … event n.
     /// Fenced: nothing happens unless `fence` equals the token (one `HMGET` reads fence, seq and
     /// inputSeq; one `HSET` writes state, seq and the next inputSeq). Then, for each event, the id is
-    /// max(seq + 1, token * 2^32 + 1), and XADD and PUBLISH carry the same id and bytes (one
-    /// atomic step: a live reader and a replaying reader see the same event). Returns
+    /// max(seq + 1, token * 2^32 + 1), and XADD and SPUBLISH carry the same id and bytes (one
+    /// atomic step: a live reader and a replaying reader see the same event; the channel has the
+    /// session's hash tag, so the message stays in the script's slot and shard). With replica acks the
+    /// caller publishes itself, once replicas hold the commit (no channel here). Returns
     /// {inputSeq or -1, {ids as strings}}.
     static let commit = RedisScript(
         #"""
@@ -129,7 +138,7 @@ enum SessionScripts {
           seq = id
           local sid = string.format('%.0f', id)
           redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[3], sid .. '-0', 'd', ARGV[9 + i])
-          redis.call('PUBLISH', ARGV[8], sid .. '\n' .. ARGV[9 + i])
+          if ARGV[8] ~= '' then redis.call('SPUBLISH', ARGV[8], sid .. '\n' .. ARGV[9 + i]) end
           ids[i] = sid
         end
         local inputSeq = -1
@@ -146,13 +155,18 @@ enum SessionScripts {
         return {inputSeq, ids}
         """#)
 
-    /// KEYS: session, events. ARGV: last event id, limit.
+    /// KEYS: session, events. ARGV: last event id, limit, touch (0/1).
     /// Returns {1} (up to date), {0} (snapshot needed: id not in the history, or more than limit
-    /// events missed), or {2, entries}.
+    /// events missed), or {2, entries}. With touch, the history's expiry is written again as it is (a
+    /// write that changes nothing), so a `WAIT` after it covers every commit the answer shows.
     static let replay = RedisScript(
         """
         local seq = redis.call('HGET', KEYS[1], 'seq')
         if not seq then return redis.error_reply('GONE session') end
+        if ARGV[3] == '1' then
+          local ttl = redis.call('PTTL', KEYS[2])
+          if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
+        end
         if seq == ARGV[1] then return {1} end
         local last = ARGV[1] .. '-0'
         if #redis.call('XRANGE', KEYS[2], last, last) == 0 then return {0} end
@@ -160,6 +174,18 @@ enum SessionScripts {
         local entries = redis.call('XRANGE', KEYS[2], '(' .. last, '+', 'COUNT', limit + 1)
         if #entries > limit then return {0} end
         return {2, entries}
+        """)
+
+    /// KEYS: idempotency key. The `inputSeq` recorded with an `Idempotency-Key`, or nil; when there is one,
+    /// its expiry is written again as it is (a write that changes nothing), so a `WAIT` after it covers the
+    /// commit that recorded it (a retry answered from it is acknowledged only once replicas hold it).
+    static let acknowledgedInputSeq = RedisScript(
+        """
+        local v = redis.call('GET', KEYS[1])
+        if not v then return false end
+        local ttl = redis.call('PTTL', KEYS[1])
+        if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+        return v
         """)
 
     /// KEYS: session, events, lease, streams. ARGV: token. Deletes the session if the token is current.

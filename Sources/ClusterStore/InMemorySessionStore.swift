@@ -62,13 +62,20 @@ public final class InMemorySessionStore: SessionStore, Sendable {
     public func acquire(
         sessionID: String, holder: String, completion: @escaping (Result<LeaseGrant, StoreError>) -> Void
     ) {
+        acquire(sessionID: sessionID, holder: holder, newToken: false, completion: completion)
+    }
+
+    public func acquire(
+        sessionID: String, holder: String, newToken: Bool,
+        completion: @escaping (Result<LeaseGrant, StoreError>) -> Void
+    ) {
         let result: Result<LeaseGrant, StoreError> = withRecord(sessionID) { r, t in
             guard var x = r else { return .failure(.gone) }
             defer { r = x }
             if let h = x.leaseHolder, x.leaseUntil > t, h != holder {
                 return .success(.heldBy(h, remainingMilliseconds: Int(x.leaseUntil - t)))
             }
-            if x.leaseHolder != holder || x.leaseUntil <= t {
+            if newToken || x.leaseHolder != holder || x.leaseUntil <= t {
                 x.fence += 1
                 x.leaseHolder = holder
             }
@@ -190,13 +197,22 @@ public final class InMemorySessionStore: SessionStore, Sendable {
         sessionID: String, members: [String], ttlMilliseconds: Int,
         completion: @escaping (Result<String?, StoreError>) -> Void
     ) {
-        let result: Result<String?, StoreError> = withRecord(sessionID) { r, t in
+        checkStreams(sessionID: sessionID, members: members, ttlMilliseconds: ttlMilliseconds) { r in
+            completion(r.map(\.holder))
+        }
+    }
+
+    public func checkStreams(
+        sessionID: String, members: [String], ttlMilliseconds: Int,
+        completion: @escaping (Result<StreamsCheck, StoreError>) -> Void
+    ) {
+        let result: Result<StreamsCheck, StoreError> = withRecord(sessionID) { r, t in
             guard var x = r else { return .failure(.gone) }
             defer { r = x }
             x.streams = x.streams.filter { $0.value > t }
             for m in members { x.streams[m] = t + Int64(ttlMilliseconds) }
             x.expiresAt = t + Int64(limits.idleTimeout) * 1000
-            return .success(x.leaseUntil > t ? x.leaseHolder : nil)
+            return .success(StreamsCheck(holder: x.leaseUntil > t ? x.leaseHolder : nil, seq: x.snapshot.seq))
         }
         completion(result)
     }

@@ -28,6 +28,14 @@ public protocol SessionStore: AnyObject {
     func acquire(
         sessionID: String, holder: String, completion: @escaping (Result<LeaseGrant, StoreError>) -> Void)
 
+    /// `acquire`, but with `newToken` a holder that holds the lease already gets a new token too, as if
+    /// it took the session over: for a holder that no longer runs the session and may have shown events
+    /// (ids, `inputSeq`s) that a failover then lost, so that it never numbers new events from a rolled
+    /// back `seq` under the token it showed them with. The default (a store without it) is `acquire`.
+    func acquire(
+        sessionID: String, holder: String, newToken: Bool,
+        completion: @escaping (Result<LeaseGrant, StoreError>) -> Void)
+
     /// Extends the lease if `lease` is still the current one; false if it was lost.
     func renew(_ lease: Lease, completion: @escaping (Result<Bool, StoreError>) -> Void)
 
@@ -70,6 +78,45 @@ public protocol SessionStore: AnyObject {
         sessionID: String, members: [String], ttlMilliseconds: Int,
         completion: @escaping (Result<String?, StoreError>) -> Void)
 
+    /// `renewStreams`, answering also the session's last committed event id (`seq`): a stream whose last
+    /// written id stays below it has missed a live event and catches up from the history. The default
+    /// (a store without it) answers `seq` 0 (never behind).
+    func checkStreams(
+        sessionID: String, members: [String], ttlMilliseconds: Int,
+        completion: @escaping (Result<StreamsCheck, StoreError>) -> Void)
+
     /// Stops counting stream `member` of session `sessionID` (its stream closed); no error if unknown.
     func releaseStream(sessionID: String, member: String, completion: @escaping (Result<Void, StoreError>) -> Void)
+}
+
+extension SessionStore {
+    public func acquire(
+        sessionID: String, holder: String, newToken: Bool,
+        completion: @escaping (Result<LeaseGrant, StoreError>) -> Void
+    ) {
+        acquire(sessionID: sessionID, holder: holder, completion: completion)
+    }
+
+    public func checkStreams(
+        sessionID: String, members: [String], ttlMilliseconds: Int,
+        completion: @escaping (Result<StreamsCheck, StoreError>) -> Void
+    ) {
+        renewStreams(sessionID: sessionID, members: members, ttlMilliseconds: ttlMilliseconds) { r in
+            completion(r.map { StreamsCheck(holder: $0, seq: 0) })
+        }
+    }
+}
+
+/// What a streamed session's periodic check found (`SessionStore.checkStreams`).
+public struct StreamsCheck: Sendable, Equatable {
+    /// Who holds the lease (nil: nobody).
+    public var holder: String?
+    /// The session's last committed event id.
+    public var seq: UInt64
+
+    /// A check's answer.
+    public init(holder: String?, seq: UInt64) {
+        self.holder = holder
+        self.seq = seq
+    }
 }

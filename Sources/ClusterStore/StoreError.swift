@@ -14,4 +14,8 @@ public enum StoreError: Error, Sendable, Equatable {
     case unavailable(String)
     /// A value was over its bound (state blob, event, cache entry).
     case tooLarge(Int)
+    /// The write ran on the master but fewer than `wanted` replicas confirmed it within the replica
+    /// time-out (`WAIT`, `--redis-replica-acks`): it may be lost if the master dies now, so it must not be
+    /// acknowledged (answer `503`); a retry must be idempotent (the `Idempotency-Key` the commit stored).
+    case notReplicated(acknowledged: Int, wanted: Int)
 }

@@ -49,7 +49,8 @@ public final class RedisClientMetrics: Sendable {
         counts.withLock { $0[counter, default: 0] += 1 }
     }
 
-    static func counter(of event: RedisClientEvent) -> Counter? {
+    /// The counter `event` counts in, if any.
+    public static func counter(of event: RedisClientEvent) -> Counter? {
         switch event {
         case .failover: return .failovers
         case .moved: return .moved

@@ -218,6 +218,18 @@ public final class RedisShardedSubscriber: Sendable {
         client.send(["SPUBLISH", RedisArg(channel), RedisArg(bytes: payload)], key: RedisArg(channel), callback)
     }
 
+    /// True when the subscription to the glob `pattern` is confirmed where it belongs now (false while it
+    /// is being made again after a reconnect, a failover or a slot move). Loop thread only.
+    public func isConfirmed(pattern: String) -> Bool {
+        subscriptions[Key(kind: .pattern, name: pattern)]?.stage == .confirmed
+    }
+
+    /// True when the subscription to the sharded channel `channel` is confirmed where it belongs now.
+    /// Loop thread only.
+    public func isConfirmed(shardChannel channel: String) -> Bool {
+        subscriptions[Key(kind: .sharded, name: channel)]?.stage == .confirmed
+    }
+
     private func add(_ key: Key, _ onSubscribed: (() -> Void)?, _ handler: @escaping (RedisMessage) -> Void) {
         precondition(loop.inEventLoop, "RedisShardedSubscriber off its loop")
         if let existing = subscriptions[key] {

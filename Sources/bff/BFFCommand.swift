@@ -16,7 +16,8 @@ struct BFFCommand: ParsableCommand {
         discussion: """
             Environment: HOST (like --host), PORT (like --port), GITHUB_API_URL (like --github-api-url), \
             GITHUB_TOKEN (bearer token for GitHub; never logged, never in a cache key or file), LOG_LEVEL (like \
-            --log-level), REDIS_URL (like --redis-url), NODE_ID (like --node-id). Flags win over the environment.
+            --log-level), REDIS_URL (like --redis-url), REDIS_REPLICA_ACKS (like --redis-replica-acks), NODE_ID (like \
+            --node-id). Flags win over the environment.
             Open files: bff raises its open-file limit to --max-connections + 256. Where the hard limit is lower, \
             the default --max-connections shrinks to fit (logged at debug level); an explicit value that does not \
             fit stops bff at start (exit 64).
@@ -80,15 +81,27 @@ struct BFFCommand: ParsableCommand {
     @Flag(help: "Enable GET /bench/json (the HTTP benchmark's route).") var benchRoutes = false
     @Option(
         help: """
-            Cluster mode: the shared Redis, redis://[:password@]host:port/db (env REDIS_URL). Unset: one process, \
-            sessions in memory.
+            Cluster mode: the shared Redis (env REDIS_URL). One Redis: redis://[:password@]host:port/db; Redis \
+            Sentinel: redis+sentinel://[:password@]host:port[,host:port…]/MASTER[?db=N] (the sentinels, port \
+            26379 if left out); Redis Cluster: redis+cluster://[:password@]host:port[,host:port…] (seed nodes, \
+            port 6379 if left out). The password is the data nodes'. Unset: one process, sessions in memory.
             """)
     var redisUrl: String?
+    @Option(
+        help: """
+            Cluster mode: replicas that must confirm an input's commit (WAIT) before its 202; not confirmed \
+            within the Redis command time-out: 503, the retry with the same Idempotency-Key applied once \
+            (env REDIS_REPLICA_ACKS; default 0 for redis://, 1 for redis+sentinel:// and redis+cluster://).
+            """)
+    var redisReplicaAcks: Int?
     @Option(help: "Cluster mode: this node's name in logs, metrics and leases (env NODE_ID; default HOST:PORT).")
     var nodeId: String?
     @Option(
         help: "Cluster mode: seconds a session's ownership lease lasts without renewal (failover bound after kill -9).")
     var leaseTtl = 10.0
+
+    /// `--redis-replica-acks`, else `REDIS_REPLICA_ACKS`, else nil (the URL's default).
+    private var replicaAcks: Int? { redisReplicaAcks ?? env("REDIS_REPLICA_ACKS").flatMap { Int($0) } }
 
     func validate() throws {
         if let p = port ?? env("PORT").flatMap(Int.init), !(0...65535).contains(p) {
@@ -101,7 +114,16 @@ struct BFFCommand: ParsableCommand {
         }
         if let url = redisUrl ?? env("REDIS_URL"), !url.isEmpty, ClusterSettings(redisURL: url, nodeID: "x") == nil {
             // never echo the URL: it may hold a password
-            throw ValidationError("--redis-url must look like redis://[:password@]host:port/db")
+            throw ValidationError(
+                "--redis-url must look like redis://[:password@]host:port/db, "
+                    + "redis+sentinel://[:password@]host:port[,host:port…]/MASTER[?db=N] or "
+                    + "redis+cluster://[:password@]host:port[,host:port…]")
+        }
+        if let text = env("REDIS_REPLICA_ACKS"), redisReplicaAcks == nil, Int(text) == nil {
+            throw ValidationError("REDIS_REPLICA_ACKS must be a number, got '\(text.prefix(20))'")
+        }
+        if let n = replicaAcks, !(0...16).contains(n) {
+            throw ValidationError("--redis-replica-acks must be 0...16")
         }
         if !(0.5...300).contains(leaseTtl) { throw ValidationError("--lease-ttl must be 0.5...300 seconds") }
         try checkRanges()
@@ -177,8 +199,14 @@ struct BFFCommand: ParsableCommand {
         config.searchPageSize = pageSize
         if let url = redisUrl ?? env("REDIS_URL"), !url.isEmpty {
             let node = nodeId ?? env("NODE_ID") ?? "\(config.http.host):\(config.http.port)"
-            config.cluster = ClusterSettings(redisURL: url, nodeID: node, leaseTTL: leaseTtl)
-            logger.info("cluster mode", metadata: ["node": "\(node)", "lease-ttl": "\(leaseTtl)"])
+            config.cluster = ClusterSettings(redisURL: url, nodeID: node, leaseTTL: leaseTtl, replicaAcks: replicaAcks)
+            logger.info(
+                "cluster mode",
+                metadata: [
+                    "node": "\(node)", "lease-ttl": "\(leaseTtl)",
+                    "redis": "\(config.cluster.map { "\($0.topology)" } ?? "")",
+                    "replica-acks": "\(config.cluster?.replicaAcks ?? 0)",
+                ])
         }
 
         var github = GitHubSettings()

@@ -9,7 +9,7 @@ import XCTest
 @testable import BFF
 
 /// Forwarding to a live owner: a node that saw another node's live lease forwards the next inputs
-/// without asking Redis again (one `acquire` round trip less), falls back to `acquire` when its `PUBLISH`
+/// without asking Redis again (one `acquire` round trip less), falls back to `acquire` when its `SPUBLISH`
 /// reaches nobody, and a `moved` answer from a node that no longer runs the session does not hide the
 /// answer of the node that does.
 final class ClusterForwardingTests: ClusterTestCase {
@@ -33,7 +33,7 @@ final class ClusterForwardingTests: ClusterTestCase {
         let b = try node("b")
         let id = try a.createSession()
         XCTAssertEqual(inputSeq(try name(b, id, "ann")), 1, "forwarded to A; B remembers A's lease")
-        a.app.shutdown()  // releases the lease and unsubscribes: B's next PUBLISH reaches nobody
+        a.app.shutdown()  // releases the lease and unsubscribes: B's next SPUBLISH reaches nobody
         let started = Date()
         let r = try name(b, id, "bob")
         XCTAssertEqual(r.status, 202, "B took the session over instead of answering 503: \(r)")
@@ -52,8 +52,8 @@ final class ClusterForwardingTests: ClusterTestCase {
         // every reply channel of `a`: the old JSON form, and a message whose lengths lie.
         let secret = "do-not-log-me"
         _ = try redisCLI(
-            "PUBLISH", cluster.inputChannel(id), #"{"s":"\#(id)","m":"greeting","i":"name","v":"\#(secret)"}"#)
-        for channel in cluster.replyChannels { _ = try redisCLI("PUBLISH", channel, "fr1\n99:\(secret)") }
+            "SPUBLISH", cluster.inputChannel(id), #"{"s":"\#(id)","m":"greeting","i":"name","v":"\#(secret)"}"#)
+        for channel in cluster.replyChannels { _ = try redisCLI("SPUBLISH", channel, "fr1\n99:\(secret)") }
         try waitUntil("the drop is logged", within: 5) { logs.all.contains("unreadable forwarding message dropped") }
         XCTAssertFalse(logs.all.contains(secret), "a dropped message's content never reaches the log")
         // Nothing was applied, and forwarding between the nodes still works.
@@ -72,31 +72,22 @@ final class ClusterForwardingTests: ClusterTestCase {
         // `moved`, as a node does that has just handed the session over and is still unsubscribing.
         let loop = startedLoop()
         defer { loop.stop() }
-        var configuration = try XCTUnwrap(RedisConfiguration(url: redis.url))
-        configuration.reconnectBase = 0.02
-        let publisher = RedisConnection(loop: loop, configuration: configuration)
-        let subscriber = RedisSubscriber(loop: loop, configuration: configuration)
+        let (publisher, subscriber) = await startedClient(redis.url, on: loop)
         let (subscribed, confirm) = AsyncStream<Void>.makeStream()
         loop.execute {
-            publisher.start()
-            subscriber.start()
-            subscriber.subscribe(channel: channel, onSubscribed: { confirm.yield() }) { message in
+            subscriber.ssubscribe(channel: channel, onSubscribed: { confirm.yield() }) { message in
                 guard let (_, replyTo, correlation) = ForwardedInput.decode(message.payload) else { return }
                 let bytes = ForwardedReply.encode(correlation: correlation, .failed(.moved), moved: true)
-                publisher.send(["PUBLISH", RedisArg(replyTo), RedisArg(bytes: bytes)]) { _ in }
+                publisher.send(["SPUBLISH", RedisArg(replyTo), RedisArg(bytes: bytes)], key: RedisArg(replyTo)) { _ in }
             }
         }
         var confirmations = subscribed.makeAsyncIterator()
         _ = await confirmations.next()
-        _ = await waitForState(publisher, .ready)
         for i in 1...5 {
             let r = try name(b, id, "n\(i)")
             XCTAssertEqual(r.status, 202, "the owner's answer, not the other receiver's moved: \(r)")
             XCTAssertEqual(inputSeq(r), i)
         }
-        loop.execute {
-            subscriber.close()
-            publisher.close()
-        }
+        await close(publisher, subscriber)
     }
 }

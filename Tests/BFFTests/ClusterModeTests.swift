@@ -107,7 +107,7 @@ final class ClusterModeTests: ClusterTestCase {
         XCTAssertEqual(try name(a, id, "ann").status, 202)
         let e1 = try XCTUnwrap(events.next(until: "greeting").last)
         XCTAssertEqual(e1.id, String((1 << 32) + 1))
-        XCTAssertEqual(try redisCLI("PUBSUB", "NUMSUB", channel), "\(channel)\n0\n", "fed by A's own commits")
+        XCTAssertEqual(try redisCLI("PUBSUB", "SHARDNUMSUB", channel), "\(channel)\n0\n", "fed by A's own commits")
         // A paused past its lease (simulated: the lease key disappears); B takes over with token 2.
         _ = try redisCLI("DEL", "bff:s:{\(id)}:lease")
         XCTAssertEqual(try name(b, id, "bob").status, 202)
@@ -117,7 +117,7 @@ final class ClusterModeTests: ClusterTestCase {
         let e2 = try XCTUnwrap(events.next(until: "greeting").last)
         XCTAssertEqual(e2.id, String((2 << 32) + 1))
         XCTAssertEqual(try JSONValue.parse(e2.data)["outputs"]?["label"], "Hello, BOB!")
-        XCTAssertEqual(try redisCLI("PUBSUB", "NUMSUB", channel), "\(channel)\n1\n", "A now subscribes")
+        XCTAssertEqual(try redisCLI("PUBSUB", "SHARDNUMSUB", channel), "\(channel)\n1\n", "A now subscribes")
         XCTAssertEqual(try name(b, id, "cy").status, 202)
         XCTAssertEqual(try greet(b, id).status, 202)
         let e3 = try XCTUnwrap(events.next(until: "greeting").last)

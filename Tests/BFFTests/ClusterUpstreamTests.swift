@@ -272,22 +272,22 @@ final class ClusterUpstreamTests: ClusterTestCase {
         status?["message"]?.stringValue?.contains("rate limit") == true
     }
 
-    /// Posts `status` to the board as a node does (SET and PUBLISH in one script).
+    /// Posts `status` to the board as a node does (SET and SPUBLISH in one script).
     func post(_ status: UpstreamStatus) throws {
         let json = String(decoding: try JSONEncoder().encode(status), as: UTF8.self)
-        let script = "redis.call('SET', KEYS[1], ARGV[1], 'EX', 600) return redis.call('PUBLISH', KEYS[1], ARGV[1])"
-        XCTAssertNotEqual(try redisCLI("EVAL", script, "1", "bff:status:github", json), "0\n", "B subscribes")
+        let script = "redis.call('SET', KEYS[1], ARGV[1], 'EX', 600) return redis.call('SPUBLISH', KEYS[1], ARGV[1])"
+        XCTAssertNotEqual(try redisCLI("EVAL", script, "1", "bff:status:{github}", json), "0\n", "B subscribes")
     }
 
     /// The status on the board (the last post), nil when none.
     func boardValue() throws -> UpstreamStatus? {
-        let text = try redisCLI("--raw", "GET", "bff:status:github").trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = try redisCLI("--raw", "GET", "bff:status:{github}").trimmingCharacters(in: .whitespacesAndNewlines)
         return text.isEmpty ? nil : try JSONDecoder().decode(UpstreamStatus.self, from: Data(text.utf8))
     }
 
     /// The tokens of the shared GitHub bucket as Redis last stored them.
     func tokens() throws -> Double {
-        let text = try redisCLI("--raw", "HGET", "bff:rl:github-search", "tokens")
+        let text = try redisCLI("--raw", "HGET", "bff:rl:{github-search}", "tokens")
         return try XCTUnwrap(Double(text.trimmingCharacters(in: .whitespacesAndNewlines)), "tokens: '\(text)'")
     }
 

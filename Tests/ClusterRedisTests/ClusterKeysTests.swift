@@ -3,7 +3,8 @@ import XCTest
 
 /// Every key and channel name comes from `ClusterKeys` (the node's input and reply channels and the
 /// status board included): the names docs/CLUSTER.md lists, all under the prefix, and a session's
-/// names sharing its `{id}` hash tag (one Redis Cluster slot for a multi-key script).
+/// names sharing its `{id}` hash tag (one Redis Cluster slot for a multi-key script), the cluster-wide
+/// ones with tags of their own.
 final class ClusterKeysTests: XCTestCase {
     func testTheNamesDocsClusterMdListsAllUnderThePrefix() {
         let k = ClusterKeys(prefix: "p")
@@ -14,9 +15,9 @@ final class ClusterKeysTests: XCTestCase {
         XCTAssertEqual(k.streams("i"), "p:s:{i}:streams")
         XCTAssertEqual(k.channel("i"), "p:s:{i}:ch")
         XCTAssertEqual(k.inputs("i"), "p:s:{i}:in")
-        XCTAssertEqual(k.replies("node#n#0"), "p:reply:node#n#0")
-        XCTAssertEqual(k.status("github"), "p:status:github")
-        XCTAssertEqual(k.rateLimit("gh"), "p:rl:gh")
+        XCTAssertEqual(k.replies("node#n#0"), "p:reply:{node#n#0}")
+        XCTAssertEqual(k.status("github"), "p:status:{github}")
+        XCTAssertEqual(k.rateLimit("gh"), "p:rl:{gh}")
         XCTAssertEqual(k.cacheEntry("q"), "p:c:{q}")
         XCTAssertEqual(k.cacheLock("q"), "p:c:{q}:lock")
         XCTAssertEqual(k.cacheWake("q"), "p:cwake:q")

@@ -25,21 +25,14 @@ final class RedisSearchCacheTests: XCTestCase {
     }
 
     func startNodes(_ limits: RedisSearchCache.Limits = RedisSearchCache.Limits()) async {
-        let config = RedisConfiguration(url: server.url)!
         for _ in 0..<3 {
             let loop = startedLoop()
-            let c = RedisConnection(loop: loop, configuration: config)
-            let s = RedisSubscriber(loop: loop, configuration: config)
-            let cache = RedisSearchCache(connection: c, subscriber: s, limits: limits, keys: ClusterKeys(prefix: "t"))
+            let (c, s) = await startedClient(server.url, on: loop)
+            let cache = RedisSearchCache(client: c, subscriber: s, limits: limits, keys: ClusterKeys(prefix: "t"))
             let (subscribed, done) = AsyncStream<Void>.makeStream()
-            loop.execute {
-                c.start()
-                s.start()
-                cache.start(onSubscribed: { done.yield() })
-            }
+            loop.execute { cache.start(onSubscribed: { done.yield() }) }
             var it = subscribed.makeAsyncIterator()
             _ = await it.next()
-            _ = await waitForState(c, .ready)
             loops.append(loop)
             nodes.append(cache)
         }
@@ -47,10 +40,7 @@ final class RedisSearchCacheTests: XCTestCase {
 
     override func tearDown() async throws {
         for (loop, node) in zip(loops, nodes) {
-            loop.execute {
-                node.subscriber.close()
-                node.connection.close()
-            }
+            await close(node.client, node.subscriber)
             loop.stop()
         }
         server.kill()
@@ -131,7 +121,7 @@ final class RedisSearchCacheTests: XCTestCase {
         await startNodes(RedisSearchCache.Limits(maxAge: 120, lockTTL: 15))
         _ = try await nodes[0].lock("k", holder: "a").get()
         _ = await nodes[0].fill("k2", payload: [1], holder: "a")
-        let c = nodes[0].connection
+        let c = nodes[0].client
         for key in ["t:c:{k}:lock", "t:c:{k2}"] {
             let ttl = try await c.send(["PTTL", RedisArg(key)]).get().int ?? -1
             XCTAssertGreaterThan(ttl, 0, key)

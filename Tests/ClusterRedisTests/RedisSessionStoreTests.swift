@@ -9,27 +9,26 @@ import XCTest
 final class RedisSessionStoreTests: XCTestCase {
     var server: RedisServerProcess!
     var loop: EventLoop!
-    var connection: RedisConnection!
+    var connection: RedisClient!
+    var subscriber: RedisShardedSubscriber!
     let keys = ClusterKeys(prefix: "t")
 
     override func setUp() async throws {
         server = try RedisServerProcess()
         loop = startedLoop()
-        connection = RedisConnection(loop: loop, configuration: RedisConfiguration(url: server.url)!)
-        connection.startFromAnyThread()
-        let ready = await waitForState(connection, .ready)
-        XCTAssertTrue(ready)
+        (connection, subscriber) = await startedClient(server.url, on: loop)
+        XCTAssertTrue(connection.isReady)
     }
 
     override func tearDown() async throws {
-        await connection.closeFromAnyThread()
+        await close(connection, subscriber)
         loop.stop()
         server.kill()
     }
 
     func harness(history: Int = 256) -> SessionStoreHarness {
         let store = RedisSessionStore(
-            connection: connection, limits: SessionStoreLimits(historyEvents: history), keys: keys)
+            client: connection, limits: SessionStoreLimits(historyEvents: history), keys: keys)
         let connection = self.connection!
         let keys = self.keys
         let h = SessionStoreHarness(loop: loop, store: store) { id in
@@ -108,12 +107,10 @@ final class RedisSessionStoreTests: XCTestCase {
     func testCommitPublishesTheSameEventItAppends() async throws {
         let h = harness()
         let lease = try await h.create("p", "n").get()
-        let subscriber = RedisSubscriber(loop: loop, configuration: RedisConfiguration(url: server.url)!)
         let feed = RedisSessionEventFeed(subscriber: subscriber, keys: keys)
         let (stream, out) = AsyncStream<StoredEvent?>.makeStream()
         var seen = stream.makeAsyncIterator()
         loop.execute {
-            subscriber.start()
             feed.subscribe(sessionID: "p", onSubscribed: { out.yield(nil) }) { out.yield($0) }
         }
         let subscribed = await seen.next()
@@ -125,13 +122,13 @@ final class RedisSessionStoreTests: XCTestCase {
         XCTAssertEqual(live2, StoredEvent(id: c.eventIDs[1], payload: Array("two".utf8)))
         let fromFirst = try await h.replay("p", after: c.eventIDs[0]).get()
         XCTAssertEqual(fromFirst, .events([live2!!]))
-        loop.execute { subscriber.close() }
     }
 
     func testUnreachableRedisIsUnavailable() async throws {
         let h = harness()
         server.kill()
-        _ = await waitForState(connection, .disconnected)
+        let client = connection!
+        _ = await eventually { !client.isReady }
         let r = await h.load("x")
         guard case .failure(.unavailable) = r else { return XCTFail("\(r)") }
     }
@@ -239,15 +236,13 @@ final class RedisLeaseExpiryTests: XCTestCase {
     func testAnUnrenewedLeaseExpiresAndItsHolderIsFenced() async throws {
         let server = try RedisServerProcess()
         let loop = startedLoop()
-        let connection = RedisConnection(loop: loop, configuration: RedisConfiguration(url: server.url)!)
+        let (connection, subscriber) = await startedClient(server.url, on: loop)
         defer {
             loop.stop()
             server.kill()
         }
-        connection.startFromAnyThread()
-        _ = await waitForState(connection, .ready)
         let store = RedisSessionStore(
-            connection: connection, limits: SessionStoreLimits(leaseMilliseconds: 150), keys: ClusterKeys(prefix: "t"))
+            client: connection, limits: SessionStoreLimits(leaseMilliseconds: 150), keys: ClusterKeys(prefix: "t"))
         let h = SessionStoreHarness(loop: loop, store: store) { _ in }
         let a = try await h.create("z", "node-a").get()
         let early = try await h.acquire("z", "node-b").get()
@@ -258,6 +253,6 @@ final class RedisLeaseExpiryTests: XCTestCase {
         XCTAssertEqual(b.token, 2)
         let zombie = await h.commit(a, ["late"], state: "zombie")
         XCTAssertEqual(zombie, .failure(.fenced))
-        await connection.closeFromAnyThread()
+        await close(connection, subscriber)
     }
 }

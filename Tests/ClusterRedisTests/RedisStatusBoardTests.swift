@@ -8,30 +8,24 @@ import XCTest
 final class RedisStatusBoardTests: XCTestCase {
     func testAPostByOneNodeReachesEveryNode() async throws {
         let server = try RedisServerProcess()
-        let config = RedisConfiguration(url: server.url)!
         var loops: [EventLoop] = []
         var boards: [RedisStatusBoard] = []
         let (stream, out) = AsyncStream<(Int, [UInt8]?)>.makeStream()
         var seen = stream.makeAsyncIterator()
         for i in 0..<3 {
             let loop = startedLoop()
+            let (client, subscriber) = await startedClient(server.url, on: loop)
             let board = RedisStatusBoard(
-                connection: RedisConnection(loop: loop, configuration: config),
-                subscriber: RedisSubscriber(loop: loop, configuration: config), name: "upstream", ttlSeconds: 60,
-                keys: ClusterKeys(prefix: "t"))
-            loop.execute {
-                board.connection.start()
-                board.subscriber.start()
-                board.observe(onSubscribed: { out.yield((i, nil)) }) { out.yield((i, $0)) }
-            }
+                client: client, subscriber: subscriber, name: "upstream", ttlSeconds: 60, keys: ClusterKeys(prefix: "t"))
+            loop.execute { board.observe(onSubscribed: { out.yield((i, nil)) }) { out.yield((i, $0)) } }
             loops.append(loop)
             boards.append(board)
         }
         defer {
             for (loop, board) in zip(loops, boards) {
                 loop.execute {
-                    board.connection.close()
                     board.subscriber.close()
+                    board.client.close()
                 }
                 loop.stop()
             }
@@ -39,7 +33,6 @@ final class RedisStatusBoardTests: XCTestCase {
         }
         var subscribed = Set<Int>()
         while subscribed.count < 3, let (i, _) = await seen.next() { subscribed.insert(i) }
-        for b in boards { _ = await waitForState(b.connection, .ready) }
         let value = Array(#"{"reachable":true,"message":"rate limited for 42 s"}"#.utf8)
         let (poster, reader) = (boards[1], boards[2])
         let posted = await withCheckedContinuation { k in

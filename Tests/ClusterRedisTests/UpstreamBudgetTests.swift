@@ -9,30 +9,30 @@ import XCTest
 final class RedisUpstreamBudgetTests: XCTestCase {
     var server: RedisServerProcess!
     var loops: [EventLoop] = []
-    var connections: [RedisConnection] = []
+    var connections: [RedisClient] = []
+    var subscribers: [RedisShardedSubscriber] = []
 
     override func setUp() async throws {
         server = try RedisServerProcess()
         for _ in 0..<2 {
             let loop = startedLoop()
-            let c = RedisConnection(loop: loop, configuration: RedisConfiguration(url: server.url)!)
-            c.startFromAnyThread()
-            let ready = await waitForState(c, .ready)
-            XCTAssertTrue(ready)
+            let (c, s) = await startedClient(server.url, on: loop)
+            XCTAssertTrue(c.isReady)
             loops.append(loop)
             connections.append(c)
+            subscribers.append(s)
         }
     }
 
     override func tearDown() async throws {
-        for c in connections { await c.closeFromAnyThread() }
+        for (c, s) in zip(connections, subscribers) { await close(c, s) }
         for l in loops { l.stop() }
         server.kill()
     }
 
     func budgets(_ shape: TokenBucketShape) -> [RedisUpstreamBudget] {
         connections.map {
-            RedisUpstreamBudget(connection: $0, name: "gh", shape: shape, keys: ClusterKeys(prefix: "t"))
+            RedisUpstreamBudget(client: $0, name: "gh", shape: shape, keys: ClusterKeys(prefix: "t"))
         }
     }
 
@@ -45,7 +45,7 @@ final class RedisUpstreamBudgetTests: XCTestCase {
         XCTAssertFalse(denied.allowed)
         XCTAssertGreaterThan(denied.retryAfter, 90)
         XCTAssertLessThanOrEqual(denied.retryAfter, 100)
-        let ttl = try await connections[0].send(["PTTL", "t:rl:gh"]).get().int ?? -1
+        let ttl = try await connections[0].send(["PTTL", "t:rl:{gh}"]).get().int ?? -1
         XCTAssertGreaterThan(ttl, 0, "the bucket expires once it would be full again")
         XCTAssertLessThanOrEqual(ttl, 301_000)
     }
@@ -103,7 +103,7 @@ final class InMemoryUpstreamBudgetTests: XCTestCase {
 extension RedisUpstreamBudgetTests {
     /// The tokens the bucket holds in Redis now (refill not counted: read right after a script wrote it).
     func tokensInRedis() async throws -> Double {
-        let v = try await connections[0].send(["HGET", "t:rl:gh", "tokens"]).get()
+        let v = try await connections[0].send(["HGET", "t:rl:{gh}", "tokens"]).get()
         return try XCTUnwrap(v.bytes.flatMap { Double(String(decoding: $0, as: UTF8.self)) })
     }
 

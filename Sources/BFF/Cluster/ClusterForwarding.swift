@@ -3,8 +3,10 @@ import JSON
 import RedisClient
 
 /// An input that reached a node not holding the session's live lease, forwarded through Redis to the
-/// owner: `PUBLISH <prefix>:s:{id}:in` (the owner subscribes while it runs the session), and the
-/// owner's answer comes back on the sender loop's own reply channel once the input is committed.
+/// owner: `SPUBLISH <prefix>:s:{id}:in` (sharded, in the session's slot: the owner subscribes while it
+/// runs the session; on a cluster the message crosses only that shard), and the owner's answer comes back
+/// on the sender loop's own sharded reply channel (`<prefix>:reply:{<holder>}`) once the input is
+/// committed (and, with replica acks, confirmed).
 /// Wire form: `ForwardWire` (`fi1`), fields flags (`d` a delete, `k` a key follows), session, view
 /// model, input, Idempotency-Key (empty without `k`), reply channel, correlation, value (JSON).
 struct ForwardedInput {
@@ -70,7 +72,7 @@ enum RunnerAnswer: Equatable, Sendable {
 
 /// An answer on its way back: the correlation number and the runner's answer.
 /// `moved` marks the answer of a node that does not run the session (any more): the input was not
-/// applied there, and another receiver of the same `PUBLISH` may be applying it (a node that just took
+/// applied there, and another receiver of the same `SPUBLISH` may be applying it (a node that just took
 /// the session over while the one it took it from was still unsubscribing).
 /// Wire form: `ForwardWire` (`fr2`), fields flags (`m` moved), correlation, then the answer: a kind
 /// (`a` accepted, `d` duplicate: inputSeq; `r` rate-limited: seconds, rate; `v` unknown view model: name,
@@ -178,6 +180,7 @@ extension SessionFailure {
         case .runnerDidNotAnswer: ("runnerDidNotAnswer", 0)
         case .unreadableState: ("unreadableState", 0)
         case .tooLarge(let n): ("tooLarge", n)
+        case .notReplicated: ("notReplicated", 0)
         }
     }
 
@@ -194,6 +197,7 @@ extension SessionFailure {
         case "runnerDidNotAnswer": self = .runnerDidNotAnswer
         case "unreadableState": self = .unreadableState
         case "tooLarge": self = .tooLarge(n)
+        case "notReplicated": self = .notReplicated
         default: return nil
         }
     }
@@ -303,13 +307,13 @@ struct PendingForward {
     var reply: (RunnerAnswer) -> Void
     var timer: LoopTimer
     var sessionID: String
-    /// How many subscribers the `PUBLISH` reached (nil until its reply is in).
+    /// How many subscribers the `SPUBLISH` reached (nil until its reply is in).
     var receivers: Int?
     /// `moved` answers so far, and the last one: used only once every receiver has answered `moved`.
     var movedAnswers = 0
     var moved: RunnerAnswer?
 
-    /// The answer to give once every receiver of the `PUBLISH` has answered `moved` (nil until then).
+    /// The answer to give once every receiver of the `SPUBLISH` has answered `moved` (nil until then).
     var allMoved: RunnerAnswer? {
         guard let moved, let receivers, movedAnswers >= receivers else { return nil }
         return moved
@@ -318,7 +322,7 @@ struct PendingForward {
 
 extension ClusterNode {
     /// Sends `input` to the session's owner through Redis and answers with the owner's answer, or `503`
-    /// (nobody runs it right now, or no answer in time) (loop `owner`). When the `PUBLISH` reaches nobody
+    /// (nobody runs it right now, or no answer in time) (loop `owner`). When the `SPUBLISH` reaches nobody
     /// (the input went nowhere) and `onNobody` is given, `onNobody` runs instead of the `503`.
     func forward(
         _ input: ForwardedInput, owner: LoopSessions, remainingMilliseconds ms: Int, onNobody: (() -> Void)? = nil,
@@ -334,9 +338,8 @@ extension ClusterNode {
         }
         state.value.forwards[correlation] = PendingForward(reply: reply, timer: timer, sessionID: input.sessionID)
         let payload = input.encode(replyTo: replyChannels[index], correlation: correlation)
-        stores[index].connection.send([
-            "PUBLISH", RedisArg(inputChannel(input.sessionID)), RedisArg(bytes: payload),
-        ]) { result in
+        let channel = RedisArg(inputChannel(input.sessionID))
+        clients[index].send(["SPUBLISH", channel, RedisArg(bytes: payload)], key: channel) { result in
             if case .success(let v) = result, let n = v.int, n > 0 {
                 self.metrics.crossNodeInputs.increment()
                 // The owner got it: its answer (or the timer) completes the request.
@@ -362,10 +365,11 @@ extension ClusterNode {
         guard let (input, replyTo, correlation) = ForwardedInput.decode(payload) else {
             return dropUnreadable(payload, loop: owner.loop.index)
         }
-        let store = stores[owner.loop.index]
+        let client = clients[owner.loop.index]
         let publish: (RunnerAnswer, Bool) -> Void = { answer, moved in
             let bytes = ForwardedReply.encode(correlation: correlation, answer, moved: moved)
-            store.connection.send(["PUBLISH", RedisArg(replyTo), RedisArg(bytes: bytes)]) { _ in }
+            let channel = RedisArg(replyTo)
+            client.send(["SPUBLISH", channel, RedisArg(bytes: bytes)], key: channel) { _ in }
         }
         guard let owned = perLoop[owner.loop.index].value.owned[input.sessionID] else {
             return publish(.failed(.moved), true)
@@ -390,7 +394,7 @@ extension ClusterNode {
     }
 
     /// The sender's side: an owner answered a forwarded input (loop `index`). A `moved` answer completes
-    /// the request only once every receiver of the `PUBLISH` has answered `moved` (another receiver may
+    /// the request only once every receiver of the `SPUBLISH` has answered `moved` (another receiver may
     /// be the session's new owner, applying the input); the session's remembered holder is forgotten.
     func receiveForwardReply(_ payload: [UInt8], loop index: Int) {
         let state = perLoop[index]
@@ -434,11 +438,11 @@ extension ClusterNode {
 
     /// Forwards `input` without asking Redis who holds the lease when this loop saw another node's live
     /// lease on the session recently (`ClusterLoopState.heldElsewhere`, until that lease's remaining time
-    /// then): one round trip less per forwarded input. Otherwise, or when the `PUBLISH` reaches nobody
+    /// then): one round trip less per forwarded input. Otherwise, or when the `SPUBLISH` reaches nobody
     /// (the owner released the session and unsubscribed, or died), runs `otherwise` (the `acquire`, which
     /// may take the session over). Nothing is lost or applied twice by skipping `acquire`: whoever
     /// receives the input is subscribed because it runs the session (its commits are fenced), a
-    /// `PUBLISH` that reached nobody delivered the input nowhere, and a node that no longer runs the
+    /// `SPUBLISH` that reached nobody delivered the input nowhere, and a node that no longer runs the
     /// session answers `moved` (loop `owner`).
     func forwardToKnownHolder(
         _ input: ForwardedInput, owner: LoopSessions, reply: @escaping (RunnerAnswer) -> Void,
@@ -496,9 +500,10 @@ extension ClusterNode {
 
     private func checkStreamed(_ id: String, members: [String], from index: Int) {
         guard let owner = owner(of: id) else { return }
-        stores[index].renewStreams(sessionID: id, members: members, ttlMilliseconds: streamDeadlineMilliseconds) {
+        stores[index].checkStreams(sessionID: id, members: members, ttlMilliseconds: streamDeadlineMilliseconds) {
             result in
-            let holder = result.map { $0 }
+            if case .success(let check) = result { self.catchUpIfBehind(id, seq: check.seq, loop: index) }
+            let holder = result.map(\.holder)
             owner.loop.runOrExecute {
                 if let owned = self.perLoop[owner.loop.index].value.owned[id] {
                     owned.session.lastActivity = self.env.now()  // watched here: not idle
@@ -513,12 +518,22 @@ extension ClusterNode {
         }
     }
 
-    /// Subscribes every loop to its reply channel (at start).
+    /// A stream of session `id` here (fed from Redis) whose last written id stayed below the session's
+    /// `seq` over two checks in a row has missed a live event (with replica acks the runner publishes after
+    /// the replicas confirmed a commit: a runner that died or lost Redis in between publishes nothing) and
+    /// catches up from the history (loop `index`, which hosts the streams). One check behind is normal (a
+    /// commit is stored before its event arrives), so nothing is read then.
+    private func catchUpIfBehind(_ id: String, seq: UInt64, loop index: Int) {
+        guard let fed = perLoop[index].value.fed[id], !fed.local, fed.subscribed else { return }
+        for s in fed.streams { s.checked(seq: seq) }
+    }
+
+    /// Subscribes every loop to its reply channel (at start; sharded: its own tag, one shard).
     func subscribeForwardReplies() {
         for (index, subscriber) in subscribers.enumerated() {
             let channel = replyChannels[index]
-            subscriber.connection.loop.execute {
-                subscriber.subscribe(channel: channel) { message in
+            subscriber.loop.execute {
+                subscriber.ssubscribe(channel: channel) { message in
                     self.receiveForwardReply(message.payload, loop: index)
                 }
             }

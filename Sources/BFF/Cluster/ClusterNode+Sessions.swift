@@ -65,7 +65,7 @@ extension ClusterNode {
             owned.failWaiters()
             guard state.value.owned[session.id] === owned else { return }
             state.value.owned[session.id] = nil
-            subscriber.unsubscribe(channel: inputChannel)
+            subscriber.sunsubscribe(channel: inputChannel)
             // Streams here fed by this loop's commits now follow whoever runs the session next.
             if let fed = state.value.fed[session.id], fed.local {
                 fed.follow(feed, sessionID: session.id)
@@ -89,7 +89,7 @@ extension ClusterNode {
         owned.keeper = keeper
         state.value.owned[session.id] = owned
         // Inputs that reach other nodes come here through Redis while this loop runs the session.
-        subscriber.subscribe(channel: inputChannel) { message in
+        subscriber.ssubscribe(channel: inputChannel) { message in
             self.receiveForwarded(message.payload, owner: owner)
         }
         owner.add(session)
@@ -143,14 +143,19 @@ extension ClusterNode {
 
     /// Runs `body` with the session this loop holds the lease of, acquiring it (a takeover when another
     /// holder had it) if the lease is free; otherwise calls `onHeld` (another node's live lease, with its
-    /// remaining milliseconds) or `refuse`.
+    /// remaining milliseconds) or `refuse`. With replica acks a lease this loop still holds but whose
+    /// session it no longer runs (a commit failed or was not confirmed) is acquired with a new token: the
+    /// events it may have shown under the old one can be lost in a failover, and new events must never be
+    /// numbered from the rolled-back `seq` under the token they were shown with.
     func withOwned(
         _ id: String, owner: LoopSessions, refuse: @escaping (SessionFailure) -> Void,
         onHeld: @escaping (_ remainingMilliseconds: Int) -> Void, _ body: @escaping (OwnedSession) -> Void
     ) {
         let state = perLoop[owner.loop.index]
         if let owned = state.value.owned[id] { return body(owned) }
-        stores[owner.loop.index].acquire(sessionID: id, holder: holders[owner.loop.index]) { result in
+        stores[owner.loop.index].acquire(
+            sessionID: id, holder: holders[owner.loop.index], newToken: settings.replicaAcks > 0
+        ) { result in
             if let owned = state.value.owned[id] { return body(owned) }  // acquired meanwhile here
             switch result {
             case .success(.acquired(let lease, let snapshot)):
@@ -327,13 +332,14 @@ extension ClusterNode {
 
 extension SessionFailure {
     /// A store failure in the session layer's terms: gone → `notFound`, fenced → `moved`, unavailable →
-    /// `storeUnavailable`, too large → `tooLarge`.
+    /// `storeUnavailable`, too large → `tooLarge`, not confirmed by the replicas → `notReplicated`.
     init(_ error: StoreError) {
         switch error {
         case .gone: self = .notFound
         case .fenced: self = .moved
         case .unavailable: self = .storeUnavailable
         case .tooLarge(let n): self = .tooLarge(n)
+        case .notReplicated: self = .notReplicated
         }
     }
 }

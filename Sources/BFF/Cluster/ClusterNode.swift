@@ -10,31 +10,41 @@ import RedisClient
 import ViewModels
 
 /// The cluster-mode session backend (`SessionBackend`, chosen by `Application.init` when
-/// `AppConfiguration.cluster` is set): per loop, a Redis connection with its `RedisSessionStore`, a
-/// subscriber with its `RedisSessionEventFeed`, and the loop's cluster state (the sessions whose lease
-/// this loop holds, the streams fed from Redis). Nothing else in the session layer knows Redis.
+/// `AppConfiguration.cluster` is set): per loop, a `RedisClient` (routing each command to the master of
+/// its key's slot, on whatever topology `--redis-url` names) with its `RedisSessionStore`, a
+/// `RedisShardedSubscriber` with its `RedisSessionEventFeed`, and the loop's cluster state (the sessions
+/// whose lease this loop holds, the streams fed from Redis). Nothing else in the session layer knows
+/// Redis, and nothing here knows the topology.
 ///
-/// Threading: `perLoop[i]`, `stores[i]`, `feeds[i]` belong to loop i (the `LoopBound` traps elsewhere).
+/// Threading: `clients[i]`, `subscribers[i]`, `stores[i]`, `feeds[i]`, `perLoop[i]` belong to loop i
+/// (their `LoopBound` state traps elsewhere); `isReady`, `unreadyReason` and the metrics any thread.
 final class ClusterNode: SessionBackend {
     let settings: ClusterSettings
     let env: SessionEnvironment
     /// The session layer's loops (the same as `Application.loopSessions`).
     let loopSessions: [LoopSessions]
-    let group: RedisConnectionGroup
+    /// A client and a subscriber per loop, with the counters they share.
+    let group: RedisClientGroup
     let stores: [RedisSessionStore]
-    let subscribers: [RedisSubscriber]
     let feeds: [RedisSessionEventFeed]
     let perLoop: [LoopBound<ClusterLoopState>]
     /// Lease holder names: node id + boot nonce + loop, unique per process incarnation.
     let holders: [String]
     let metrics: ClusterMetrics
     let logger: Logger
-    /// Per loop: the channel owners answer forwarded inputs on (`<prefix>:reply:<holder>`).
+    /// Per loop: the sharded channel owners answer forwarded inputs on (`<prefix>:reply:{<holder>}`).
     let replyChannels: [String]
     /// Seconds a forwarded input waits for the owner's answer.
     let forwardTimeout: Double
     /// Every key and channel name (`settings.keyPrefix`).
     let keys: ClusterKeys
+    /// What each loop last found wrong with Redis (`problems`, every `healthInterval`), for `/readyz`.
+    let loopProblems: Lock<[[String]]>
+
+    /// Each loop's client (routing by key).
+    var clients: [RedisClient] { group.clients }
+    /// Each loop's subscriber (sharded, classic and pattern subscriptions, probed).
+    var subscribers: [RedisShardedSubscriber] { group.subscribers }
 
     init(settings: ClusterSettings, env: SessionEnvironment, loops loopSessions: [LoopSessions]) {
         let (configuration, logger, loops) = (env.configuration, env.logger, loopSessions.map(\.loop))
@@ -42,15 +52,22 @@ final class ClusterNode: SessionBackend {
         self.env = env
         self.loopSessions = loopSessions
         self.logger = logger
-        group = RedisConnectionGroup(loops: loops, configuration: settings.redis, logger: logger)
+        var options = settings.clientOptions
+        if options.probeChannelPrefix == RedisClientOptions().probeChannelPrefix {
+            options.probeChannelPrefix = "\(settings.keyPrefix):probe:"
+        }
+        group = RedisClientGroup(loops: loops, topology: settings.topology, options: options, logger: logger)
         let keys = ClusterKeys(prefix: settings.keyPrefix)
         let limits = SessionStoreLimits(
             historyEvents: configuration.historyEvents,
             idleTimeout: max(1, Int(configuration.sessionIdleTimeout.rounded(.up))),
             leaseMilliseconds: max(1, Int(settings.leaseTTL * 1000)))
-        stores = group.connections.map { RedisSessionStore(connection: $0, limits: limits, keys: keys) }
-        subscribers = loops.map { RedisSubscriber(loop: $0, configuration: settings.redis, logger: logger) }
-        feeds = subscribers.map { RedisSessionEventFeed(subscriber: $0, keys: keys) }
+        stores = group.clients.map {
+            RedisSessionStore(
+                client: $0, limits: limits, keys: keys, replicaAcks: settings.replicaAcks,
+                replicaTimeout: settings.redis.commandTimeout)
+        }
+        feeds = group.subscribers.map { RedisSessionEventFeed(subscriber: $0, keys: keys) }
         perLoop = loops.map { LoopBound(ClusterLoopState(loop: $0), loop: $0) }
         var rng = SystemRandomNumberGenerator()
         let nonce = String(rng.next() as UInt64, radix: 36)
@@ -62,32 +79,38 @@ final class ClusterNode: SessionBackend {
         streamDeadlineMilliseconds = max(1, Int((3 * streamedCheckInterval * 1000).rounded(.up)))
         streamedCheckSlices = max(1, Int(streamedCheckInterval / 0.1))
         metrics = ClusterMetrics(factory: env.metrics.factory)
-        for (c, subscriber) in zip(group.connections, subscribers) {
+        loopProblems = Lock(Array(repeating: [], count: loops.count))
+        for (i, client) in group.clients.enumerated() {
             let m = metrics
-            c.onRoundTrip = { m.roundTrip.recordSeconds($0) }
-            // hiredis 0.14 cannot PING a subscriber: when the loop's command connection (which times
-            // out) drops, the subscriber's may be stuck too, so it is made again.
-            var wasReady = false
-            c.onStateChange = { state in
-                if wasReady, state != .ready { subscriber.connection.reconnect() }
-                wasReady = state == .ready
-            }
+            client.onRoundTrip = { m.roundTrip.recordSeconds($0) }
+            // A failover or a map refresh is seen by every loop on its own: counted from loop 0 only.
+            client.onEvent = { [unowned self] event in self.clientEvent(event, loop: i) }
         }
+        // hiredis 0.14 cannot PING a subscriber, but each subscription connection is probed (a message
+        // published to itself through the command connection of the same master): no subscriber is
+        // reset because a command connection dropped.
     }
 
-    /// Connects every loop's connection and subscriber, subscribes to the forwarded inputs' replies and
-    /// starts the checks of streamed sessions.
+    /// Connects every loop's client and subscriber, subscribes to the forwarded inputs' replies and
+    /// starts the checks of streamed sessions and of Redis's health.
     func start() {
         group.start()
-        for s in subscribers { s.connection.loop.execute { s.start() } }
         subscribeForwardReplies()
         startOrphanChecks()
+        startHealthChecks()
     }
 
     /// Shutdown: every session run here is handed to other nodes at once (`handOverAll`).
     func prepareShutdown() { handOverAll(timeout: 2) }
 
-    var unreadyReason: String? { isReady ? nil : "Redis is not reachable" }
+    /// Nil when every loop's Redis client is ready, every subscription healthy and no problem is known (a
+    /// master with fewer connected replicas than `--redis-replica-acks` included); else the problems, one
+    /// sentence each (`RedisClient.problems`, `RedisShardedSubscriber.problems`).
+    var unreadyReason: String? {
+        let found = loopProblems.withLock { $0 }.enumerated().flatMap { i, p in p.map { "loop \(i): \($0)" } }
+        if group.isReady, found.isEmpty { return nil }
+        return "Redis is not reachable" + (found.isEmpty ? "" : ": " + found.joined(separator: "; "))
+    }
 
     /// The shared `status` is one value for the cluster, applied by every node from the status board:
     /// it reaches each stream from the node that hosts it, as an event without an id, and is never
@@ -120,13 +143,16 @@ final class ClusterNode: SessionBackend {
     /// The channel the owner of session `id` takes forwarded inputs from.
     func inputChannel(_ id: String) -> String { keys.inputs(id) }
 
-    /// True when every command connection and every subscriber is connected (`/readyz`): a stream
-    /// needs its loop's subscriber.
-    var isReady: Bool { group.isReady && subscribers.allSatisfy { $0.connection.state == .ready } }
+    /// True when every loop's client knows its topology with every master connected and every
+    /// subscriber is healthy (`/readyz`).
+    var isReady: Bool { group.isReady }
 
     /// Counts a failed store operation (for `/metrics`).
     func failed(_ error: StoreError) {
-        if case .unavailable = error { metrics.redisErrors.increment() }
+        switch error {
+        case .unavailable, .notReplicated: metrics.redisErrors.increment()
+        default: break
+        }
     }
 
     /// Graceful shutdown (any thread but a loop's): every loop releases the leases it holds at once
@@ -136,8 +162,8 @@ final class ClusterNode: SessionBackend {
     /// `PUBLISH` an input to this node: Redis delivers every message published before the unsubscribe
     /// before confirming it, and each is answered at once with `503` ("moved", the session is no longer
     /// owned here: its sender retries and takes it over). Last, one `PING` on the loop's command
-    /// connection, whose reply comes after those of the answers published on it, so they have reached
-    /// Redis before the loops stop. After a confirmed unsubscribe a `PUBLISH` reaches nobody and its
+    /// connection to each master, whose reply comes after those of the answers published on it, so they
+    /// have reached Redis before the loops stop. After a confirmed unsubscribe a `PUBLISH` reaches nobody and its
     /// sender answers at once too: no forwarded input waits for the forward time-out.
     func handOverAll(timeout: Double, drainTimeout: Double = 1) {
         let done = DispatchGroup()
@@ -160,10 +186,10 @@ final class ClusterNode: SessionBackend {
                 } then: {
                     afterAll(owned.count, within: drainTimeout, on: loop) { step in
                         for id in owned.keys {
-                            self.subscribers[i].unsubscribe(channel: self.inputChannel(id), onUnsubscribed: step)
+                            self.subscribers[i].sunsubscribe(channel: self.inputChannel(id), onUnsubscribed: step)
                         }
                     } then: {
-                        self.stores[i].connection.send(["PING"], timeout: drainTimeout) { _ in done.leave() }
+                        self.clients[i].sendToEachMaster(["PING"], timeout: drainTimeout) { _ in done.leave() }
                     }
                 }
             }
@@ -231,6 +257,10 @@ struct ClusterLoopState {
     var orphanSlice = 0
     /// The slice the next session streamed here is checked in (round robin).
     var nextSlot = 0
+    /// The timer reading this loop's Redis problems (`ClusterNode.startHealthChecks`), and when this loop
+    /// last logged a commit its replicas did not confirm (at most every 10 s).
+    var healthTimer: LoopTimer?
+    var ackTimeoutLoggedAt: Double?
     /// Forwarding messages this loop could not read (another version, or damaged) since it last said so,
     /// and when it last said so (`Application.dropUnreadable`).
     var unreadable = 0
@@ -337,6 +367,10 @@ final class ClusterMetrics: Sendable {
     let budgetRefusals: CoreMetrics.Counter
     /// The shared search cache's answers to this node's misses, by outcome (`SearchCacheOutcome`).
     private let searchCache: [String: CoreMetrics.Counter]
+    /// What the Redis clients saw (failovers, redirections, resubscriptions, probe failures, …).
+    let redis: RedisHealthMetrics
+    /// `bff_redis_problems`.
+    var redisProblems: Meter { redis.problems }
 
     /// The `outcome` label values of `bff_cluster_search_cache_total`.
     static let searchCacheOutcomes = ["hit", "miss", "waited", "lock_timeout", "stale", "unavailable"]
@@ -356,7 +390,11 @@ final class ClusterMetrics: Sendable {
                 label: "bff_cluster_search_cache_total", dimensions: [("outcome", outcome)], factory: f)
         }
         self.searchCache = searchCache
+        redis = RedisHealthMetrics(factory: f)
     }
+
+    /// Counts one event of a Redis client or subscriber.
+    func redisEvent(_ event: RedisClientEvent) { redis.count(event) }
 
     /// Counts one answer of the shared search cache (`outcome` one of `searchCacheOutcomes`).
     func searchCache(_ outcome: String) { searchCache[outcome]?.increment() }

@@ -7,7 +7,7 @@ import Logging
 import Synchronization
 
 /// Cluster mode's `status`: what this node's gateway reports is posted to the `RedisStatusBoard`
-/// (`<prefix>:status:github`, SET + PUBLISH in one script) and every node, this one included, applies
+/// (`<prefix>:status:{github}`, SET + SPUBLISH in one script) and every node, this one included, applies
 /// what the board announces through `Application.statusUpdater` (the `status` view model and every
 /// session's `blockedUntil`). So a rate limit or an outage seen by one node shows on every node.
 ///
@@ -42,13 +42,13 @@ final class ClusterStatus: Sendable {
         let schedule: LeaseKeeper.Schedule
     }
 
-    /// The board of `cluster` (`<prefix>:status:github` on loop 0), its time the system's.
+    /// The board of `cluster` (`<prefix>:status:{github}` on loop 0), its time the system's.
     convenience init(cluster: ClusterNode, apply: @escaping @Sendable (UpstreamStatus) -> Void, logger: Logger) {
-        let connection = cluster.group.connections[0]
+        let client = cluster.clients[0]
         let board = RedisStatusBoard(
-            connection: connection, subscriber: cluster.subscribers[0], name: "github", ttlSeconds: 600,
+            client: client, subscriber: cluster.subscribers[0], name: "github", ttlSeconds: 600,
             keys: ClusterKeys(prefix: cluster.settings.keyPrefix))
-        let loop = connection.loop
+        let loop = client.loop
         self.init(
             board: board, loop: loop, apply: apply, logger: logger, now: { Date().timeIntervalSince1970 },
             schedule: { seconds, work in

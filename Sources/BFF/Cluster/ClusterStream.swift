@@ -24,6 +24,8 @@ final class ClusterStream {
     private var ended = false
     private var retryTimer: LoopTimer?
     private var startTimer: LoopTimer?
+    /// The last written id when a periodic check last found the session's `seq` above it (`checked`).
+    private var behindAt: UInt64?
 
     init(
         sessionID: String, member: String, lastEventID: Int?, stream: any SessionEventSink,
@@ -69,6 +71,24 @@ final class ClusterStream {
                 }
             case .failure(let error): fail(error)
             }
+        }
+    }
+
+    /// A periodic check read the session's `seq`: a stream that stayed behind it since the previous check
+    /// missed a live event and catches up from the history (`resync`: the same order as after a
+    /// resubscription, so nothing is written twice).
+    func checked(seq: UInt64) {
+        guard !ended, started, !catchUp.isCatchingUp, !needsSnapshot else { return }
+        let last = catchUp.lastWritten
+        guard seq > last else {
+            behindAt = nil
+            return
+        }
+        if behindAt == last {
+            behindAt = nil
+            resync()
+        } else {
+            behindAt = last
         }
     }
 
@@ -181,11 +201,10 @@ extension ClusterNode {
     ) {
         guard let owner = owner(of: id) else { return refuse(.notFound) }
         let index = stream.host.loop.index
-        // A stream starts only once its subscription is confirmed: while Redis is away it would wait
-        // without an answer, so it is refused like every other request that needs Redis.
-        guard subscribers[index].connection.state == .ready, stores[index].connection.state == .ready else {
-            return refuse(.storeUnavailable)
-        }
+        // A stream starts only once its subscription is confirmed: while the session's master is away
+        // (down, being replaced) it would wait without an answer, so it is refused like every other
+        // request that needs Redis. Sessions on other shards are not affected.
+        guard clients[index].canServe(key: RedisArg(keys.session(id))) else { return refuse(.storeUnavailable) }
         let state = perLoop[index]
         let limit = env.configuration.maxStreamsPerSession
         // This loop's own count is a lower bound of the cluster's: refused without a round trip.

@@ -39,15 +39,15 @@ final class ClusterUpstreamSharing: UpstreamSharing {
             preconditionFailure("cluster sharing without a cluster node")
         }
         let keys = ClusterKeys(prefix: node.settings.keyPrefix)
-        let connection = node.group.connections[0]
+        let client = node.clients[0]
         budget.connect(
-            RedisUpstreamBudget(connection: connection, name: "github-search", shape: github.sharedBudget, keys: keys),
+            RedisUpstreamBudget(client: client, name: "github-search", shape: github.sharedBudget, keys: keys),
             metrics: node.metrics)
         if let shared {
             let redisCache = RedisSearchCache(
-                connection: connection, subscriber: node.subscribers[0], limits: .init(maxAge: github.cacheMaxAge),
+                client: client, subscriber: node.subscribers[0], limits: .init(maxAge: github.cacheMaxAge),
                 keys: keys, upstream: UpstreamIdentity(baseURL: github.baseURL, token: github.token).key)
-            connection.loop.execute { redisCache.start() }
+            client.loop.execute { redisCache.start() }
             shared.connect(redisCache, holder: node.holders[0], metrics: node.metrics)
         }
         // Every node's `status` follows the board; this node's reports reach it through the board.

@@ -1,0 +1,33 @@
+import EventHTTP
+
+extension RedisClient {
+    /// Sends `args` to every master known now, each on this loop's command connection to it (so it is
+    /// answered after whatever was written there before: a `PING` that says earlier commands have left);
+    /// `done` gets the replies once every one came (a master not connected fails at once). Loop thread only.
+    public func sendToEachMaster(
+        _ args: [RedisArg], timeout: Double? = nil, _ done: @escaping ([Result<RESPValue, RedisError>]) -> Void
+    ) {
+        precondition(loop.inEventLoop, "RedisClient.sendToEachMaster off its loop")
+        let targets = masters
+        guard !targets.isEmpty else { return done([]) }
+        var results: [Result<RESPValue, RedisError>] = []
+        for m in targets {
+            guard let c = connectionIfAny(to: m), c.state == .ready else {
+                results.append(.failure(.unavailable("master \(m) is not connected")))
+                if results.count == targets.count { done(results) }
+                continue
+            }
+            c.send(args, timeout: timeout) { r in
+                results.append(r)
+                if results.count == targets.count { done(results) }
+            }
+        }
+    }
+
+    /// True when the master serving `key`'s slot is known and this loop's connection to it is ready: a
+    /// command for `key` would be sent now (not failed at once as unavailable). Loop thread only.
+    public func canServe(key: RedisArg) -> Bool {
+        guard let m = master(forSlot: Self.slot(of: key)) else { return false }
+        return connectionIfAny(to: m)?.state == .ready
+    }
+}
