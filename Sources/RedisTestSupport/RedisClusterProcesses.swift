@@ -4,7 +4,9 @@ import Glibc
 /// A real Redis Cluster for tests: `masters` × (1 + `replicasPerMaster`) `redis-server --cluster-enabled
 /// yes` on free loopback ports (bus ports chosen too: `--cluster-port`), `--cluster-node-timeout 1000`
 /// (a master's `kill -9` is replaced in ~2.5 s), `cluster-require-full-coverage no` (the other shards
-/// serve while one is replaced), joined with `redis-cli --cluster create … --cluster-replicas N`.
+/// serve while one is replaced), `repl-diskless-sync-delay 0` (a restarted node is a working replica again
+/// in a fraction of a second, not after Redis's default 5 s wait for more replicas), joined with
+/// `redis-cli --cluster create … --cluster-replicas N`.
 /// `init` returns once every node reports `cluster_state:ok` and every master has its replicas
 /// connected. Its files (nodes.conf) live in a temporary directory removed by `stop()`.
 ///
@@ -32,7 +34,8 @@ public final class RedisClusterProcesses: Sendable {
                     extraArguments: [
                         "--cluster-enabled", "yes", "--cluster-config-file", directory.path + "/nodes-\(port).conf",
                         "--cluster-node-timeout", "1000", "--cluster-port", "\(all[count + i])",
-                        "--cluster-require-full-coverage", "no", "--dir", directory.path,
+                        "--cluster-require-full-coverage", "no", "--repl-diskless-sync-delay", "0",
+                        "--dir", directory.path,
                     ]))
         }
         nodes = started
@@ -61,6 +64,21 @@ public final class RedisClusterProcesses: Sendable {
 
     /// The node listening on `port`.
     public func node(port: Int) -> RedisServerProcess? { nodes.first { $0.port == port } }
+
+    /// The ports of the masters that serve slots now (`CLUSTER NODES` of a running node), sorted.
+    public var masterPorts: [Int] {
+        view().filter { $0.master && !$0.failed && !$0.slots.isEmpty }.map(\.port).sorted()
+    }
+
+    /// The node id of the node on `port` (`CLUSTER NODES`).
+    public func nodeID(port: Int) -> String? { view().first { $0.port == port }?.id }
+
+    /// The port of the replica of the master on `port` (the first one `CLUSTER NODES` lists).
+    public func replicaPort(of masterPort: Int) -> Int? {
+        let v = view()
+        guard let id = v.first(where: { $0.port == masterPort })?.id else { return nil }
+        return v.first { !$0.master && $0.masterID == id }?.port
+    }
 
     /// `CLUSTER NODES` as seen by a running node: per node its port, id, role, master id, slots text.
     public func view() -> [(port: Int, id: String, master: Bool, failed: Bool, masterID: String, slots: String)] {

@@ -3,7 +3,8 @@ import Glibc
 
 /// A real Redis Sentinel set for tests: a master, a replica, and three `redis-server --sentinel`
 /// (quorum 2, `down-after-milliseconds 1000`: a master's `kill -9` is replaced in ~2.3 s), all on free
-/// loopback ports. `init` returns once the replica's link is up and every sentinel knows the other
+/// loopback ports; the data nodes with `repl-diskless-sync-delay 0` (a restarted node is a working
+/// replica again at once). `init` returns once the replica's link is up and every sentinel knows the other
 /// two and the replica (a failover needs both). Config files live in a temporary directory removed by
 /// `stop()`.
 ///
@@ -24,7 +25,7 @@ public final class RedisSentinelProcesses: Sendable {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("redis-sentinel-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         // Their own directory: a replica's full resync writes the RDB it receives there (not in the cwd).
-        let dir = ["--dir", directory.path]
+        let dir = ["--dir", directory.path, "--repl-diskless-sync-delay", "0"]
         let master = try RedisServerProcess(extraArguments: dir)
         let replica = try RedisServerProcess(extraArguments: dir + ["--replicaof", "127.0.0.1", "\(master.port)"])
         data = [master, replica]

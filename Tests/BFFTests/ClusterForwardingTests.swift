@@ -12,7 +12,7 @@ import XCTest
 /// without asking Redis again (one `acquire` round trip less), falls back to `acquire` when its `SPUBLISH`
 /// reaches nobody, and a `moved` answer from a node that no longer runs the session does not hide the
 /// answer of the node that does.
-final class ClusterForwardingTests: ClusterTestCase {
+class ClusterForwardingTests: ClusterTestCase {
     func testInputsAtANonOwnerAskWhoHoldsTheLeaseOnceThenGoStraightToTheOwner() throws {
         let a = try node("a")
         let b = try node("b")
@@ -72,7 +72,7 @@ final class ClusterForwardingTests: ClusterTestCase {
         // `moved`, as a node does that has just handed the session over and is still unsubscribing.
         let loop = startedLoop()
         defer { loop.stop() }
-        let (publisher, subscriber) = await startedClient(redis.url, on: loop)
+        let (publisher, subscriber) = await startedClient(redisURL, on: loop)
         let (subscribed, confirm) = AsyncStream<Void>.makeStream()
         loop.execute {
             subscriber.ssubscribe(channel: channel, onSubscribed: { confirm.yield() }) { message in

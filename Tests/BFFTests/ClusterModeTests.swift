@@ -11,7 +11,7 @@ import XCTest
 /// `redis-server` (started on a free port per test). Waiting for Redis readiness and for a lease to
 /// expire polls a condition with a deadline (the guarantees are "within N seconds"); everything else
 /// awaits a response or an event.
-final class ClusterModeTests: ClusterTestCase {
+class ClusterModeTests: ClusterTestCase {
     func testSessionCreatedOnAIsReadOnEveryNodeAndInputsAtTheOwnerAreAcknowledgedOnceStored() throws {
         let a = try node("a")
         let b = try node("b")

@@ -6,7 +6,7 @@ import XCTest
 
 /// A multiplexed stream in cluster mode: one stream on node C carries sessions run by A and by B
 /// (each fed by its session's Redis channel), with the same ids, replay and end as their own streams.
-final class ClusterMultiplexedTests: ClusterTestCase {
+class ClusterMultiplexedTests: ClusterTestCase {
     func testAStreamOnOneNodeCarriesSessionsRunByOthersAndResumesFromItsPosition() throws {
         let (a, b, c) = (try node("a"), try node("b"), try node("c"))
         let (x, y) = (try a.createSession(), try b.createSession())

@@ -8,14 +8,26 @@ import XCTest
 
 @testable import BFF
 
-/// What the in-process cluster suites share: a real `redis-server` per test (free port), nodes
-/// (`Application`s on 127.0.0.1:0 in cluster mode) returned once `/readyz` says ready, and the input
-/// helpers. Has no tests of its own.
+/// What the in-process cluster suites share: a real `redis-server` per test (free port) — or, in the
+/// topology suites (`deployment` overridden), the shared Redis Cluster or Sentinel set (`SharedRedis`) —,
+/// nodes (`Application`s on 127.0.0.1:0 in cluster mode) returned once `/readyz` says ready, and the
+/// input helpers. Has no tests of its own.
+///
+/// XCTest on Linux finds only the test methods a class declares itself: a topology suite runs a suite's
+/// tests again by overriding each one (`ClusterTopologySuites.swift`); a test added to such a suite is
+/// added there too.
 class ClusterTestCase: XCTestCase {
     var redis: RedisServerProcess!
 
+    /// The Redis this class's nodes share (`.standalone`: one `redis-server` per test).
+    class var deployment: RedisDeployment { .standalone }
+
     override func setUpWithError() throws {
-        redis = try RedisServerProcess()
+        if Self.deployment == .standalone {
+            redis = try RedisServerProcess()
+        } else {
+            try prepareSharedDeployment()
+        }
     }
 
     override func tearDown() {
@@ -27,7 +39,7 @@ class ClusterTestCase: XCTestCase {
         _ name: String, leaseTTL: Double = 10, search: any RepositorySearching = UnexpectedSearch(),
         idleTimeout: Double? = nil, threads: Int? = nil, commandTimeout: Double? = nil, logger: Logger? = nil
     ) throws -> LiveApp {
-        let url = redis.url
+        let url = redisURL
         let app = try LiveApp(search: search, logger: logger) { c in
             c.cluster = ClusterSettings(redisURL: url, nodeID: name, leaseTTL: leaseTTL)
             if let idleTimeout { c.sessionIdleTimeout = idleTimeout }
@@ -51,37 +63,22 @@ class ClusterTestCase: XCTestCase {
         try app.state(id)["viewModels"]?["greeting"]?["label"]
     }
 
-    /// Calls of `command` Redis has run so far, scripts' commands included (`INFO commandstats`).
+    /// Calls of `command` Redis has run so far, scripts' commands included (`INFO commandstats`; summed
+    /// over the masters).
     func calls(_ command: String) throws -> Int {
-        let port = String(redis.url.split(separator: ":").last ?? "")
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["redis-cli", "-p", port, "INFO", "commandstats"]
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        for line in text.split(whereSeparator: \.isNewline) where line.hasPrefix("cmdstat_\(command):calls=") {
-            let digits = line.dropFirst("cmdstat_\(command):calls=".count).prefix { $0.isNumber }
-            return Int(digits) ?? 0
+        var total = 0
+        for port in try masterPorts() {
+            let text = try runCLI(port: port, ["INFO", "commandstats"])
+            for line in text.split(whereSeparator: \.isNewline) where line.hasPrefix("cmdstat_\(command):calls=") {
+                total += Int(line.dropFirst("cmdstat_\(command):calls=".count).prefix { $0.isNumber }) ?? 0
+            }
         }
-        return 0
+        return total
     }
 
-    /// Runs `redis-cli` against the test's server (which must exit 0); its output.
-    func redisCLI(_ args: String...) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
-        p.arguments = ["-p", "\(redis.port)"] + args
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        XCTAssertEqual(p.terminationStatus, 0)
-        return String(decoding: data, as: UTF8.self)
-    }
+    /// Runs `redis-cli` against the test's Redis (which must exit 0), where the command applies
+    /// (`deploymentCLI`); its output.
+    func redisCLI(_ args: String...) throws -> String { try deploymentCLI(args) }
 
     func inputSeq(_ r: WireResponse) -> Int? { (try? JSONValue.parse(r.body))?["inputSeq"]?.intValue }
 }

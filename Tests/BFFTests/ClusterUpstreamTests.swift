@@ -11,7 +11,7 @@ import XCTest
 
 /// "One upstream, shared" in cluster mode: several in-process `Application.live` nodes on one real
 /// `redis-server`, the GitHub simulator (over real HTTP) as upstream, counting the calls it receives.
-final class ClusterUpstreamTests: ClusterTestCase {
+class ClusterUpstreamTests: ClusterTestCase {
 
     func node(
         _ name: String, sim: SearchEndToEndTests.Simulator, requestTimeout: Double? = nil, cacheTTL: Double? = nil,
@@ -20,7 +20,7 @@ final class ClusterUpstreamTests: ClusterTestCase {
         var c = AppConfiguration()
         c.http.port = 0
         c.http.threads = 2
-        c.cluster = ClusterSettings(redisURL: redis.url, nodeID: name)
+        c.cluster = ClusterSettings(redisURL: redisURL, nodeID: name)
         var g = GitHubSettings()
         g.baseURL = sim.url
         g.token = SearchEndToEndTests.token
