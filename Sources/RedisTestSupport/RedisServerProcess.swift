@@ -55,10 +55,15 @@ public final class RedisServerProcess: Sendable {
     public var url: String { "redis://127.0.0.1:\(port)" }
 
     /// Starts the server (again, on the same port) and waits until it accepts connections.
-    public func start() throws {
+    public func start() throws { try start(adding: []) }
+
+    /// Starts the server (again, on the same port) with `additional` arguments after its own (e.g.
+    /// `--replicaof host port`: a killed Sentinel master back as the new master's replica), and waits
+    /// until it accepts connections.
+    public func start(adding additional: [String]) throws {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
-        p.arguments = arguments
+        p.arguments = arguments + additional
         let out = Pipe()
         p.standardOutput = out
         p.standardError = FileHandle.nullDevice

@@ -69,7 +69,11 @@ enum SharedRedis {
             guard c.waitUntilHealthy(timeout: 30) else { throw DeploymentError("the cluster is not healthy") }
         case .sentinel:
             let s = try sentinel()
-            for n in s.data + s.sentinels where !n.isRunning { try n.start() }
+            for n in s.sentinels where !n.isRunning { try n.start() }
+            // A data node killed by a failover test comes back as the new master's replica (as itself it
+            // would come back an empty master until the sentinels demote it).
+            let master = s.masterPort.map { ["--replicaof", "127.0.0.1", "\($0)"] } ?? []
+            for n in s.data where !n.isRunning { try n.start(adding: master) }
             for n in s.data { n.signal(SIGCONT) }
             guard s.waitUntilReady(timeout: 30) else { throw DeploymentError("the sentinel set is not ready") }
         }
