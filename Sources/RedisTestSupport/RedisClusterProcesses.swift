@@ -96,22 +96,28 @@ public final class RedisClusterProcesses: Sendable {
         }
     }
 
-    /// The port of the master that serves `slot` (by `CLUSTER SHARDS` … `CLUSTER SLOTS` of a running node).
+    /// The port of the master that serves `slot` (by `CLUSTER SLOTS` of a running node).
     public func masterPort(ofSlot slot: Int) -> Int? {
-        guard let n = nodes.first(where: { $0.isRunning }) else { return nil }
+        slotMap().first { $0.slots.contains(slot) }?.port
+    }
+
+    /// Every slot range and the port of its master (`CLUSTER SLOTS` of a running node, read once).
+    public func slotMap() -> [(slots: ClosedRange<Int>, port: Int)] {
+        guard let n = nodes.first(where: { $0.isRunning }) else { return [] }
         let lines = n.cli("CLUSTER", "SLOTS").split(separator: "\n").map(String.init)
+        var out: [(slots: ClosedRange<Int>, port: Int)] = []
         var i = 0
         while i + 3 < lines.count {
-            if let start = Int(lines[i]), let end = Int(lines[i + 1]), lines[i + 2] == "127.0.0.1",
+            if let start = Int(lines[i]), let end = Int(lines[i + 1]), start <= end, lines[i + 2] == "127.0.0.1",
                 let port = Int(lines[i + 3])
             {
-                if (start...end).contains(slot) { return port }
+                out.append((start...end, port))
                 i += 4
             } else {
                 i += 1
             }
         }
-        return nil
+        return out
     }
 
     /// Waits until every running node says `cluster_state:ok` and every master has its replicas
