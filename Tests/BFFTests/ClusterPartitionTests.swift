@@ -1,0 +1,110 @@
+import EventHTTP
+import Foundation
+import Glibc
+import JSON
+import RedisTestSupport
+import WireClient
+import XCTest
+
+/// A network partition, with real network namespaces: node A (a `bff` process in a namespace of its own,
+/// `--lease-ttl 0.5`) reaches Redis over one veth pair and its clients over another; node B runs in the
+/// test's namespace. The Redis link is set down and up again: A stops acknowledging (its input is `503`,
+/// never `202`), B takes the session over once A's lease ran out, the commit A had sent into the cut link
+/// reaches Redis when the link is back and is refused (`FENCED`: B's fencing token is newer), and nothing
+/// acknowledged is lost (the inputs' numbers are 1, 2, 3; a stream shows each once, the fenced one never).
+/// Skipped, with the reason, where namespaces cannot be made (not root, no `ip`).
+final class ClusterPartitionTests: XCTestCase {
+    private var bff: String { ChildProcess.buildFolder + "/bff" }
+
+    func testANodeCutOffFromRedisStopsAcknowledgingIsFencedWhenItComesBackAndLosesNothing() throws {
+        let net: NetworkPartition
+        do { net = try NetworkPartition() } catch { throw XCTSkip("no network namespaces here: \(error)") }
+        defer { net.remove() }
+        let redis = try RedisServerProcess(extraArguments: ["--bind", "127.0.0.1", net.redisAddress, "--protected-mode", "no"])
+        defer { redis.kill() }
+        let flags = ["--port", "0", "--threads", "1", "--cache-file", "none", "--lease-ttl", "0.5"]
+        let environment = ["GITHUB_API_URL": "http://127.0.0.1:9", "LOG_LEVEL": "warning"]
+        let (program, arguments) = net.command(
+            bff,
+            flags + ["--host", net.nodeAddress, "--redis-url", "redis://\(net.redisAddress):\(redis.port)", "--node-id", "a"])
+        let a = try ChildProcess(program, arguments, environment: environment)
+        let b = try ChildProcess(bff, flags + ["--redis-url", redis.url, "--node-id", "b"], environment: environment)
+        let portA = try XCTUnwrap(a.waitForPort(marker: "bff listening"), a.stderrText)
+        let portB = try XCTUnwrap(b.waitForPort(marker: "bff listening"), b.stderrText)
+        let (hostA, hostB) = (net.nodeAddress, "127.0.0.1")
+        for (host, port) in [(hostA, portA), (hostB, portB)] {
+            try waitUntil("\(host):\(port) ready", within: 10) {
+                (try? WireConnection(host: host, port: port).request("GET", "/readyz").status) == 200
+            }
+        }
+        let created = try WireConnection(host: hostA, port: portA).request("POST", "/api/sessions")
+        let id = try XCTUnwrap(JSONValue.parse(created.body)["id"]?.stringValue)  // A runs it
+        let stream = try StreamCollector(id, port: portB)
+        defer { stream.stop() }
+        XCTAssertEqual(Self.query(hostA, portA, id, "one", key: "k1")?.status, 202)
+        XCTAssertTrue(stream.delivers(inputSeq: 1, within: 5))
+        let fencedBefore = fencedErrors(redis)
+
+        try net.redisLink(up: false)
+        let cutAt = Date()
+        // A runs the session: its commit of this input goes into the cut link (no key: straight to the commit).
+        let zombie = Lock<WireResponse?>(nil)
+        let zombieDone = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let r = Self.query(hostA, portA, id, "zombie", key: nil)
+            zombie.withLock { $0 = r }
+            zombieDone.signal()
+        }
+        usleep(50_000)
+        // B takes the session over once A's lease ran out (0.5 s) and acknowledges the next input.
+        var second: WireResponse?
+        try waitUntil("B acknowledges while A is cut off", within: 10) {
+            second = Self.query(hostB, portB, id, "two", key: "k2")
+            return second?.status == 202
+        }
+        XCTAssertEqual(inputSeq(second), 2, "the number after the last acknowledged one")
+        // The link comes back while A's commit is still being retransmitted (its next try, 1.4 s after it
+        // was first sent, comes before its 2 s command time-out).
+        let wait = 0.9 - Date().timeIntervalSince(cutAt)
+        if wait > 0 { usleep(UInt32(wait * 1e6)) }
+        try net.redisLink(up: true)
+        XCTAssertEqual(zombieDone.wait(timeout: .now() + 10), .success)
+        XCTAssertNotEqual(zombie.withLock { $0 }?.status, 202, "A never acknowledges while cut off")
+        try waitUntil("Redis refused A's late commit (FENCED)", within: 10) { fencedErrors(redis) > fencedBefore }
+        let metricsA = try WireConnection(host: hostA, port: portA).request("GET", "/metrics")
+        XCTAssertTrue(String(decoding: metricsA.body, as: UTF8.self).contains("bff_cluster_fenced_total 1"), "A knows")
+
+        // A, back, forwards to B; nothing acknowledged was lost, the fenced input never applied.
+        var third: WireResponse?
+        try waitUntil("A serves again", within: 10) {
+            third = Self.query(hostA, portA, id, "three", key: "k3")
+            return third?.status == 202
+        }
+        XCTAssertEqual(inputSeq(third), 3)
+        XCTAssertTrue(stream.delivers(inputSeq: 3, within: 5))
+        XCTAssertEqual(stream.inputSeqs, [1, 2, 3], "each acknowledged input once, in order")
+        XCTAssertFalse(stream.all.contains { $0.data.contains("zombie") }, "the fenced input is nowhere")
+        let state = try WireConnection.get(port: portB, path: "/api/sessions/\(id)/state")
+        XCTAssertEqual(try JSONValue.parse(state.body)["viewModels"]?["search"]?["query"], "three")
+    }
+
+    /// `POST …/search/query {"value": value}` (with `key` as `Idempotency-Key`); nil without an answer.
+    private static func query(_ host: String, _ port: Int, _ id: String, _ value: String, key: String?)
+        -> WireResponse?
+    {
+        guard let c = try? WireConnection(host: host, port: port, timeout: 5) else { return nil }
+        defer { c.close() }
+        return try? c.request(
+            "POST", "/api/sessions/\(id)/search/query",
+            headers: [("Content-Type", "application/json")] + (key.map { [("Idempotency-Key", $0)] } ?? []),
+            body: Array(#"{"value":"\#(value)"}"#.utf8))
+    }
+
+    /// Errors Redis answered with `FENCED` so far (`INFO errorstats`).
+    private func fencedErrors(_ redis: RedisServerProcess) -> Int {
+        let line = redis.cli("INFO", "errorstats").split(whereSeparator: \.isNewline).first { $0.hasPrefix("errorstat_FENCED:") }
+        return line.flatMap { Int($0.split(separator: "=").last?.prefix { $0.isNumber } ?? "") } ?? 0
+    }
+
+    private func inputSeq(_ r: WireResponse?) -> Int? { r.flatMap { (try? JSONValue.parse($0.body))?["inputSeq"]?.intValue } }
+}
