@@ -124,6 +124,40 @@ class ClusterUpstreamTests: ClusterTestCase {
         XCTAssertEqual(try counter(d, #"bff_cluster_search_cache_total{outcome="hit"}"#), 1)
     }
 
+    /// `X-Cache` tells the truth through two real nodes: a page A fetched and the shared cache served B is
+    /// a `hit` on B (GitHub was called once, for A's answer: it was `miss` there before); identical requests
+    /// in flight on both nodes at once are both `miss` (GitHub was called for the answer: by one of them,
+    /// the other waited for it).
+    func testXCacheSaysMissOnlyWhenGitHubWasCalledForTheAnswer() throws {
+        let sim = try SearchEndToEndTests.Simulator(token: SearchEndToEndTests.token)
+        let a = try node("a", sim: sim)
+        let b = try node("b", sim: sim)
+        let path = "/api/search/repositories?q=xcache"
+        let first = try WireConnection.get(port: a.port, path: path)
+        XCTAssertEqual(first.status, 200)
+        XCTAssertEqual(first.header("X-Cache"), "miss")
+        let second = try WireConnection.get(port: b.port, path: path)
+        XCTAssertEqual(second.status, 200)
+        XCTAssertEqual(second.header("X-Cache"), "hit", "B's answer came from the shared cache: GitHub not called")
+        XCTAssertEqual(sim.sim.stats.requests, 1)
+        XCTAssertEqual(try WireConnection.get(port: b.port, path: path).header("X-Cache"), "hit", "B's own cache")
+
+        sim.sim.faults.latencyMs = 300  // the first call is still under way when the other node asks
+        let answers = Lock<[WireResponse?]>([])
+        let group = DispatchGroup()
+        for n in [a, b] {
+            group.enter()
+            Thread.detachNewThread {
+                let r = try? WireConnection.get(port: n.port, path: "/api/search/repositories?q=inflight")
+                answers.withLock { $0.append(r) }
+                group.leave()
+            }
+        }
+        group.wait()
+        XCTAssertEqual(sim.sim.stats.requests, 2, "one call for both")
+        XCTAssertEqual(answers.withLock { $0 }.map { $0?.header("X-Cache") }, ["miss", "miss"])
+    }
+
     /// A lock whose holder died (never fills, never unlocks): the waiting node's wait runs out, it then
     /// calls GitHub itself (once the lock expired) and counts a `lock_timeout`.
     func testAWaitForADeadLockHolderRunsOutAndIsCountedAsALockTimeout() throws {

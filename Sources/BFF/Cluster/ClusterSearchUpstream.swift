@@ -19,6 +19,8 @@ import Logging
 /// - A failed call is thrown as is (the node's cache serves its own stale entry); the shared stale
 ///   entry is not returned as if fresh.
 /// - Redis unreachable: the gateway is called directly (single flight degrades to per node).
+/// - Whether GitHub was called for an answer is remembered per key (`answeredFromSharedEntry`), so the
+///   node's `X-Cache` can say `hit` for a page another node fetched (`ClusterCacheLabel`).
 final class ClusterSearchUpstream: ConditionalRepositorySearching, UpstreamBudgetReporting {
     struct Stored: Codable {
         var page: SearchPage
@@ -32,6 +34,9 @@ final class ClusterSearchUpstream: ConditionalRepositorySearching, UpstreamBudge
     /// The shared cache and this node's lock-holder name, set once the application (which owns the
     /// Redis connections) exists; until then the gateway is called directly.
     private let target = Lock<(cache: any SharedSearchCache, holder: String, metrics: ClusterMetrics?)?>(nil)
+    /// Per key (the node cache's): true when the latest fetch was answered by a fresh shared entry that
+    /// another node (or an earlier call) stored — GitHub was not called for it; false when it was.
+    private let fromSharedEntry = Lock<[String: Bool]>([:])
 
     init(gateway: GitHubGateway, ttl: Double, logger: Logger) {
         self.gateway = gateway
@@ -53,11 +58,25 @@ final class ClusterSearchUpstream: ConditionalRepositorySearching, UpstreamBudge
         }
     }
 
+    /// True when the latest fetch of `request` was answered by an entry already in the shared cache, with
+    /// no call to GitHub for it (any thread; `ClusterCacheLabel` asks once the node cache answered).
+    func answeredFromSharedEntry(_ request: SearchRequest) -> Bool {
+        fromSharedEntry.withLock { $0[Self.key(request)] ?? false }
+    }
+
+    private func remember(_ key: String, fromSharedEntry: Bool) {
+        self.fromSharedEntry.withLock { all in
+            if all.count >= 4096 { all.removeAll(keepingCapacity: true) }  // bounded; a lost entry reads as a call
+            all[key] = fromSharedEntry
+        }
+    }
+
     func fetch(_ request: SearchRequest, ifNoneMatch etag: String?) async throws(SearchError) -> ConditionalFetch {
+        let key = Self.key(request)
         guard !request.isPastResultCap, let (shared, holder, metrics) = target.withLock({ $0 }) else {
+            remember(key, fromSharedEntry: false)
             return try await gateway.fetch(request, ifNoneMatch: etag)
         }
-        let key = Self.key(request)
         let failure = Lock<SearchError?>(nil)
         let gateway = self.gateway
         do {
@@ -86,12 +105,16 @@ final class ClusterSearchUpstream: ConditionalRepositorySearching, UpstreamBudge
                 }
             }
             metrics?.searchCache(Self.label(outcome))
+            // `filledByOther`: an identical request in flight (on any node) called GitHub and this one
+            // waited for it — a `miss`, as the contract says; `hit`: stored earlier, GitHub not called.
+            remember(key, fromSharedEntry: outcome == .hit)
             if outcome == .stale, let error = failure.withLock({ $0 }) { throw error }
             let stored = try JSONDecoder().decode(Stored.self, from: Data(entry.payload))
             // The node revalidates the page the shared entry holds: nothing to send again.
             if let etag, stored.etag == etag { return .notModified }
             return .modified(stored.page, etag: stored.etag)
         } catch {
+            remember(key, fromSharedEntry: false)
             if let error = failure.withLock({ $0 }) {
                 metrics?.searchCache("miss")  // called upstream, which failed, and nothing stale to serve
                 throw error

@@ -31,7 +31,7 @@ final class ClusterUpstreamSharing: UpstreamSharing {
         let shared = ClusterSearchUpstream(gateway: gateway, ttl: github.cacheTTL, logger: logger)
         self.shared = shared
         let nodeCache = cache(over: shared)
-        return (nodeCache, { await nodeCache.flush() })
+        return (ClusterCacheLabel(cache: nodeCache, shared: shared), { await nodeCache.flush() })
     }
 
     func connect(_ app: Application, status sink: StatusSink) {
