@@ -42,6 +42,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
         self.replicaAcks = max(0, replicaAcks)
         self.replicaTimeout = replicaTimeout ?? client.topology.node.commandTimeout
         pendingRenewals = LoopBound([], loop: client.loop)
+        client.preload(SessionScripts.all)
     }
 
     /// The loop the store is bound to.

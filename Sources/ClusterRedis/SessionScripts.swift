@@ -3,6 +3,11 @@ import RedisClient
 /// The Lua scripts of `RedisSessionStore`. Each runs atomically in Redis; each checks everything
 /// that can fail before its first write (Redis does not roll a script back on error).
 enum SessionScripts {
+    /// Every script here (loaded on each master as soon as it is connected: `RedisClient.preload`).
+    static var all: [RedisScript] {
+        [create, acquire, admitStream, renewStreams, renewMany, release, commit, replay, acknowledgedInputSeq, delete]
+    }
+
     /// KEYS: session, lease. ARGV: holder, state, lease ms, idle s. Creates with fence 1.
     static let create = RedisScript(
         """

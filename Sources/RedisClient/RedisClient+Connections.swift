@@ -31,6 +31,7 @@ extension RedisClient {
         switch state {
         case .ready:
             fresh.remove(id)
+            if pool[address] === c { load(preloaded.withLock { $0 }, on: c) }
             let held = waiters.removeValue(forKey: id) ?? []
             for w in held {
                 w.timer.cancel()

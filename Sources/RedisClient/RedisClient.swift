@@ -50,6 +50,8 @@ public final class RedisClient: Sendable {
     let logger: Logger
     let readyFlag = Atomic<Bool>(false)
     private let hooks = Lock<Hooks>(Hooks())
+    /// Scripts loaded on every master as soon as this loop's connection to it is ready (`preload`).
+    let preloaded = Lock<[RedisScript]>([])
     /// Everything that changes, the loop's only.
     private let state: LoopBound<State>
 
@@ -188,6 +190,23 @@ public final class RedisClient: Sendable {
         route(Request(args: args, slot: slot, deadline: deadline(timeout)) { r, _ in callback(r) })
     }
 
+    /// Loads `scripts` on every master as soon as this loop's command connection to it is ready (now, and
+    /// after every reconnect, failover or new master), so that their first use there — a commit that is
+    /// followed by `WAIT` — does not cost a `NOSCRIPT` round trip. Any thread.
+    public func preload(_ scripts: [RedisScript]) {
+        preloaded.withLock { $0 += scripts }
+        loop.execute { [weak self] in
+            guard let self, !self.closed else { return }
+            for c in self.pool.values where c.state == .ready { self.load(self.preloaded.withLock { $0 }, on: c) }
+        }
+    }
+
+    /// Sends `SCRIPT LOAD` of each of `scripts` on `connection` (replies ignored: a failure only means a
+    /// `NOSCRIPT` later). Loop thread only.
+    func load(_ scripts: [RedisScript], on connection: RedisConnection) {
+        for s in scripts { connection.send(["SCRIPT", "LOAD", RedisArg(s.source)]) { _ in } }
+    }
+
     /// Adds an observer called on the loop whenever the masters or the slot map may have changed (the
     /// subscriber moves its channels). Loop thread only.
     public func addTopologyObserver(_ observer: @escaping () -> Void) { topologyObservers.append(observer) }
@@ -309,8 +328,11 @@ public final class RedisClient: Sendable {
         switch error.serverCode {
         case "NOSCRIPT" where request.script != nil && !request.scriptLoaded:
             // Not run: load it on this master (pipelined) and run it again, once.
+            // A replicated command's retry is written after the `WAIT` that followed its first try, which
+            // may block its connection for the replica time-out: its deadline allows for that.
             var next = request
             next.scriptLoaded = true
+            if let wait = request.wait { next.deadline &+= UInt64(wait.timeout * 1e9) }
             connection.send(["SCRIPT", "LOAD", RedisArg(request.script!.source)]) { _ in }
             write(next, on: connection, at: address)
         case "TRYAGAIN":

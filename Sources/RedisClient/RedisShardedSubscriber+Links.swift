@@ -101,8 +101,12 @@ extension RedisShardedSubscriber {
                     self.client.report(.moved(slot: slot, to: to))
                     self.client.locator.moved(slot: slot, to: to)
                 } else {
-                    self.client.logger.warning(
-                        "redis subscribe failed", metadata: ["channel": "\(sub.key.name)", "error": "\(message)"])
+                    let now = monotonicNanos()
+                    if sub.refusalLoggedAt.map({ now &- $0 > 10_000_000_000 }) ?? true {
+                        sub.refusalLoggedAt = now
+                        self.client.logger.warning(
+                            "redis subscribe failed", metadata: ["channel": "\(sub.key.name)", "error": "\(message)"])
+                    }
                     self.client.topologyMayHaveChanged(message)
                 }
             case .failure:

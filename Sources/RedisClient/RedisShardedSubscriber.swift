@@ -69,6 +69,9 @@ public final class RedisShardedSubscriber: Sendable {
             didSet { if oldValue == .confirmed && stage != .confirmed { waitingSince = monotonicNanos() } }
         }
         var everConfirmed = false
+        /// When a refusal of its subscribe command (an ACL, a misconfiguration) was last logged: at most
+        /// every 10 s, though it is tried again every `failoverPollInterval`.
+        var refusalLoggedAt: UInt64?
         /// When it last stopped being confirmed (or was made): a channel counts as a problem only once it
         /// waited longer than a command time-out, so subscribing new channels does not flap `/readyz`.
         var waitingSince = monotonicNanos()

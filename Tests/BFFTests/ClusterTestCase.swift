@@ -37,11 +37,13 @@ class ClusterTestCase: XCTestCase {
 
     func node(
         _ name: String, leaseTTL: Double = 10, search: any RepositorySearching = UnexpectedSearch(),
-        idleTimeout: Double? = nil, threads: Int? = nil, commandTimeout: Double? = nil, logger: Logger? = nil
+        idleTimeout: Double? = nil, threads: Int? = nil, commandTimeout: Double? = nil, logger: Logger? = nil,
+        url: String? = nil, cluster: (inout ClusterSettings) -> Void = { _ in }
     ) throws -> LiveApp {
-        let url = redisURL
+        let url = url ?? redisURL
         let app = try LiveApp(search: search, logger: logger) { c in
             c.cluster = ClusterSettings(redisURL: url, nodeID: name, leaseTTL: leaseTTL)
+            if c.cluster != nil { cluster(&c.cluster!) }
             if let idleTimeout { c.sessionIdleTimeout = idleTimeout }
             if let threads { c.http.threads = threads }
             if let commandTimeout { c.cluster?.redis.commandTimeout = commandTimeout }
