@@ -4,8 +4,13 @@
 #   scripts/cluster.sh                     then http://127.0.0.1:8080/ ; Ctrl-C stops everything
 #   scripts/cluster.sh --demo              also starts github-sim and points the nodes at it (offline)
 #   scripts/cluster.sh [--demo] -- FLAGS   FLAGS go to every bff node (e.g. -- --lease-ttl 2)
-# A process that exits (a node you kill -9 to watch a failover) is named, with its exit status and log,
-# and the rest keep running; the logs folder is kept after the end (its path is printed at start).
+#   scripts/cluster.sh --redis cluster     a Redis Cluster instead of one Redis: 3 masters + 3 replicas on
+#                                          REDIS_PORT..+5 (redis+cluster://, one replica ack)
+#   scripts/cluster.sh --redis sentinel    a master (REDIS_PORT), a replica (+1) and 3 sentinels (+2..+4)
+#                                          (redis+sentinel://…/mymaster, one replica ack)
+# A process that exits (a node you kill -9 to watch a failover; a Redis master to watch Redis fail over)
+# is named, with its exit status and log, and the rest keep running; the logs folder is kept after the
+# end (its path is printed at start).
 # Env: PORT (HAProxy, 8080), STATS_PORT (HAProxy's stats page, 8404), NODE_BASE_PORT (8091: nodes on
 # 8091-8093), REDIS_PORT (6390), SIM_PORT (--demo: 9090), LOGS_DIR (default: a new /tmp/bff-cluster.*),
 # HAPROXY_CFG (deploy/haproxy.cfg), BFF_BIN_DIR (default: `swift build`'s debug folder, built first, with
@@ -13,12 +18,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 demo=0
+redis_mode=one
 node_flags=()
 while (($#)); do
   case "$1" in
     --demo) demo=1 ;;
+    --redis)
+      shift
+      case "${1:-}" in
+        one|cluster|sentinel) redis_mode=$1 ;;
+        *) echo "cluster.sh: --redis takes one, cluster or sentinel" >&2; exit 64 ;;
+      esac ;;
     --) shift; node_flags=("$@"); break ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "cluster.sh: unknown argument '$1' (see scripts/cluster.sh --help)" >&2; exit 64 ;;
   esac
   shift
@@ -39,7 +51,12 @@ if [ -z "$bin" ]; then
 fi
 # A port something else listens on would put that process in the cluster (HAProxy would route to it):
 # refuse to start instead.
-ports=("$port" "$stats_port" "$redis_port" "$base" $((base + 1)) $((base + 2)))
+case $redis_mode in
+  one) redis_ports=("$redis_port") ;;
+  cluster) redis_ports=($(seq "$redis_port" $((redis_port + 5))) $(seq $((redis_port + 10000)) $((redis_port + 10005)))) ;;
+  sentinel) redis_ports=($(seq "$redis_port" $((redis_port + 4)))) ;;
+esac
+ports=("$port" "$stats_port" "${redis_ports[@]}" "$base" $((base + 1)) $((base + 2)))
 ((demo)) && ports+=("$sim_port")
 for p in "${ports[@]}"; do
   if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
@@ -68,9 +85,50 @@ started() {  # name, pid, what
   echo "cluster.sh: started $1 (pid $2, $3, log $dir/$1.log)"
 }
 
-redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --maxmemory-policy noeviction \
-  --daemonize no >"$dir/redis.log" 2>&1 &
-started redis $! "redis://127.0.0.1:$redis_port"
+# Every Redis here: no persistence (a local toy; docs/CLUSTER.md says what production needs), noeviction,
+# and a replica that (re)joins is sent its data at once (repl-diskless-sync-delay 0).
+redis_flags=(--bind 127.0.0.1 --save '' --appendonly no --maxmemory-policy noeviction --repl-diskless-sync-delay 0
+  --daemonize no)
+redis_ready() { for _ in $(seq 100); do redis-cli -p "$1" ping >/dev/null 2>&1 && return 0; sleep 0.05; done; return 1; }
+case $redis_mode in
+  one)
+    redis-server --port "$redis_port" "${redis_flags[@]}" >"$dir/redis.log" 2>&1 &
+    started redis $! "redis://127.0.0.1:$redis_port"
+    redis_url="redis://127.0.0.1:$redis_port"
+    ;;
+  cluster)
+    # cluster-node-timeout 1000: a dead master is replaced in ~2.5 s; cluster-require-full-coverage no:
+    # the other shards serve meanwhile.
+    for i in 0 1 2 3 4 5; do
+      p=$((redis_port + i))
+      redis-server --port "$p" "${redis_flags[@]}" --cluster-enabled yes --cluster-config-file "$dir/nodes-$p.conf" \
+        --cluster-node-timeout 1000 --cluster-require-full-coverage no --dir "$dir" >"$dir/redis$((i + 1)).log" 2>&1 &
+      started "redis$((i + 1))" $! "redis://127.0.0.1:$p"
+    done
+    for i in 0 1 2 3 4 5; do redis_ready $((redis_port + i)); done
+    redis-cli --cluster create $(for i in 0 1 2 3 4 5; do echo "127.0.0.1:$((redis_port + i))"; done) \
+      --cluster-replicas 1 --cluster-yes >"$dir/cluster-create.log" 2>&1 \
+      || { echo "cluster.sh: redis-cli --cluster create failed; see $dir/cluster-create.log" >&2; exit 1; }
+    redis_url="redis+cluster://127.0.0.1:$redis_port,127.0.0.1:$((redis_port + 1)),127.0.0.1:$((redis_port + 2))"
+    ;;
+  sentinel)
+    redis-server --port "$redis_port" "${redis_flags[@]}" --dir "$dir" >"$dir/redis1.log" 2>&1 &
+    started redis1 $! "redis://127.0.0.1:$redis_port (master)"
+    redis-server --port $((redis_port + 1)) "${redis_flags[@]}" --dir "$dir" --replicaof 127.0.0.1 "$redis_port" \
+      >"$dir/redis2.log" 2>&1 &
+    started redis2 $! "redis://127.0.0.1:$((redis_port + 1)) (replica)"
+    redis_ready "$redis_port"
+    for i in 2 3 4; do
+      p=$((redis_port + i))
+      # down-after-milliseconds 1000: a dead master is replaced in ~2.5 s.
+      printf 'port %s\nbind 127.0.0.1\ndir %s\nsentinel monitor mymaster 127.0.0.1 %s 2\nsentinel down-after-milliseconds mymaster 1000\nsentinel failover-timeout mymaster 5000\n' \
+        "$p" "$dir" "$redis_port" >"$dir/sentinel-$p.conf"
+      redis-server "$dir/sentinel-$p.conf" --sentinel >"$dir/sentinel$((i - 1)).log" 2>&1 &
+      started "sentinel$((i - 1))" $! "127.0.0.1:$p"
+    done
+    redis_url="redis+sentinel://127.0.0.1:$((redis_port + 2)),127.0.0.1:$((redis_port + 3)),127.0.0.1:$((redis_port + 4))/mymaster"
+    ;;
+esac
 upstream=()
 if ((demo)); then
   "$bin/github-sim" --port "$sim_port" >"$dir/github-sim.log" 2>&1 &
@@ -79,7 +137,7 @@ if ((demo)); then
   for _ in $(seq 100); do curl -fs -o /dev/null "http://127.0.0.1:$sim_port/_sim/stats" 2>/dev/null && break; sleep 0.1; done
 fi
 for i in 1 2 3; do
-  env -u PORT "${upstream[@]}" "$bin/bff" --port $((base + i - 1)) --redis-url "redis://127.0.0.1:$redis_port" \
+  env -u PORT "${upstream[@]}" "$bin/bff" --port $((base + i - 1)) --redis-url "$redis_url" \
     --node-id "node$i" --cache-file none "${node_flags[@]}" >"$dir/node$i.log" 2>&1 &
   started "node$i" $! "http://127.0.0.1:$((base + i - 1))"
 done
@@ -96,7 +154,11 @@ for _ in $(seq 300); do  # up to 30 s: the nodes connect to Redis, HAProxy's che
   sleep 0.1
 done
 if curl -fs -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null; then
-  echo "cluster.sh: ready: http://127.0.0.1:$port/ (logs in $dir; $bin/bff session-owner ID --redis-url redis://127.0.0.1:$redis_port names the node of session ID)"
+  if [ "$redis_mode" = one ]; then
+    echo "cluster.sh: ready: http://127.0.0.1:$port/ (logs in $dir; $bin/bff session-owner ID --redis-url $redis_url names the node of session ID)"
+  else
+    echo "cluster.sh: ready: http://127.0.0.1:$port/ (logs in $dir; nodes on $redis_url)"
+  fi
 else
   echo "cluster.sh: not ready after 30 s; see the logs in $dir" >&2
 fi

@@ -7,6 +7,13 @@ import Logging
 /// slot at once; a master that is down; `CLUSTERDOWN`). A master whose slots went to one of its own
 /// replicas is reported as a failover.
 ///
+/// A node that is behind the cluster is not believed: each read first asks `CLUSTER INFO`, and a node
+/// whose `cluster_current_epoch` is below the highest this locator has seen is skipped (the next node is
+/// asked). That is a master killed and restarted after its replica took over: until the cluster's
+/// gossip reaches it (milliseconds) it loads its old `nodes.conf` and calls itself the master of its
+/// slots — without persistence, with an empty data set. Believing it would send commands there (a
+/// session `GONE`, a stream ended as deleted); its epoch is older than the failover's, so it is not.
+///
 /// Threading: loop-bound like its client.
 final class RedisClusterLocator: RedisMasterLocator {
     private var context: RedisLocatorContext!
@@ -15,6 +22,9 @@ final class RedisClusterLocator: RedisMasterLocator {
     private var schedule: RedisRefreshSchedule!
     private var useSlots = false
     private var lastError: String?
+    /// The highest `cluster_current_epoch` a node reported: a node below it has not heard of every
+    /// failover yet, and its map is not used.
+    private var knownEpoch = 0
 
     var isSharded: Bool { true }
 
@@ -73,6 +83,25 @@ final class RedisClusterLocator: RedisMasterLocator {
 
     private func refresh(_ done: @escaping () -> Void) {
         guard node.isReady else { return done() }  // `onReady` asks again
+        node.send(["CLUSTER", "INFO"]) { [weak self] result in
+            guard let self else { return done() }
+            if case .success(let v) = result, let text = v.string,
+                let line = text.split(whereSeparator: \.isNewline).first(where: { $0.hasPrefix("cluster_current_epoch:") }),
+                let epoch = Int(line.dropFirst("cluster_current_epoch:".count).prefix { $0.isNumber })
+            {
+                guard epoch >= self.knownEpoch else {
+                    self.lastError = "a node behind the cluster (epoch \(epoch) < \(self.knownEpoch))"
+                    self.node.moveOn()
+                    return done()
+                }
+                self.knownEpoch = epoch
+            }
+            self.readMap(done)
+        }
+    }
+
+    private func readMap(_ done: @escaping () -> Void) {
+        guard node.isReady else { return done() }
         let command: [RedisArg] = useSlots ? ["CLUSTER", "SLOTS"] : ["CLUSTER", "SHARDS"]
         node.send(command) { [weak self] result in
             defer { done() }
