@@ -405,7 +405,7 @@ def failover_part(d):
         vic = [threading.Thread(target=victim_client, args=(s,), daemon=True) for s in on_victim]
         for t in vic:
             t.start()
-        switched = None
+        switched, now = None, None
         while time.time() - killed < 60:
             now = d.master_of(slots[on_victim[0]]) if d.name == "cluster" else d.master()
             if now is not None and now != victim:
@@ -415,7 +415,7 @@ def failover_part(d):
         if switched is None:
             raise SystemExit("Redis did not fail over")
         last_failover = killed
-        node.start(["--replicaof", "127.0.0.1", str(d.master())] if d.name == "sentinel" else [])
+        node.start(["--replicaof", "127.0.0.1", str(now)] if d.name == "sentinel" else [])
         for t in vic:
             t.join(60)
         stop_others.set()

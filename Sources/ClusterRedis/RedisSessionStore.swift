@@ -57,7 +57,8 @@ public final class RedisSessionStore: SessionStore, Sendable {
         guard replicaAcks > 0 else {
             return client.evalScript(script, keys: keys, args: args) { r in done(r.mapError(\.storeError)) }
         }
-        client.evalScript(script, keys: keys, args: args, waitForReplicas: replicaAcks, replicaTimeout: replicaTimeout) {
+        client.evalScript(script, keys: keys, args: args, waitForReplicas: replicaAcks, replicaTimeout: replicaTimeout)
+        {
             r in
             switch r {
             case .success(let v) where v.isAcknowledged: done(.success(v.reply))
@@ -107,8 +108,10 @@ public final class RedisSessionStore: SessionStore, Sendable {
             if case .failure(.notReplicated) = r {
                 // The lease, if granted, is ours: give it back without knowing its token (the script
                 // checks the holder); whoever acquires next gets a new token.
-                client.send(["EVAL", RedisArg(Self.dropOwnLease), "1", RedisArg(keys.lease(sessionID)), RedisArg(holder)],
-                    key: RedisArg(keys.lease(sessionID))) { _ in }
+                client.send(
+                    ["EVAL", RedisArg(Self.dropOwnLease), "1", RedisArg(keys.lease(sessionID)), RedisArg(holder)],
+                    key: RedisArg(keys.lease(sessionID))
+                ) { _ in }
             }
             completion(
                 r.storeMap { v -> LeaseGrant? in

@@ -86,7 +86,9 @@ final class RedisClusterLocator: RedisMasterLocator {
         node.send(["CLUSTER", "INFO"]) { [weak self] result in
             guard let self else { return done() }
             if case .success(let v) = result, let text = v.string,
-                let line = text.split(whereSeparator: \.isNewline).first(where: { $0.hasPrefix("cluster_current_epoch:") }),
+                let line = text.split(whereSeparator: \.isNewline).first(where: {
+                    $0.hasPrefix("cluster_current_epoch:")
+                }),
                 let epoch = Int(line.dropFirst("cluster_current_epoch:".count).prefix { $0.isNumber })
             {
                 guard epoch >= self.knownEpoch else {

@@ -15,6 +15,10 @@ final class RedisSentinelLocator: RedisMasterLocator {
     private var watch: RedisPubSubConnection?
     private var schedule: RedisRefreshSchedule!
     private var lastError: String?
+    /// The highest `config-epoch` of the master a sentinel reported (each failover raises it), and how
+    /// many sentinels in a row answered with a lower one.
+    private var knownEpoch = 0
+    private var staleInARow = 0
 
     /// A locator of the master named `name`.
     init(name: String) { self.name = name }
@@ -89,20 +93,39 @@ final class RedisSentinelLocator: RedisMasterLocator {
         w.start()
     }
 
+    /// Asks the sentinel for the master with `SENTINEL MASTER` (its address and its `config-epoch`). A
+    /// sentinel whose epoch is below the highest seen has not heard of the last failover yet (sentinels
+    /// learn it from each other within a second or two): its answer — the old master, perhaps restarted
+    /// empty — is not used, the next sentinel is asked.
     private func refresh(_ done: @escaping () -> Void) {
         guard sentinel.isReady else { return done() }  // `onReady` asks again
-        sentinel.send(["SENTINEL", "get-master-addr-by-name", RedisArg(name)]) { [weak self] result in
+        sentinel.send(["SENTINEL", "MASTER", RedisArg(name)]) { [weak self] result in
             defer { done() }
             guard let self else { return }
             switch result {
             case .success(let reply):
-                guard let a = reply.array, a.count == 2, let host = a[0].string, let port = a[1].int else {
+                var fields: [String: String] = [:]
+                let items = reply.array ?? []
+                for i in stride(from: 0, to: items.count - 1, by: 2) {
+                    if let k = items[i].string, let v = items[i + 1].string { fields[k] = v }
+                }
+                guard let host = fields["ip"], let port = fields["port"].flatMap({ Int($0) }) else {
                     self.lastError = "the sentinel does not know master '\(self.name)'"
                     return self.sentinel.moveOn()
                 }
+                let epoch = fields["config-epoch"].flatMap { Int($0) } ?? 0
+                // Every sentinel behind, in a row: the set was made anew (its epochs start again), not
+                // stale; believe it.
+                if epoch < self.knownEpoch, self.staleInARow < self.context.topology.seeds.count {
+                    self.staleInARow += 1
+                    self.lastError = "a sentinel behind the others (config epoch \(epoch) < \(self.knownEpoch))"
+                    return self.sentinel.moveOn()
+                }
+                self.staleInARow = 0
+                self.knownEpoch = epoch
                 self.lastError = nil
                 self.context.report(.topologyRefreshed(masters: 1))
-                self.set(RedisAddress(host: host, port: Int(port)))
+                self.set(RedisAddress(host: host, port: port))
             case .failure(let e):
                 self.lastError = "\(e)"
                 if case .server = e { self.sentinel.moveOn() }

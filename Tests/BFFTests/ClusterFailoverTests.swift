@@ -46,7 +46,10 @@ final class ClusterFailoverTests: ClusterTestCase {
         let victim = sessions[0].master
         let onVictim = Set(sessions.filter { $0.master == victim }.map(\.id))
         let streams = try sessions.flatMap { s in
-            [try StreamCollector(s.id, port: nodes[s.node].port), try StreamCollector(s.id, port: nodes[(s.node + 1) % 3].port)]
+            [
+                try StreamCollector(s.id, port: nodes[s.node].port),
+                try StreamCollector(s.id, port: nodes[(s.node + 1) % 3].port),
+            ]
         }
         defer { for s in streams { s.stop() } }
         let load = InputLoad(sessions: sessions.map { ($0.id, "127.0.0.1", nodes[$0.node].port) })

@@ -44,7 +44,9 @@ final class ClusterReplicaHealthTests: ClusterTestCase {
         XCTAssertEqual(retried.status, 202)
         XCTAssertEqual(inputSeq(retried), 1, "the refused input, applied once")
         let metrics = String(decoding: try WireConnection.get(port: a.port, path: "/metrics").body, as: UTF8.self)
-        for name in RedisClientMetrics.Counter.allCases.map({ "bff_redis_\($0.rawValue)_total" }) + ["bff_redis_problems"] {
+        for name in RedisClientMetrics.Counter.allCases.map({ "bff_redis_\($0.rawValue)_total" }) + [
+            "bff_redis_problems"
+        ] {
             XCTAssertTrue(metrics.contains("\n\(name) "), "\(name) in /metrics")
         }
         XCTAssertFalse(metrics.contains("\nbff_redis_replica_ack_timeouts_total 0\n"), "the refusal counted")
@@ -74,5 +76,32 @@ final class ClusterDeafSubscriptionTests: ClusterTestCase {
         let metrics = String(decoding: try WireConnection.get(port: b.port, path: "/metrics").body, as: UTF8.self)
         XCTAssertFalse(metrics.contains("\nbff_redis_probe_failures_total 0\n"), "the deaf connection counted")
         XCTAssertFalse(metrics.contains("\nbff_redis_resubscribes_total 0\n"), "and its channels subscribed again")
+    }
+}
+
+/// The backstop of "no silent stalls", with one `redis-server`: an event stored in a session's history
+/// whose publication never came (with replica acks the runner publishes after the `WAIT`; a runner that
+/// dies in between publishes nothing) reaches a stream on another node at its periodic check — its last
+/// written id stayed below the session's `seq` over two checks — from the history.
+final class ClusterLostPublicationTests: ClusterTestCase {
+    func testAnEventWhosePublicationWasLostReachesTheStreamFromTheHistory() throws {
+        let a = try node("a", leaseTTL: 1)
+        let b = try node("b", leaseTTL: 1)  // checks its streamed sessions every second
+        let id = try a.createSession()
+        let (conn, events) = try b.stream(id)
+        defer { conn.close() }
+        XCTAssertEqual(try XCTUnwrap(events.next()).event, "snapshot")
+        XCTAssertEqual(try a.post(id, "search", "query", #"{"value":"one"}"#).status, 202)
+        let first = try XCTUnwrap(events.next(until: "search").last)
+        let next = try XCTUnwrap(UInt64(XCTUnwrap(first.id))) + 1
+        // A commit as the script writes it, without its publication.
+        let data = #"{"inputSeq":2,"outputs":{"query":"unpublished"}}"#
+        _ = try redisCLI("XADD", "bff:s:{\(id)}:ev", "\(next)-0", "d", "osearch\n" + data)
+        _ = try redisCLI("HSET", "bff:s:{\(id)}", "seq", "\(next)")
+        let started = Date()
+        let caughtUp = try XCTUnwrap(events.next(until: "search", timeout: 10).last, "the stream catches up")
+        XCTAssertEqual(caughtUp.id, "\(next)")
+        XCTAssertEqual(caughtUp.data, data)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 4, "within two or three check intervals")
     }
 }

@@ -20,13 +20,17 @@ final class ClusterPartitionTests: XCTestCase {
         let net: NetworkPartition
         do { net = try NetworkPartition() } catch { throw XCTSkip("no network namespaces here: \(error)") }
         defer { net.remove() }
-        let redis = try RedisServerProcess(extraArguments: ["--bind", "127.0.0.1", net.redisAddress, "--protected-mode", "no"])
+        let redis = try RedisServerProcess(extraArguments: [
+            "--bind", "127.0.0.1", net.redisAddress, "--protected-mode", "no",
+        ])
         defer { redis.kill() }
         let flags = ["--port", "0", "--threads", "1", "--cache-file", "none", "--lease-ttl", "0.5"]
         let environment = ["GITHUB_API_URL": "http://127.0.0.1:9", "LOG_LEVEL": "warning"]
         let (program, arguments) = net.command(
             bff,
-            flags + ["--host", net.nodeAddress, "--redis-url", "redis://\(net.redisAddress):\(redis.port)", "--node-id", "a"])
+            flags + [
+                "--host", net.nodeAddress, "--redis-url", "redis://\(net.redisAddress):\(redis.port)", "--node-id", "a",
+            ])
         let a = try ChildProcess(program, arguments, environment: environment)
         let b = try ChildProcess(bff, flags + ["--redis-url", redis.url, "--node-id", "b"], environment: environment)
         let portA = try XCTUnwrap(a.waitForPort(marker: "bff listening"), a.stderrText)
@@ -102,9 +106,13 @@ final class ClusterPartitionTests: XCTestCase {
 
     /// Errors Redis answered with `FENCED` so far (`INFO errorstats`).
     private func fencedErrors(_ redis: RedisServerProcess) -> Int {
-        let line = redis.cli("INFO", "errorstats").split(whereSeparator: \.isNewline).first { $0.hasPrefix("errorstat_FENCED:") }
+        let line = redis.cli("INFO", "errorstats").split(whereSeparator: \.isNewline).first {
+            $0.hasPrefix("errorstat_FENCED:")
+        }
         return line.flatMap { Int($0.split(separator: "=").last?.prefix { $0.isNumber } ?? "") } ?? 0
     }
 
-    private func inputSeq(_ r: WireResponse?) -> Int? { r.flatMap { (try? JSONValue.parse($0.body))?["inputSeq"]?.intValue } }
+    private func inputSeq(_ r: WireResponse?) -> Int? {
+        r.flatMap { (try? JSONValue.parse($0.body))?["inputSeq"]?.intValue }
+    }
 }

@@ -24,7 +24,10 @@ final class ClusterSentinelFailoverTests: ClusterTestCase {
         let nodes = try (0..<3).map { try node("n\($0)", leaseTTL: 2) }
         let sessions = try (0..<6).map { (id: try nodes[$0 % 3].createSession(), node: $0 % 3) }
         let streams = try sessions.flatMap { s in
-            [try StreamCollector(s.id, port: nodes[s.node].port), try StreamCollector(s.id, port: nodes[(s.node + 1) % 3].port)]
+            [
+                try StreamCollector(s.id, port: nodes[s.node].port),
+                try StreamCollector(s.id, port: nodes[(s.node + 1) % 3].port),
+            ]
         }
         defer { for s in streams { s.stop() } }
         let load = InputLoad(sessions: sessions.map { ($0.id, "127.0.0.1", nodes[$0.node].port) })

@@ -35,7 +35,8 @@ final class ClusterShardingTests: ClusterTestCase {
             XCTAssertTrue((70...130).contains(here.count), "master \(m) stores \(here.count) of 300 sessions")
             for key in here {
                 let id = String(key.dropFirst("bff:s:{".count).dropLast())
-                XCTAssertEqual(map.first { $0.slots.contains(RedisSlot.of(id)) }?.port, m, "\(id) lives where its slot is")
+                XCTAssertEqual(
+                    map.first { $0.slots.contains(RedisSlot.of(id)) }?.port, m, "\(id) lives where its slot is")
             }
         }
         XCTAssertEqual(total, ids.count, "every session stored once")
@@ -50,7 +51,9 @@ final class ClusterShardingTests: ClusterTestCase {
         defer { conn.close() }
         XCTAssertEqual(try XCTUnwrap(events.next()).event, "snapshot")
         let shardChannels = { (port: Int) throws -> Set<String> in
-            Set(try self.runCLI(port: port, ["PUBSUB", "SHARDCHANNELS", "bff:s:{\(id)}*"]).split(separator: "\n").map(String.init))
+            Set(
+                try self.runCLI(port: port, ["PUBSUB", "SHARDCHANNELS", "bff:s:{\(id)}*"]).split(separator: "\n").map(
+                    String.init))
         }
         XCTAssertEqual(try shardChannels(own), ["bff:s:{\(id)}:ch", "bff:s:{\(id)}:in"])
         for m in try masterPorts() where m != own {
@@ -66,7 +69,8 @@ final class ClusterShardingTests: ClusterTestCase {
         // Nothing of cluster mode uses a classic channel that every Redis node would relay (the search
         // cache's rare wake-ups are a pattern, `PUBSUB NUMPAT`).
         for port in try SharedRedis.cluster().nodes.map(\.port) {
-            XCTAssertEqual(try runCLI(port: port, ["PUBSUB", "CHANNELS", "bff:*"]), "\n", "no classic channel on \(port)")
+            XCTAssertEqual(
+                try runCLI(port: port, ["PUBSUB", "CHANNELS", "bff:*"]), "\n", "no classic channel on \(port)")
         }
     }
 }

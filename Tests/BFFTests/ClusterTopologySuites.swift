@@ -13,32 +13,58 @@ import XCTest
 final class ClusterModeOnRedisClusterTests: ClusterModeTests {
     override class var deployment: RedisDeployment { .cluster }
 
-    override func testSessionCreatedOnAIsReadOnEveryNodeAndInputsAtTheOwnerAreAcknowledgedOnceStored() throws { try super.testSessionCreatedOnAIsReadOnEveryNodeAndInputsAtTheOwnerAreAcknowledgedOnceStored() }
+    override func testSessionCreatedOnAIsReadOnEveryNodeAndInputsAtTheOwnerAreAcknowledgedOnceStored() throws {
+        try super.testSessionCreatedOnAIsReadOnEveryNodeAndInputsAtTheOwnerAreAcknowledgedOnceStored()
+    }
 
-    override func testAnInputAtANonOwnerIsForwardedToTheOwnerAndAcknowledgedOnlyOnceCommitted() throws { try super.testAnInputAtANonOwnerIsForwardedToTheOwnerAndAcknowledgedOnlyOnceCommitted() }
+    override func testAnInputAtANonOwnerIsForwardedToTheOwnerAndAcknowledgedOnlyOnceCommitted() throws {
+        try super.testAnInputAtANonOwnerIsForwardedToTheOwnerAndAcknowledgedOnlyOnceCommitted()
+    }
 
-    override func testAStreamOnAnotherNodeSeesTheOwnersEventsWithTheStoredIdsAndReplaysFromLastEventID() throws { try super.testAStreamOnAnotherNodeSeesTheOwnersEventsWithTheStoredIdsAndReplaysFromLastEventID() }
+    override func testAStreamOnAnotherNodeSeesTheOwnersEventsWithTheStoredIdsAndReplaysFromLastEventID() throws {
+        try super.testAStreamOnAnotherNodeSeesTheOwnersEventsWithTheStoredIdsAndReplaysFromLastEventID()
+    }
 
-    override func testAStreamAtTheOwnerIsFedByItsCommitsAndFollowsATakeoverThroughRedis() throws { try super.testAStreamAtTheOwnerIsFedByItsCommitsAndFollowsATakeoverThroughRedis() }
+    override func testAStreamAtTheOwnerIsFedByItsCommitsAndFollowsATakeoverThroughRedis() throws {
+        try super.testAStreamAtTheOwnerIsFedByItsCommitsAndFollowsATakeoverThroughRedis()
+    }
 
-    override func testAStreamWhoseSubscriptionNeverConfirmsIsAnswered503AtItsDeadline() throws { try super.testAStreamWhoseSubscriptionNeverConfirmsIsAnswered503AtItsDeadline() }
+    override func testAStreamWhoseSubscriptionNeverConfirmsIsAnswered503AtItsDeadline() throws {
+        try super.testAStreamWhoseSubscriptionNeverConfirmsIsAnswered503AtItsDeadline()
+    }
 
-    override func testShutdownHandsTheSessionOverAtOnceAndTheNextNodeContinuesWithTheStateAndLaterIds() throws { try super.testShutdownHandsTheSessionOverAtOnceAndTheNextNodeContinuesWithTheStateAndLaterIds() }
+    override func testShutdownHandsTheSessionOverAtOnceAndTheNextNodeContinuesWithTheStateAndLaterIds() throws {
+        try super.testShutdownHandsTheSessionOverAtOnceAndTheNextNodeContinuesWithTheStateAndLaterIds()
+    }
 
-    override func testAKilledOwnersSessionIsTakenOverWithinTheLeaseTTLWithItsState() throws { try super.testAKilledOwnersSessionIsTakenOverWithinTheLeaseTTLWithItsState() }
+    override func testAKilledOwnersSessionIsTakenOverWithinTheLeaseTTLWithItsState() throws {
+        try super.testAKilledOwnersSessionIsTakenOverWithinTheLeaseTTLWithItsState()
+    }
 
-    override func testASearchLoadingWhenItsOwnerDiedIsIssuedAgainByTheNodeThatTakesOver() throws { try super.testASearchLoadingWhenItsOwnerDiedIsIssuedAgainByTheNodeThatTakesOver() }
+    override func testASearchLoadingWhenItsOwnerDiedIsIssuedAgainByTheNodeThatTakesOver() throws {
+        try super.testASearchLoadingWhenItsOwnerDiedIsIssuedAgainByTheNodeThatTakesOver()
+    }
 
-    override func testAnOrphanedSessionWithAStreamElsewhereIsTakenOverWithoutARequest() throws { try super.testAnOrphanedSessionWithAStreamElsewhereIsTakenOverWithoutARequest() }
+    override func testAnOrphanedSessionWithAStreamElsewhereIsTakenOverWithoutARequest() throws {
+        try super.testAnOrphanedSessionWithAStreamElsewhereIsTakenOverWithoutARequest()
+    }
 
-    override func testDeleteAtANonOwnerIsForwardedAndEndsTheStreamsOnEveryNode() throws { try super.testDeleteAtANonOwnerIsForwardedAndEndsTheStreamsOnEveryNode() }
+    override func testDeleteAtANonOwnerIsForwardedAndEndsTheStreamsOnEveryNode() throws {
+        try super.testDeleteAtANonOwnerIsForwardedAndEndsTheStreamsOnEveryNode()
+    }
 
-    override func testASessionStreamedOnAnotherNodeDoesNotExpireWhileItIsWatched() throws { try super.testASessionStreamedOnAnotherNodeDoesNotExpireWhileItIsWatched() }
+    override func testASessionStreamedOnAnotherNodeDoesNotExpireWhileItIsWatched() throws {
+        try super.testASessionStreamedOnAnotherNodeDoesNotExpireWhileItIsWatched()
+    }
 
-    override func testAZombieOwnerCannotCommitAfterBeingTakenOver() throws { try super.testAZombieOwnerCannotCommitAfterBeingTakenOver() }
+    override func testAZombieOwnerCannotCommitAfterBeingTakenOver() throws {
+        try super.testAZombieOwnerCannotCommitAfterBeingTakenOver()
+    }
 
     override func testReadinessFollowsRedis() throws {
-        throw XCTSkip("kills the one Redis: on a cluster and on Sentinel a master's death is a failover (ClusterFailoverTests, ClusterSentinelFailoverTests)")
+        throw XCTSkip(
+            "kills the one Redis: on a cluster and on Sentinel a master's death is a failover (ClusterFailoverTests, ClusterSentinelFailoverTests)"
+        )
     }
 }
 
@@ -46,43 +72,69 @@ final class ClusterModeOnRedisClusterTests: ClusterModeTests {
 final class ClusterForwardingOnRedisClusterTests: ClusterForwardingTests {
     override class var deployment: RedisDeployment { .cluster }
 
-    override func testInputsAtANonOwnerAskWhoHoldsTheLeaseOnceThenGoStraightToTheOwner() throws { try super.testInputsAtANonOwnerAskWhoHoldsTheLeaseOnceThenGoStraightToTheOwner() }
+    override func testInputsAtANonOwnerAskWhoHoldsTheLeaseOnceThenGoStraightToTheOwner() throws {
+        try super.testInputsAtANonOwnerAskWhoHoldsTheLeaseOnceThenGoStraightToTheOwner()
+    }
 
-    override func testAForwardThatReachesNobodyAcquiresAgainAndTakesTheSessionOver() throws { try super.testAForwardThatReachesNobodyAcquiresAgainAndTakesTheSessionOver() }
+    override func testAForwardThatReachesNobodyAcquiresAgainAndTakesTheSessionOver() throws {
+        try super.testAForwardThatReachesNobodyAcquiresAgainAndTakesTheSessionOver()
+    }
 
-    override func testUnreadableForwardingMessagesAreDroppedAndLoggedWithoutTheirContent() throws { try super.testUnreadableForwardingMessagesAreDroppedAndLoggedWithoutTheirContent() }
+    override func testUnreadableForwardingMessagesAreDroppedAndLoggedWithoutTheirContent() throws {
+        try super.testUnreadableForwardingMessagesAreDroppedAndLoggedWithoutTheirContent()
+    }
 
-    override func testAMovedAnswerFromAnotherReceiverDoesNotHideTheOwnersAnswer() async throws { try await super.testAMovedAnswerFromAnotherReceiverDoesNotHideTheOwnersAnswer() }
+    override func testAMovedAnswerFromAnotherReceiverDoesNotHideTheOwnersAnswer() async throws {
+        try await super.testAMovedAnswerFromAnotherReceiverDoesNotHideTheOwnersAnswer()
+    }
 }
 
 /// ClusterMultiplexedTests (one multiplexed stream over sessions run by other nodes) on the shared Redis Cluster.
 final class ClusterMultiplexedOnRedisClusterTests: ClusterMultiplexedTests {
     override class var deployment: RedisDeployment { .cluster }
 
-    override func testAStreamOnOneNodeCarriesSessionsRunByOthersAndResumesFromItsPosition() throws { try super.testAStreamOnOneNodeCarriesSessionsRunByOthersAndResumesFromItsPosition() }
+    override func testAStreamOnOneNodeCarriesSessionsRunByOthersAndResumesFromItsPosition() throws {
+        try super.testAStreamOnOneNodeCarriesSessionsRunByOthersAndResumesFromItsPosition()
+    }
 }
 
 /// ClusterUpstreamTests (one upstream, shared: the GitHub budget, the search cache and `status`) on the shared Redis Cluster.
 final class ClusterUpstreamOnRedisClusterTests: ClusterUpstreamTests {
     override class var deployment: RedisDeployment { .cluster }
 
-    override func testARateLimitSeenThroughOneNodeBlocksTheOthersWithoutCallingGitHub() throws { try super.testARateLimitSeenThroughOneNodeBlocksTheOthersWithoutCallingGitHub() }
+    override func testARateLimitSeenThroughOneNodeBlocksTheOthersWithoutCallingGitHub() throws {
+        try super.testARateLimitSeenThroughOneNodeBlocksTheOthersWithoutCallingGitHub()
+    }
 
-    override func testAnOutageOrARateLimitSeenByOneNodeShowsInEveryNodesStatusWithoutItSearching() throws { try super.testAnOutageOrARateLimitSeenByOneNodeShowsInEveryNodesStatusWithoutItSearching() }
+    override func testAnOutageOrARateLimitSeenByOneNodeShowsInEveryNodesStatusWithoutItSearching() throws {
+        try super.testAnOutageOrARateLimitSeenByOneNodeShowsInEveryNodesStatusWithoutItSearching()
+    }
 
-    override func testIdenticalConcurrentSearchesOnThreeNodesCostOneUpstreamCall() throws { try super.testIdenticalConcurrentSearchesOnThreeNodesCostOneUpstreamCall() }
+    override func testIdenticalConcurrentSearchesOnThreeNodesCostOneUpstreamCall() throws {
+        try super.testIdenticalConcurrentSearchesOnThreeNodesCostOneUpstreamCall()
+    }
 
-    override func testAWaitForADeadLockHolderRunsOutAndIsCountedAsALockTimeout() throws { try super.testAWaitForADeadLockHolderRunsOutAndIsCountedAsALockTimeout() }
+    override func testAWaitForADeadLockHolderRunsOutAndIsCountedAsALockTimeout() throws {
+        try super.testAWaitForADeadLockHolderRunsOutAndIsCountedAsALockTimeout()
+    }
 
-    override func testAnExpiredSharedEntryIsRevalidatedWithItsETag() throws { try super.testAnExpiredSharedEntryIsRevalidatedWithItsETag() }
+    override func testAnExpiredSharedEntryIsRevalidatedWithItsETag() throws {
+        try super.testAnExpiredSharedEntryIsRevalidatedWithItsETag()
+    }
 
-    override func testA304RevalidationLeavesTheSharedBucketAsItWas() throws { try super.testA304RevalidationLeavesTheSharedBucketAsItWas() }
+    override func testA304RevalidationLeavesTheSharedBucketAsItWas() throws {
+        try super.testA304RevalidationLeavesTheSharedBucketAsItWas()
+    }
 
-    override func testADeadPostersBlockMessageEndsWithTheBlockOnTheOtherNodes() throws { try super.testADeadPostersBlockMessageEndsWithTheBlockOnTheOtherNodes() }
+    override func testADeadPostersBlockMessageEndsWithTheBlockOnTheOtherNodes() throws {
+        try super.testADeadPostersBlockMessageEndsWithTheBlockOnTheOtherNodes()
+    }
 
     override func testANewerPostBeforeTheBlocksEndWins() throws { try super.testANewerPostBeforeTheBlocksEndWins() }
 
-    override func testARepeatedReportIsPostedAgainAfterAnotherNodesPost() throws { try super.testARepeatedReportIsPostedAgainAfterAnotherNodesPost() }
+    override func testARepeatedReportIsPostedAgainAfterAnotherNodesPost() throws {
+        try super.testARepeatedReportIsPostedAgainAfterAnotherNodesPost()
+    }
 
     override func testXCacheSaysMissOnlyWhenGitHubWasCalledForTheAnswer() throws {
         try super.testXCacheSaysMissOnlyWhenGitHubWasCalledForTheAnswer()
@@ -93,32 +145,58 @@ final class ClusterUpstreamOnRedisClusterTests: ClusterUpstreamTests {
 final class ClusterModeOnSentinelTests: ClusterModeTests {
     override class var deployment: RedisDeployment { .sentinel }
 
-    override func testSessionCreatedOnAIsReadOnEveryNodeAndInputsAtTheOwnerAreAcknowledgedOnceStored() throws { try super.testSessionCreatedOnAIsReadOnEveryNodeAndInputsAtTheOwnerAreAcknowledgedOnceStored() }
+    override func testSessionCreatedOnAIsReadOnEveryNodeAndInputsAtTheOwnerAreAcknowledgedOnceStored() throws {
+        try super.testSessionCreatedOnAIsReadOnEveryNodeAndInputsAtTheOwnerAreAcknowledgedOnceStored()
+    }
 
-    override func testAnInputAtANonOwnerIsForwardedToTheOwnerAndAcknowledgedOnlyOnceCommitted() throws { try super.testAnInputAtANonOwnerIsForwardedToTheOwnerAndAcknowledgedOnlyOnceCommitted() }
+    override func testAnInputAtANonOwnerIsForwardedToTheOwnerAndAcknowledgedOnlyOnceCommitted() throws {
+        try super.testAnInputAtANonOwnerIsForwardedToTheOwnerAndAcknowledgedOnlyOnceCommitted()
+    }
 
-    override func testAStreamOnAnotherNodeSeesTheOwnersEventsWithTheStoredIdsAndReplaysFromLastEventID() throws { try super.testAStreamOnAnotherNodeSeesTheOwnersEventsWithTheStoredIdsAndReplaysFromLastEventID() }
+    override func testAStreamOnAnotherNodeSeesTheOwnersEventsWithTheStoredIdsAndReplaysFromLastEventID() throws {
+        try super.testAStreamOnAnotherNodeSeesTheOwnersEventsWithTheStoredIdsAndReplaysFromLastEventID()
+    }
 
-    override func testAStreamAtTheOwnerIsFedByItsCommitsAndFollowsATakeoverThroughRedis() throws { try super.testAStreamAtTheOwnerIsFedByItsCommitsAndFollowsATakeoverThroughRedis() }
+    override func testAStreamAtTheOwnerIsFedByItsCommitsAndFollowsATakeoverThroughRedis() throws {
+        try super.testAStreamAtTheOwnerIsFedByItsCommitsAndFollowsATakeoverThroughRedis()
+    }
 
-    override func testAStreamWhoseSubscriptionNeverConfirmsIsAnswered503AtItsDeadline() throws { try super.testAStreamWhoseSubscriptionNeverConfirmsIsAnswered503AtItsDeadline() }
+    override func testAStreamWhoseSubscriptionNeverConfirmsIsAnswered503AtItsDeadline() throws {
+        try super.testAStreamWhoseSubscriptionNeverConfirmsIsAnswered503AtItsDeadline()
+    }
 
-    override func testShutdownHandsTheSessionOverAtOnceAndTheNextNodeContinuesWithTheStateAndLaterIds() throws { try super.testShutdownHandsTheSessionOverAtOnceAndTheNextNodeContinuesWithTheStateAndLaterIds() }
+    override func testShutdownHandsTheSessionOverAtOnceAndTheNextNodeContinuesWithTheStateAndLaterIds() throws {
+        try super.testShutdownHandsTheSessionOverAtOnceAndTheNextNodeContinuesWithTheStateAndLaterIds()
+    }
 
-    override func testAKilledOwnersSessionIsTakenOverWithinTheLeaseTTLWithItsState() throws { try super.testAKilledOwnersSessionIsTakenOverWithinTheLeaseTTLWithItsState() }
+    override func testAKilledOwnersSessionIsTakenOverWithinTheLeaseTTLWithItsState() throws {
+        try super.testAKilledOwnersSessionIsTakenOverWithinTheLeaseTTLWithItsState()
+    }
 
-    override func testASearchLoadingWhenItsOwnerDiedIsIssuedAgainByTheNodeThatTakesOver() throws { try super.testASearchLoadingWhenItsOwnerDiedIsIssuedAgainByTheNodeThatTakesOver() }
+    override func testASearchLoadingWhenItsOwnerDiedIsIssuedAgainByTheNodeThatTakesOver() throws {
+        try super.testASearchLoadingWhenItsOwnerDiedIsIssuedAgainByTheNodeThatTakesOver()
+    }
 
-    override func testAnOrphanedSessionWithAStreamElsewhereIsTakenOverWithoutARequest() throws { try super.testAnOrphanedSessionWithAStreamElsewhereIsTakenOverWithoutARequest() }
+    override func testAnOrphanedSessionWithAStreamElsewhereIsTakenOverWithoutARequest() throws {
+        try super.testAnOrphanedSessionWithAStreamElsewhereIsTakenOverWithoutARequest()
+    }
 
-    override func testDeleteAtANonOwnerIsForwardedAndEndsTheStreamsOnEveryNode() throws { try super.testDeleteAtANonOwnerIsForwardedAndEndsTheStreamsOnEveryNode() }
+    override func testDeleteAtANonOwnerIsForwardedAndEndsTheStreamsOnEveryNode() throws {
+        try super.testDeleteAtANonOwnerIsForwardedAndEndsTheStreamsOnEveryNode()
+    }
 
-    override func testASessionStreamedOnAnotherNodeDoesNotExpireWhileItIsWatched() throws { try super.testASessionStreamedOnAnotherNodeDoesNotExpireWhileItIsWatched() }
+    override func testASessionStreamedOnAnotherNodeDoesNotExpireWhileItIsWatched() throws {
+        try super.testASessionStreamedOnAnotherNodeDoesNotExpireWhileItIsWatched()
+    }
 
-    override func testAZombieOwnerCannotCommitAfterBeingTakenOver() throws { try super.testAZombieOwnerCannotCommitAfterBeingTakenOver() }
+    override func testAZombieOwnerCannotCommitAfterBeingTakenOver() throws {
+        try super.testAZombieOwnerCannotCommitAfterBeingTakenOver()
+    }
 
     override func testReadinessFollowsRedis() throws {
-        throw XCTSkip("kills the one Redis: on a cluster and on Sentinel a master's death is a failover (ClusterFailoverTests, ClusterSentinelFailoverTests)")
+        throw XCTSkip(
+            "kills the one Redis: on a cluster and on Sentinel a master's death is a failover (ClusterFailoverTests, ClusterSentinelFailoverTests)"
+        )
     }
 }
 
@@ -126,43 +204,69 @@ final class ClusterModeOnSentinelTests: ClusterModeTests {
 final class ClusterForwardingOnSentinelTests: ClusterForwardingTests {
     override class var deployment: RedisDeployment { .sentinel }
 
-    override func testInputsAtANonOwnerAskWhoHoldsTheLeaseOnceThenGoStraightToTheOwner() throws { try super.testInputsAtANonOwnerAskWhoHoldsTheLeaseOnceThenGoStraightToTheOwner() }
+    override func testInputsAtANonOwnerAskWhoHoldsTheLeaseOnceThenGoStraightToTheOwner() throws {
+        try super.testInputsAtANonOwnerAskWhoHoldsTheLeaseOnceThenGoStraightToTheOwner()
+    }
 
-    override func testAForwardThatReachesNobodyAcquiresAgainAndTakesTheSessionOver() throws { try super.testAForwardThatReachesNobodyAcquiresAgainAndTakesTheSessionOver() }
+    override func testAForwardThatReachesNobodyAcquiresAgainAndTakesTheSessionOver() throws {
+        try super.testAForwardThatReachesNobodyAcquiresAgainAndTakesTheSessionOver()
+    }
 
-    override func testUnreadableForwardingMessagesAreDroppedAndLoggedWithoutTheirContent() throws { try super.testUnreadableForwardingMessagesAreDroppedAndLoggedWithoutTheirContent() }
+    override func testUnreadableForwardingMessagesAreDroppedAndLoggedWithoutTheirContent() throws {
+        try super.testUnreadableForwardingMessagesAreDroppedAndLoggedWithoutTheirContent()
+    }
 
-    override func testAMovedAnswerFromAnotherReceiverDoesNotHideTheOwnersAnswer() async throws { try await super.testAMovedAnswerFromAnotherReceiverDoesNotHideTheOwnersAnswer() }
+    override func testAMovedAnswerFromAnotherReceiverDoesNotHideTheOwnersAnswer() async throws {
+        try await super.testAMovedAnswerFromAnotherReceiverDoesNotHideTheOwnersAnswer()
+    }
 }
 
 /// ClusterMultiplexedTests (one multiplexed stream over sessions run by other nodes) on the shared Sentinel set.
 final class ClusterMultiplexedOnSentinelTests: ClusterMultiplexedTests {
     override class var deployment: RedisDeployment { .sentinel }
 
-    override func testAStreamOnOneNodeCarriesSessionsRunByOthersAndResumesFromItsPosition() throws { try super.testAStreamOnOneNodeCarriesSessionsRunByOthersAndResumesFromItsPosition() }
+    override func testAStreamOnOneNodeCarriesSessionsRunByOthersAndResumesFromItsPosition() throws {
+        try super.testAStreamOnOneNodeCarriesSessionsRunByOthersAndResumesFromItsPosition()
+    }
 }
 
 /// ClusterUpstreamTests (one upstream, shared: the GitHub budget, the search cache and `status`) on the shared Sentinel set.
 final class ClusterUpstreamOnSentinelTests: ClusterUpstreamTests {
     override class var deployment: RedisDeployment { .sentinel }
 
-    override func testARateLimitSeenThroughOneNodeBlocksTheOthersWithoutCallingGitHub() throws { try super.testARateLimitSeenThroughOneNodeBlocksTheOthersWithoutCallingGitHub() }
+    override func testARateLimitSeenThroughOneNodeBlocksTheOthersWithoutCallingGitHub() throws {
+        try super.testARateLimitSeenThroughOneNodeBlocksTheOthersWithoutCallingGitHub()
+    }
 
-    override func testAnOutageOrARateLimitSeenByOneNodeShowsInEveryNodesStatusWithoutItSearching() throws { try super.testAnOutageOrARateLimitSeenByOneNodeShowsInEveryNodesStatusWithoutItSearching() }
+    override func testAnOutageOrARateLimitSeenByOneNodeShowsInEveryNodesStatusWithoutItSearching() throws {
+        try super.testAnOutageOrARateLimitSeenByOneNodeShowsInEveryNodesStatusWithoutItSearching()
+    }
 
-    override func testIdenticalConcurrentSearchesOnThreeNodesCostOneUpstreamCall() throws { try super.testIdenticalConcurrentSearchesOnThreeNodesCostOneUpstreamCall() }
+    override func testIdenticalConcurrentSearchesOnThreeNodesCostOneUpstreamCall() throws {
+        try super.testIdenticalConcurrentSearchesOnThreeNodesCostOneUpstreamCall()
+    }
 
-    override func testAWaitForADeadLockHolderRunsOutAndIsCountedAsALockTimeout() throws { try super.testAWaitForADeadLockHolderRunsOutAndIsCountedAsALockTimeout() }
+    override func testAWaitForADeadLockHolderRunsOutAndIsCountedAsALockTimeout() throws {
+        try super.testAWaitForADeadLockHolderRunsOutAndIsCountedAsALockTimeout()
+    }
 
-    override func testAnExpiredSharedEntryIsRevalidatedWithItsETag() throws { try super.testAnExpiredSharedEntryIsRevalidatedWithItsETag() }
+    override func testAnExpiredSharedEntryIsRevalidatedWithItsETag() throws {
+        try super.testAnExpiredSharedEntryIsRevalidatedWithItsETag()
+    }
 
-    override func testA304RevalidationLeavesTheSharedBucketAsItWas() throws { try super.testA304RevalidationLeavesTheSharedBucketAsItWas() }
+    override func testA304RevalidationLeavesTheSharedBucketAsItWas() throws {
+        try super.testA304RevalidationLeavesTheSharedBucketAsItWas()
+    }
 
-    override func testADeadPostersBlockMessageEndsWithTheBlockOnTheOtherNodes() throws { try super.testADeadPostersBlockMessageEndsWithTheBlockOnTheOtherNodes() }
+    override func testADeadPostersBlockMessageEndsWithTheBlockOnTheOtherNodes() throws {
+        try super.testADeadPostersBlockMessageEndsWithTheBlockOnTheOtherNodes()
+    }
 
     override func testANewerPostBeforeTheBlocksEndWins() throws { try super.testANewerPostBeforeTheBlocksEndWins() }
 
-    override func testARepeatedReportIsPostedAgainAfterAnotherNodesPost() throws { try super.testARepeatedReportIsPostedAgainAfterAnotherNodesPost() }
+    override func testARepeatedReportIsPostedAgainAfterAnotherNodesPost() throws {
+        try super.testARepeatedReportIsPostedAgainAfterAnotherNodesPost()
+    }
 
     override func testXCacheSaysMissOnlyWhenGitHubWasCalledForTheAnswer() throws {
         try super.testXCacheSaysMissOnlyWhenGitHubWasCalledForTheAnswer()

@@ -37,7 +37,9 @@ final class NetworkPartition {
         do {
             try Self.run(["netns", "add", namespace])
             try Self.run(["netns", "exec", namespace, Self.ip!, "link", "set", "lo", "up"])
-            for (link, root, node) in [(redisLink, redisAddress, nodeRedisSide), (clientLink, rootClientSide, nodeAddress)] {
+            for (link, root, node) in [
+                (redisLink, redisAddress, nodeRedisSide), (clientLink, rootClientSide, nodeAddress),
+            ] {
                 try Self.run(["link", "add", link + "0", "type", "veth", "peer", "name", link + "1"])
                 try Self.run(["link", "set", link + "1", "netns", namespace])
                 try Self.run(["addr", "add", root + "/24", "dev", link + "0"])

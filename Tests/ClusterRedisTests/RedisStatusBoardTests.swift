@@ -16,7 +16,8 @@ final class RedisStatusBoardTests: XCTestCase {
             let loop = startedLoop()
             let (client, subscriber) = await startedClient(server.url, on: loop)
             let board = RedisStatusBoard(
-                client: client, subscriber: subscriber, name: "upstream", ttlSeconds: 60, keys: ClusterKeys(prefix: "t"))
+                client: client, subscriber: subscriber, name: "upstream", ttlSeconds: 60, keys: ClusterKeys(prefix: "t")
+            )
             loop.execute { board.observe(onSubscribed: { out.yield((i, nil)) }) { out.yield((i, $0)) } }
             loops.append(loop)
             boards.append(board)
