@@ -178,6 +178,8 @@ extension SessionFailure {
         case .runnerDidNotAnswer: ("runnerDidNotAnswer", 0)
         case .unreadableState: ("unreadableState", 0)
         case .tooLarge(let n): ("tooLarge", n)
+        case .clientSessionLimit(let n): ("clientSessionLimit", n)
+        case .clientCreationRate(let s, _): ("clientCreationRate", s)
         }
     }
 
@@ -194,6 +196,8 @@ extension SessionFailure {
         case "runnerDidNotAnswer": self = .runnerDidNotAnswer
         case "unreadableState": self = .unreadableState
         case "tooLarge": self = .tooLarge(n)
+        case "clientSessionLimit": self = .clientSessionLimit(n)
+        case "clientCreationRate": self = .clientCreationRate(retryAfterSeconds: n, perSecond: 0)
         default: return nil
         }
     }
