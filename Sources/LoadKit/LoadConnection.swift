@@ -33,7 +33,7 @@ final class LoadConnection {
         }
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        if let source = target.source(for: fd) {
+        if let source = target.nextSourceAddress() {
             var local = sockaddr_in()
             local.sin_family = sa_family_t(AF_INET)
             local.sin_addr = source

@@ -1,3 +1,4 @@
+import Synchronization
 import WireClient
 
 #if canImport(Glibc)
@@ -20,6 +21,14 @@ public struct Target: Sendable, CustomStringConvertible {
     /// choice). On loopback every 127/8 address is the machine's own, so one run can play many clients
     /// (`--source 127.0.0.2-127.0.0.40`): the server's per-client limits count them apart.
     public private(set) var sources: [in_addr] = []
+    /// Which source the next connection takes (shared by the copies of one target: round robin).
+    private var nextSource = SourceTurn()
+
+    /// The round robin of `sources` (any thread).
+    private final class SourceTurn: Sendable {
+        private let next = Atomic<Int>(0)
+        func take() -> Int { next.add(1, ordering: .relaxed).oldValue }
+    }
 
     /// Parses `http://host[:port][/prefix]` and resolves the host.
     public init(url: String) throws {
@@ -81,6 +90,7 @@ public struct Target: Sendable, CustomStringConvertible {
         }
         var t = self
         t.sources = out
+        t.nextSource = SourceTurn()
         return t
     }
 
@@ -98,11 +108,12 @@ public struct Target: Sendable, CustomStringConvertible {
     func from(source: in_addr) -> Target {
         var t = self
         t.sources = [source]
+        t.nextSource = SourceTurn()
         return t
     }
 
-    /// The source address of a connection: spread over `sources` by the connection's socket number.
-    func source(for fd: Int32) -> in_addr? { sources.isEmpty ? nil : sources[Int(fd) % sources.count] }
+    /// The source address of the next connection: `sources` in turn (nil: the kernel's choice).
+    func nextSourceAddress() -> in_addr? { sources.isEmpty ? nil : sources[nextSource.take() % sources.count] }
 
     /// A blocking WireClient connection to the target (for setup and probes).
     public func connect(timeout: Double = 5) throws -> WireConnection {

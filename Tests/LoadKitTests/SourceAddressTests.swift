@@ -29,7 +29,7 @@ final class SourceAddressTests: XCTestCase {
         var answered = 0
         for _ in 0..<64 { pool.submit("GET", "/who") { _ in answered += 1 } }
         XCTAssertTrue(loop.run(timeout: 10) { answered == 64 })
-        // Eight connections, spread by socket number over four addresses: each was used.
+        // Eight connections, the four addresses in turn: each was used.
         XCTAssertEqual(seen.withLock { $0 }, ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.9"])
         for bad in ["x", "127.0.0.9-127.0.0.2", "127.0.0.1-127.1.0.1"] {
             XCTAssertThrowsError(try target.from(sources: bad), bad)
