@@ -150,7 +150,8 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
 
     /// An effect's result on the owner: applied unless its task was cancelled meanwhile.
     private func finish(_ number: Int, id: EffectID?, _ action: Feature.Action, inputSeq: Int?) {
-        guard let effects = lazyEffects, effects.tasks.removeValue(forKey: number) != nil else { return }  // cancelled: dropped
+        // Cancelled meanwhile: dropped.
+        guard let effects = lazyEffects, effects.tasks.removeValue(forKey: number) != nil else { return }
         if let id, effects.taskIDs[id]?.number == number { effects.taskIDs[id] = nil }
         apply(action, inputSeq: inputSeq)
     }
