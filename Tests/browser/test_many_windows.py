@@ -11,9 +11,9 @@ import pytest
 from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
 
-from pages import output, search, session_id, wait
+from pages import output, search, session_id, wait, wait_until_live
 from windows import (InputPump, assert_every_event_once, open_streams, open_window, page_event_sources,
-                     post_input, record_applied, state, transport, wait_for_open_streams, wait_live_everywhere,
+                     post_input, record_applied, request, state, transport, wait_for_open_streams, wait_live_everywhere,
                      wait_until_matches)
 
 QUERIES = ["swift", "parser", "router", "cache", "server", "client", "logger", "editor"]
@@ -191,4 +191,29 @@ def test_a_frozen_owner_window_hands_the_stream_over(own_bff, browser):
     assert output(browser, "search", "query") == "while frozen"
     assert transport(browser) == "web-locks-follower"
     wait_live_everywhere(browser, handles)
+    assert wait_for_open_streams(own_bff, 1) == 1
+
+
+@pytest.mark.parametrize("mode", ["shared-worker", "web-locks"])
+def test_an_ended_session_is_replaced_in_its_own_window_only(own_bff, browser, mode):
+    handles = [open_window(browser, own_bff, mode, new=i > 0)[0] for i in range(3)]
+    assert wait_for_open_streams(own_bff, 1) == 1
+    sessions = [session_id(switch(browser, h)) for h in handles]
+    status, _ = request("DELETE", f"{own_bff.url}/api/sessions/{sessions[1]}")
+    assert status == 204
+
+    # The `end` reaches the window of that session, which starts a new one and says so.
+    switch(browser, handles[1])
+    wait(browser, lambda d: session_id(d) not in (None, sessions[1]), message="no new session after `end`")
+    wait_until_live(browser)
+    assert "new one was started" in browser.find_element(By.ID, "session-notice").text
+    search(browser, "swift")
+    wait_until_matches(browser, own_bff, session_id(browser))
+    # The other windows keep their sessions and their events, on the same one stream.
+    for handle, session in zip(handles[::2], sessions[::2]):
+        switch(browser, handle)
+        assert session_id(browser) == session
+        assert not browser.find_element(By.ID, "session-notice").is_displayed()
+        post_input(own_bff, session, "search", "query", f"still {session}")
+        wait_until_matches(browser, own_bff, session)
     assert wait_for_open_streams(own_bff, 1) == 1
