@@ -107,6 +107,7 @@ export class SharedStream {
         }
         this._link = null;
         this._direct = this._deps.direct();
+        this._direct.hiddenCloseMs = this.hiddenCloseMs;
         this._direct.watchVisibility();
         if (joined) this._direct.open();
     }

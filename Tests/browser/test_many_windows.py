@@ -141,8 +141,9 @@ def test_a_dropped_connection_resumes_every_window_from_its_position(cluster, br
 @pytest.mark.parametrize("mode, expected, path", [
     ("shared-worker", "shared-worker", None),
     ("web-locks", "web-locks-owner", "/api/events?sessions={id}"),
+    ("broken-worker", "web-locks-owner", "/api/events?sessions={id}"),
     ("direct", "direct", "/api/sessions/{id}/events"),
-], ids=["shared-worker", "web-locks", "direct"])
+], ids=["shared-worker", "web-locks", "broken-worker", "direct"])
 def test_each_transport_serves_a_window(bff, browser, mode, expected, path):
     open_window(browser, bff, mode, new=False)
     session = session_id(browser)

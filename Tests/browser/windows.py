@@ -3,8 +3,9 @@ the server's count of open streams, record the events each window applies, and c
 `GET /state`.
 
 A transport is chosen by taking browser features away from the page before its scripts run:
-`shared-worker` (nothing taken), `web-locks` (no `SharedWorker`: the tabs elect an owner), `direct` (no
-`SharedWorker`, Web Locks or `BroadcastChannel`: each tab opens its session's own stream).
+`shared-worker` (nothing taken), `web-locks` (no `SharedWorker`: the tabs elect an owner),
+`broken-worker` (a `SharedWorker` whose script does not load), `direct` (no `SharedWorker`, Web Locks
+or `BroadcastChannel`: each tab opens its session's own stream).
 """
 
 import json
@@ -19,6 +20,13 @@ from pages import open_page, wait, wait_until_live
 TAKE_AWAY = {
     "shared-worker": "",
     "web-locks": "delete window.SharedWorker;",
+    # A worker whose script does not load (404): the page must fall back to the election.
+    "broken-worker": """
+        const RealSharedWorker = window.SharedWorker;
+        window.SharedWorker = class extends RealSharedWorker {
+            constructor(url, options) { super(new URL('no-such-worker.js', url), options); }
+        };
+    """,
     "direct": """
         delete window.SharedWorker;
         delete window.BroadcastChannel;
