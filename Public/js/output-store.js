@@ -56,7 +56,11 @@ export class OutputStore {
      */
     applySnapshot(snapshot, lastEventId) {
         if (!snapshot || typeof snapshot.viewModels !== "object") return;
-        this.seq = Number(lastEventId || snapshot.seq);
+        const seq = Number(lastEventId || snapshot.seq);
+        // One older than what is applied would take the outputs back (two streams overlapped); one at
+        // the same seq is applied (it may follow a signal whose state changes were coalesced away).
+        if (Number.isFinite(seq) && seq < this.seq) return;
+        this.seq = seq;
         const first = !this._haveSnapshot;
         this._haveSnapshot = true;
         const names = new Set([...this._outputs.keys(), ...Object.keys(snapshot.viewModels)]);
