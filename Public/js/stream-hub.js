@@ -137,7 +137,14 @@ export class StreamHub {
             return;
         }
         const seq = data.seq;
-        if (!Number.isInteger(seq)) return;
+        if (!Number.isInteger(seq)) {
+            // Cluster mode's shared `status`: no seq (not an event of the session); every tab takes it.
+            if (name !== "status") return;
+            for (const tab of member.tabs) {
+                if (!this._tabs.get(tab)?.waiting) this._deps.post(tab, { type: "event", name, data });
+            }
+            return;
+        }
         if (name === "snapshot") {
             if (member.pos !== null && seq < member.pos) return;
             for (const viewModel of Object.keys(data.viewModels ?? {})) this._learn(viewModel);
