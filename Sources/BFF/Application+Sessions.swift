@@ -31,7 +31,11 @@ extension Application {
         }
         router.add(.GET, "/api/sessions/:id/state") { [unowned self] req, res in
             let id = req.parameters["id"] ?? ""
-            self.backend.state(of: id, at: self.loopSessions[req.loop.index]) { result in
+            let host = self.loopSessions[req.loop.index]
+            if let json = self.backend.currentState(of: id, at: host) {
+                return res.send(HTTPResponse(status: 200, headers: Application.stateHeaders, body: json))
+            }
+            self.backend.state(of: id, at: host) { result in
                 res.sendFromAnyLoop(
                     result.map { HTTPResponse(status: 200, headers: Application.stateHeaders, body: $0) }, sessionID: id
                 )

@@ -58,13 +58,15 @@ final class LocalSessions: SessionBackend {
         reply(.success(id))
     }
 
+    /// The snapshot the owner published, read from this loop (no hop); nil when it changed since.
+    func currentState(of id: String, at host: LoopSessions) -> [UInt8]? {
+        snapshots.currentSnapshot(of: id, reader: host.loop.index, now: env.now())?.json
+    }
+
     func state(
         of id: String, at host: LoopSessions, reply: @escaping @Sendable (Result<[UInt8], SessionFailure>) -> Void
     ) {
-        // No hop: the snapshot the owner published, read from this loop.
-        if let snapshot = snapshots.currentSnapshot(of: id, reader: host.loop.index, now: env.now()) {
-            return reply(.success(snapshot.json))
-        }
+        if let json = currentState(of: id, at: host) { return reply(.success(json)) }
         // Changed since last encoded (or unknown): the owner encodes and publishes it.
         let env = self.env
         onOwner(of: id, reply: reply) { owner in

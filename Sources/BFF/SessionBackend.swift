@@ -38,6 +38,11 @@ protocol SessionBackend: Sendable {
         at host: LoopSessions, client: ClientAddress,
         reply: @escaping @Sendable (Result<String, SessionFailure>) -> Void)
 
+    /// The session's snapshot as JSON when it can be had at once on `host`'s loop, with no hop and no
+    /// round trip (marking the session active), else nil: then `state(of:at:reply:)` answers. `GET /state`
+    /// is the hottest route; this keeps its usual case free of a callback.
+    func currentState(of id: String, at host: LoopSessions) -> [UInt8]?
+
     /// The session's snapshot as JSON (`GET /state`), marking it active.
     func state(
         of id: String, at host: LoopSessions, reply: @escaping @Sendable (Result<[UInt8], SessionFailure>) -> Void)

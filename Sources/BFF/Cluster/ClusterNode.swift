@@ -87,6 +87,9 @@ final class ClusterNode: SessionBackend {
     /// Shutdown: every session run here is handed to other nodes at once (`handOverAll`).
     func prepareShutdown() { handOverAll(timeout: 2) }
 
+    /// The state lives in the store: every read is a round trip (`state(of:at:reply:)`).
+    func currentState(of id: String, at host: LoopSessions) -> [UInt8]? { nil }
+
     var unreadyReason: String? { isReady ? nil : "Redis is not reachable" }
 
     /// The shared `status` is one value for the cluster, applied by every node from the status board:
