@@ -143,8 +143,10 @@ PAGE_RECORDER = """
 """
 
 
-def make_driver(width=1100, height=900, dark=False):
+def make_driver(width=1100, height=900, dark=False, extra_arguments=()):
     options = webdriver.ChromeOptions()
+    for argument in extra_arguments:
+        options.add_argument(argument)
     options.binary_location = os.environ.get("CHROMIUM_BIN", "/usr/bin/chromium")
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                      f"--window-size={width},{height}", "--lang=en-US", "--disable-extensions",
