@@ -33,7 +33,9 @@ public enum LoadSession {
                 }
             }
         }
-        loop.run(timeout: timeout) { ids.count + failures.count >= count }
+        // The pools must live while the loop runs their requests (the optimizer would end them at their last
+        // use above, and a pool that goes away closes its connections).
+        withExtendedLifetime(pools) { _ = loop.run(timeout: timeout) { ids.count + failures.count >= count } }
         guard ids.count == count else {
             throw WireError.malformed(
                 "created \(ids.count) of \(count) sessions; first failure: \(failures.first ?? "timeout")")
