@@ -3,20 +3,25 @@
 //
 //   session.js       which server session (resume, create, replace, delete)
 //   input-queue.js   the page's inputs, POSTed one at a time in order (retries: input-retry.js)
-//   event-stream.js  the SSE stream (reconnects, hidden tabs)
+//   shared-stream.js this tab's part of the browser's one event stream (a SharedWorker or an elected
+//                    tab owns it: stream-link.js); event-stream.js, the session's own stream, where
+//                    the browser has neither
 //   output-store.js  the local copy of the outputs and their listeners
 //
 // It holds no presentation logic: what the user sees is decided by the view models on the server.
-// Documented for page authors in docs/CLIENT.md. Main thread only (no workers).
+// Documented for page authors in docs/CLIENT.md. Main thread only (the shared stream's owner may be a
+// SharedWorker: stream-worker.js).
 import { backoffDelay, emit } from "./bff-support.js";
 import { EventStream } from "./event-stream.js";
 import { InputQueue } from "./input-queue.js";
 import { INPUT_RETRY_MS } from "./input-retry.js";
 import { OutputStore } from "./output-store.js";
 import { Session } from "./session.js";
+import { SharedStream } from "./shared-stream.js";
+import { connectStreamLink } from "./stream-link.js";
 
 /**
- * A session with the bff server: one EventSource, a local copy of the outputs, an ordered input queue.
+ * A session with the bff server: its event stream, a local copy of the outputs, an ordered input queue.
  *
  *     const client = new BffClient();
  *     client.on("greeting", "label", (label) => { output.textContent = label ?? ""; });
@@ -70,10 +75,11 @@ export class BffClient {
             onReplaced: () => this._inputs.resync(),
             autoStart: () => this.start(),
         });
-        this._stream = new EventStream({
+        const streamDeps = {
             url, session: this._session, store: this._store, backoffDelay: backoff,
             hiddenCloseMs: options.hiddenCloseMs ?? 30_000, setConnection, connection: () => this._streamState,
-        });
+        };
+        this._stream = createStream(streamDeps, new URL(url("/api/events"), document.baseURI).href);
         this._inputs = new InputQueue({
             url, session: this._session, retryWindowMs: () => this.inputRetryMs,
             errorListeners: this._errorListeners, sentListeners: this._sentListeners,
@@ -95,6 +101,14 @@ export class BffClient {
     /** True while the event stream is open or connecting (false when paused, stopped or failed). */
     get streamOpen() {
         return this._stream.isOpen;
+    }
+
+    /**
+     * How this tab gets its events: `shared-worker`, `web-locks-owner` (this tab holds the browser's one
+     * connection for every tab), `web-locks-follower`, or `direct` (its session's own stream).
+     */
+    get streamTransport() {
+        return this._stream.transport ?? "direct";
     }
 
     /** Close the stream after the tab has been hidden this long (ms). */
@@ -225,6 +239,21 @@ export class BffClient {
         this.connection = state;
         emit(this._connectionListeners, state);
     }
+}
+
+/**
+ * The tab's event stream: its part of the browser's one shared connection (a SharedWorker, or the tab
+ * elected with Web Locks; see shared-stream.js), or, where the browser has neither, its session's own
+ * stream (event-stream.js).
+ */
+function createStream(deps, eventsUrl) {
+    const link = connectStreamLink(eventsUrl);
+    if (!link) return new EventStream(deps);
+    return new SharedStream({
+        ...deps, link,
+        relink: () => connectStreamLink(eventsUrl, { worker: false }),
+        direct: () => new EventStream(deps),
+    });
 }
 
 function safeSessionStorage() {

@@ -56,7 +56,11 @@ export class OutputStore {
      */
     applySnapshot(snapshot, lastEventId) {
         if (!snapshot || typeof snapshot.viewModels !== "object") return;
-        this.seq = Number(lastEventId || snapshot.seq);
+        const seq = Number(lastEventId || snapshot.seq);
+        // One older than what is applied would take the outputs back (two streams overlapped); one at
+        // the same seq is applied (it may follow a signal whose state changes were coalesced away).
+        if (Number.isFinite(seq) && seq < this.seq) return;
+        this.seq = seq;
         const first = !this._haveSnapshot;
         this._haveSnapshot = true;
         const names = new Set([...this._outputs.keys(), ...Object.keys(snapshot.viewModels)]);
@@ -75,11 +79,17 @@ export class OutputStore {
         }
     }
 
-    /** A view-model event: merges its outputs and dispatches its signals, unless already applied. */
+    /**
+     * A view-model event: merges its outputs and dispatches its signals, unless already applied. The
+     * shared `status` comes without an id of its own in cluster mode (it is one value for the cluster, not
+     * an event of the session: docs/API.md): the browser then reports the previous event's id, so a
+     * `status` event is applied unless its id is below what is applied, and moves `seq` only forward.
+     */
     applyEvent(viewModel, data, lastEventId) {
         const id = Number(lastEventId);
-        if (Number.isFinite(id) && id <= this.seq) return; // already applied (replayed after reconnect)
-        if (Number.isFinite(id)) this.seq = id;
+        const applied = viewModel === "status" ? id < this.seq : id <= this.seq;
+        if (Number.isFinite(id) && applied) return; // already applied (replayed after reconnect)
+        if (Number.isFinite(id) && id > this.seq) this.seq = id;
         if (!data) return;
         const outputs = this._outputsOf(viewModel);
         for (const [output, value] of Object.entries(data.outputs ?? {})) {

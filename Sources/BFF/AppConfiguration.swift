@@ -9,6 +9,18 @@ public struct AppConfiguration: Sendable {
     public var sessionIdleTimeout: Double = 30 * 60
     /// Most live sessions; past it `POST /api/sessions` answers 503 + Retry-After.
     public var maxSessions = 20_000
+    /// A session that never received an input nor opened a stream expires after this many seconds without
+    /// a request (`--unused-session-timeout`), so sessions created and abandoned do not hold the table for
+    /// the whole idle time-out.
+    public var unusedSessionTimeout: Double = 60
+    /// Per client (`HTTPRequest.client`): session creations a second and the burst on top
+    /// (`--client-session-rate`, `--client-session-burst`), and live sessions (`--max-sessions-per-client`).
+    public var clientSessionRate: Double = 10
+    public var clientSessionBurst: Double = 20
+    public var maxSessionsPerClient = 200
+    /// Most clients whose session limits are tracked at once (`--max-tracked-clients`); past it, new
+    /// clients share one entry (`ClientSessionLimits`).
+    public var maxTrackedClients = 65_536
     /// Most open event streams per session; past it 429. A multiplexed stream counts as one stream of
     /// each of its sessions.
     public var maxStreamsPerSession = 4

@@ -33,7 +33,15 @@ final class AppMetrics: Sendable {
         coalesced = CoreMetrics.Counter(label: "bff_coalesced_state_frames_total", factory: f)
         eventLoopThreads = Meter(label: "bff_event_loop_threads", factory: f)
         var ended: [String: CoreMetrics.Counter] = [:]
-        for reason in ["deleted", "expired", "shutdown"] {
+        clientRefusalCounters = Dictionary(
+            uniqueKeysWithValues: ["rate", "live"].map {
+                (
+                    $0,
+                    CoreMetrics.Counter(
+                        label: "bff_client_session_refusals_total", dimensions: [("limit", $0)], factory: f)
+                )
+            })
+        for reason in ["deleted", "expired", "unused", "shutdown"] {
             ended[reason] = CoreMetrics.Counter(
                 label: "bff_sessions_ended_total", dimensions: [("reason", reason)], factory: f)
         }
@@ -43,6 +51,12 @@ final class AppMetrics: Sendable {
     func sessionEnded(reason: String) {
         ended[reason]?.increment()
     }
+
+    /// `bff_client_session_refusals_total{limit}`: creations refused by a client's own limit (`rate`:
+    /// creations a second, `live`: sessions held).
+    private let clientRefusalCounters: [String: CoreMetrics.Counter]
+
+    func clientRefusals(limit: String) { clientRefusalCounters[limit]?.increment() }
 
     /// The Prometheus text exposition, with process metrics appended.
     func render() -> [UInt8] {

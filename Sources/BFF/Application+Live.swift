@@ -20,6 +20,9 @@ public struct GitHubSettings: Sendable {
     public var cacheMaxBytes = 64 << 20
     /// SQLite file of the cache; nil keeps it in memory only.
     public var cachePath: String? = "var/search-cache.sqlite"
+    /// The largest share of GitHub's rate window one client's uncached searches may take
+    /// (`--upstream-client-share`; `RateLimiter.Configuration.clientShare`).
+    public var clientShare = 0.5
     /// Seconds an upstream request may take without progress.
     public var requestTimeout: Double = 10
     /// Cluster mode: the budget of GitHub searches shared by every node (GitHub's search limit with a
@@ -46,7 +49,7 @@ extension Application {
             // node's), so "last post wins" holds for what this node sees as well.
             configuration: .init(
                 baseURL: github.baseURL, token: github.token, requestTimeout: github.requestTimeout,
-                rateLimiter: .init(publishesRepeats: sharing.rateBudget != nil)),
+                rateLimiter: .init(publishesRepeats: sharing.rateBudget != nil, clientShare: github.clientShare)),
             logger: logger, onStatus: { sink.forward($0) }, sharedBudget: sharing.rateBudget)
         let (search, flush) = sharing.search(over: gateway, cache: CacheMaker(github: github, logger: logger))
         let app = Application(configuration: configuration, search: search, logger: logger)

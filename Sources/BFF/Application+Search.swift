@@ -14,10 +14,15 @@ extension Application {
             }
             let search = self.search
             let loop = req.loop
+            let client = req.client.description
             Task {
-                let result: Result<SearchResponse, SearchError>
-                do { result = .success(try await search.search(request, policy: .useCache)) } catch {
-                    result = .failure(error as? SearchError ?? .upstream(message: "\(error)"))
+                // Charged to the requesting client: GitHub's budget is shared fairly (`UpstreamClient`).
+                let result: Result<SearchResponse, SearchError> = await UpstreamClient.$current.withValue(client) {
+                    do throws(SearchError) {
+                        return .success(try await search.search(request, policy: .useCache))
+                    } catch {
+                        return .failure(error)
+                    }
                 }
                 let response = Application.searchResponse(result, request: request)
                 loop.execute { res.send(response) }

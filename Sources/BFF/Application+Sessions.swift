@@ -10,7 +10,7 @@ extension Application {
         let router = server.router
         router.add(.POST, "/api/sessions") { [unowned self] req, res in
             let timeout = Int(self.configuration.sessionIdleTimeout)
-            self.backend.create(at: self.loopSessions[req.loop.index]) { result in
+            self.backend.create(at: self.loopSessions[req.loop.index], client: req.client) { result in
                 res.sendFromAnyLoop(
                     result.map { id in
                         let location = "/api/sessions/\(id)"
@@ -31,7 +31,11 @@ extension Application {
         }
         router.add(.GET, "/api/sessions/:id/state") { [unowned self] req, res in
             let id = req.parameters["id"] ?? ""
-            self.backend.state(of: id, at: self.loopSessions[req.loop.index]) { result in
+            let host = self.loopSessions[req.loop.index]
+            if let json = self.backend.currentState(of: id, at: host) {
+                return res.send(HTTPResponse(status: 200, headers: Application.stateHeaders, body: json))
+            }
+            self.backend.state(of: id, at: host) { result in
                 res.sendFromAnyLoop(
                     result.map { HTTPResponse(status: 200, headers: Application.stateHeaders, body: $0) }, sessionID: id
                 )
@@ -102,6 +106,9 @@ extension Application {
         }
     }
 
+    /// `10` for 10.0, `2.5` for 2.5.
+    static func number(_ x: Double) -> String { x == x.rounded() ? String(Int(x)) : String(x) }
+
     /// The one place a `SessionFailure` becomes HTTP (`id`: the session the request named, nil for a
     /// creation): the status, `Retry-After` where a retry helps, and a sentence saying what happened.
     static func response(to failure: SessionFailure, sessionID id: String?) -> HTTPResponse {
@@ -109,6 +116,16 @@ extension Application {
         switch failure {
         case .notFound:
             return .problem(status: 404, detail: "no \(session)")
+        case .clientCreationRate(let seconds, let rate):
+            return .problem(
+                status: 429,
+                detail: "this client created sessions faster than its limit of \(Self.number(rate)) a second "
+                    + "(--client-session-rate); retry in \(seconds) s", headers: [("Retry-After", String(seconds))])
+        case .clientSessionLimit(let max):
+            return .problem(
+                status: 429,
+                detail: "this client holds its maximum of \(max) live sessions (--max-sessions-per-client); "
+                    + "delete one, or retry once one has expired", headers: [("Retry-After", "60")])
         case .sessionLimit(let max):
             return .problem(
                 status: 503, detail: "the server holds its maximum of \(max) sessions; retry later",

@@ -58,12 +58,16 @@ public final class Application: Sendable {
         // Not `makeViewModels ?? { … }`: a closure taken out of an optional is called through a
         // reabstraction thunk, which wraps the executor it is given in a thunk of its own, twice per session
         // (docs/BENCHMARKS.md, memory per session); the default closure assigned directly is called as is.
-        let factory: @Sendable (@escaping OwnerExecutor) -> [ViewModel]
+        let factory: SessionEnvironment.ViewModelFactory
         if let makeViewModels {
-            factory = makeViewModels
+            factory = { executor, _ in makeViewModels(executor) }
         } else {
-            factory = { executor in
-                [Application.searchViewModel(search, perPage: pageSize, executor: executor), GreetingViewModel()]
+            // Each session's searches are charged to its client: GitHub's budget is shared fairly.
+            factory = { executor, client in
+                [
+                    Application.searchViewModel(search, charging: client, perPage: pageSize, executor: executor),
+                    GreetingViewModel(),
+                ]
             }
         }
         let env = SessionEnvironment(
@@ -87,10 +91,11 @@ public final class Application: Sendable {
         }
     }
 
-    private static func searchViewModel<S: RepositorySearching>(_ s: S, perPage: Int, executor: @escaping OwnerExecutor)
-        -> ViewModel
-    {
-        SearchViewModel(search: s, perPage: perPage, executor: executor)
+    private static func searchViewModel<S: RepositorySearching>(
+        _ s: S, charging client: String?, perPage: Int, executor: @escaping OwnerExecutor
+    ) -> ViewModel {
+        guard let client else { return SearchViewModel(search: s, perPage: perPage, executor: executor) }
+        return SearchViewModel(search: ChargedSearch(client: client, base: s), perPage: perPage, executor: executor)
     }
 
     /// Starts listening, the backend and the session timers.

@@ -41,20 +41,32 @@ final class LocalSessions: SessionBackend {
         owner.loop.runOrExecute { reply(work(owner)) }
     }
 
-    func create(at host: LoopSessions, reply: @escaping @Sendable (Result<String, SessionFailure>) -> Void) {
-        guard env.reserveSession() else { return reply(.failure(.sessionLimit(env.configuration.maxSessions))) }
+    func create(
+        at host: LoopSessions, client: ClientAddress,
+        reply: @escaping @Sendable (Result<String, SessionFailure>) -> Void
+    ) {
+        let counted: ClientAddress
+        switch env.reserveSession(for: client) {
+        case .failure(let f): return reply(.failure(f))
+        case .success(let key): counted = key
+        }
         let id = SessionID.make(loop: host.loop.index)
-        host.add(Session(id: id, owner: host, viewModels: env.makeViewModels(host.executor), now: env.now()))
+        host.add(
+            Session(
+                id: id, owner: host, viewModels: env.makeViewModels(host.executor, client.description), now: env.now(),
+                client: counted))
         reply(.success(id))
+    }
+
+    /// The snapshot the owner published, read from this loop (no hop); nil when it changed since.
+    func currentState(of id: String, at host: LoopSessions) -> [UInt8]? {
+        snapshots.currentSnapshot(of: id, reader: host.loop.index, now: env.now())?.json
     }
 
     func state(
         of id: String, at host: LoopSessions, reply: @escaping @Sendable (Result<[UInt8], SessionFailure>) -> Void
     ) {
-        // No hop: the snapshot the owner published, read from this loop.
-        if let snapshot = snapshots.currentSnapshot(of: id, reader: host.loop.index, now: env.now()) {
-            return reply(.success(snapshot.json))
-        }
+        if let json = currentState(of: id, at: host) { return reply(.success(json)) }
         // Changed since last encoded (or unknown): the owner encodes and publishes it.
         let env = self.env
         onOwner(of: id, reply: reply) { owner in
@@ -100,6 +112,7 @@ final class LocalSessions: SessionBackend {
                 return answer.run { $0.refuse(.tooManyStreams(limit: limit, clusterWide: false)) }
             }
             s.streams.append(link)
+            s.used = true
             s.lastActivity = env.now()
             var initial: [UInt8] = []
             if let last = lastEventID, let frames = s.history.frames(after: last, currentSeq: s.seq) {

@@ -121,11 +121,18 @@ final class LoopSessions: Sendable {
 
     // MARK: sessions
 
+    /// Ends the sessions with no stream that saw no request for the idle time-out (`expired`), or, never
+    /// used (no input, no stream), for the unused time-out (`unused`).
     func expireIdleSessions() {
         let now = env.now()
-        let idle = env.configuration.sessionIdleTimeout
-        for (id, s) in sessions where s.streams.isEmpty && now - s.lastActivity >= idle {
-            remove(id, reason: "expired")
+        let (idle, unused) = (env.configuration.sessionIdleTimeout, env.configuration.unusedSessionTimeout)
+        for (id, s) in sessions where s.streams.isEmpty {
+            let quiet = now - s.lastActivity
+            if quiet >= idle {
+                remove(id, reason: "expired")
+            } else if !s.used, quiet >= unused {
+                remove(id, reason: "unused")
+            }
         }
     }
 
@@ -134,7 +141,7 @@ final class LoopSessions: Sendable {
         guard let s = sessions.removeValue(forKey: id) else { return }
         s.end(reason: reason)
         directory.remove(s.handle, retired: &retired, domain: env.hazards)
-        env.sessionEnded(reason: reason)
+        env.sessionEnded(reason: reason, client: s.countedClient)
     }
 
     /// A stream of session `id` closed on its host loop.

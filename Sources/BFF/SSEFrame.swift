@@ -27,7 +27,7 @@ enum SSEFrame {
             out.append(0x0A)
         }
         out.append(contentsOf: "event: ".utf8)
-        out.append(contentsOf: name.utf8.filter { $0 != 0x0A && $0 != 0x0D })
+        for b in name.utf8 where b != 0x0A && b != 0x0D { out.append(b) }  // no array of its own per frame
         out.append(contentsOf: "\ndata: ".utf8)
         out.append(contentsOf: data)
         out.append(contentsOf: [0x0A, 0x0A])

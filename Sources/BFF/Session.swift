@@ -31,6 +31,11 @@ final class Session {
         set { handle.lastActivity = newValue }
     }
     var bucket: TokenBucket
+    /// The client whose per-client limits count this session (nil: not counted here, e.g. taken over
+    /// from another node), released when it ends.
+    let countedClient: ClientAddress?
+    /// Received an input or opened a stream (an unused session expires early: `--unused-session-timeout`).
+    var used = false
     /// What most sessions never use, allocated when first needed: cluster mode's callbacks and the
     /// idempotency keys seen.
     private var extras: Extras?
@@ -64,8 +69,9 @@ final class Session {
         set { if newValue != nil || extras != nil { madeExtras.onEnd = newValue } }
     }
 
-    init(id: String, owner: LoopSessions, viewModels: [ViewModel], now: Double) {
+    init(id: String, owner: LoopSessions, viewModels: [ViewModel], now: Double, client: ClientAddress? = nil) {
         self.owner = owner
+        countedClient = client
         self.viewModels = viewModels
         bucket = TokenBucket(burst: owner.env.configuration.inputBurst, now: now)
         handle = SessionHandle(id: id, now: now)
@@ -153,6 +159,7 @@ final class Session {
         -> InputOutcome
     {
         lastActivity = now
+        used = true
         if let key = idempotencyKey {
             if let seen = extras?.idempotency[key], now - seen.at < owner.env.configuration.idempotencyWindow {
                 return .duplicate(inputSeq: seen.inputSeq)

@@ -33,8 +33,15 @@ protocol SessionBackend: Sendable {
     /// Why this process cannot serve sessions now (`/readyz` answers `503` with it), or nil. Any thread.
     var unreadyReason: String? { get }
 
-    /// Creates a session on `host`'s loop; `reply` gets its id.
-    func create(at host: LoopSessions, reply: @escaping @Sendable (Result<String, SessionFailure>) -> Void)
+    /// Creates a session of `client` (its per-client limits apply) on `host`'s loop; `reply` gets its id.
+    func create(
+        at host: LoopSessions, client: ClientAddress,
+        reply: @escaping @Sendable (Result<String, SessionFailure>) -> Void)
+
+    /// The session's snapshot as JSON when it can be had at once on `host`'s loop, with no hop and no
+    /// round trip (marking the session active), else nil: then `state(of:at:reply:)` answers. `GET /state`
+    /// is the hottest route; this keeps its usual case free of a callback.
+    func currentState(of id: String, at host: LoopSessions) -> [UInt8]?
 
     /// The session's snapshot as JSON (`GET /state`), marking it active.
     func state(
@@ -76,6 +83,11 @@ enum SessionFailure: Error, Equatable, Sendable {
     case notFound
     /// The process holds its maximum of sessions (`--max-sessions`): `503`, retry later.
     case sessionLimit(Int)
+    /// The client created sessions faster than its rate (`--client-session-rate` a second): `429`, retry
+    /// after this many seconds.
+    case clientCreationRate(retryAfterSeconds: Int, perSecond: Double)
+    /// The client holds its maximum of live sessions (`--max-sessions-per-client`): `429`.
+    case clientSessionLimit(Int)
     /// The session already has this many open event streams (its limit; counted across the cluster when
     /// `clusterWide`): `429`.
     case tooManyStreams(limit: Int, clusterWide: Bool)

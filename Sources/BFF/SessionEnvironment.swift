@@ -1,3 +1,4 @@
+import EventHTTP
 import Logging
 import Synchronization
 import ViewModels
@@ -10,6 +11,9 @@ import ViewModels
 ///
 /// Threading: immutable but for the atomic session count; any thread.
 final class SessionEnvironment: Sendable {
+    /// Builds a session's own view models: its owner's executor, the client its searches are charged to.
+    typealias ViewModelFactory = @Sendable (_ executor: @escaping OwnerExecutor, _ client: String?) -> [ViewModel]
+
     let configuration: AppConfiguration
     let metrics: AppMetrics
     let logger: Logger
@@ -17,13 +21,16 @@ final class SessionEnvironment: Sendable {
     let clock: SessionClock
     /// One hazard slot per loop: how loops read each other's published snapshots without a lock.
     let hazards: HazardDomain
-    /// Builds one session's own view models (everything but `status`), given the owner's executor.
-    let makeViewModels: @Sendable (@escaping OwnerExecutor) -> [ViewModel]
+    /// Builds one session's own view models (everything but `status`), given the owner's executor and
+    /// the client its upstream calls are charged to (`UpstreamClient`; nil: nobody).
+    let makeViewModels: ViewModelFactory
     private let liveSessions = Atomic<Int>(0)
+    /// Per-client limits on creating and holding sessions.
+    let clientLimits: ClientSessionLimits
 
     init(
         configuration: AppConfiguration, metrics: AppMetrics, logger: Logger, clock: SessionClock, loops: Int,
-        makeViewModels: @escaping @Sendable (@escaping OwnerExecutor) -> [ViewModel]
+        makeViewModels: @escaping ViewModelFactory
     ) {
         self.configuration = configuration
         self.metrics = metrics
@@ -31,6 +38,10 @@ final class SessionEnvironment: Sendable {
         self.clock = clock
         self.makeViewModels = makeViewModels
         hazards = HazardDomain(loops: loops)
+        clientLimits = ClientSessionLimits(
+            limits: .init(
+                ratePerSecond: configuration.clientSessionRate, burst: configuration.clientSessionBurst,
+                maxLive: configuration.maxSessionsPerClient, maxClients: configuration.maxTrackedClients))
     }
 
     /// Seconds from the injected `clock` (monotonic in production).
@@ -39,7 +50,28 @@ final class SessionEnvironment: Sendable {
     /// Live sessions on this process.
     var sessions: Int { liveSessions.load(ordering: .relaxed) }
 
-    /// Reserves a session slot; false at the limit (`--max-sessions`).
+    /// Reserves a new session of `client`: within its own limits (creations a second, live sessions) and
+    /// the process's (`--max-sessions`). Succeeds with the key the session is counted under (give it to
+    /// `sessionEnded`).
+    func reserveSession(for client: ClientAddress) -> Result<ClientAddress, SessionFailure> {
+        switch clientLimits.reserve(client, now: now()) {
+        case .failure(.rate(let seconds)):
+            metrics.clientRefusals(limit: "rate")
+            return .failure(.clientCreationRate(retryAfterSeconds: seconds, perSecond: configuration.clientSessionRate))
+        case .failure(.live(let max)):
+            metrics.clientRefusals(limit: "live")
+            return .failure(.clientSessionLimit(max))
+        case .success(let key):
+            guard reserveSession() else {
+                clientLimits.released(key)
+                return .failure(.sessionLimit(configuration.maxSessions))
+            }
+            return .success(key)
+        }
+    }
+
+    /// Reserves a session slot of the process (a session taken over: its client was counted where it
+    /// was created); false at the limit (`--max-sessions`).
     func reserveSession() -> Bool {
         let n = liveSessions.add(1, ordering: .relaxed).newValue
         if n > configuration.maxSessions {
@@ -50,8 +82,10 @@ final class SessionEnvironment: Sendable {
         return true
     }
 
-    /// A reserved session ended (or was never started) for `reason` (an `end` reason, or `moved`).
-    func sessionEnded(reason: String) {
+    /// A reserved session ended (or was never started) for `reason` (an `end` reason, `unused`, or
+    /// `moved`); `client` is the key it was counted under, if it was created here.
+    func sessionEnded(reason: String, client: ClientAddress? = nil) {
+        if let client { clientLimits.released(client) }
         liveSessions.subtract(1, ordering: .relaxed)
         metrics.sessions.decrement()
         metrics.sessionEnded(reason: reason)

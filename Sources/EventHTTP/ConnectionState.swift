@@ -16,6 +16,8 @@ final class ConnectionState {
 
     /// The loop outlives its connections (evhttp_free closes them all first).
     unowned(unsafe) let owner: LoopHTTP
+    /// The peer's address (loopback until attached).
+    var peer = ClientAddress.loopback
     let bev: OpaquePointer
     var evcon: OpaquePointer?
     /// Request-read deadline: armed (at the loop's sweep tick `readArmedTick`) when bytes arrive
@@ -47,6 +49,10 @@ final class ConnectionState {
     var handling = false
     /// Past the connection limit: its first request gets 503 and the connection closes.
     var overLimit = false
+    /// The peer is a trusted proxy: each request names its client in its forwarding headers.
+    var peerIsTrustedProxy = false
+    /// Counted in the server's per-client connections (`ClientConnections`), until it closes.
+    var countedForClient = false
     /// Set while the server itself frees the evhttp connection (libevent then frees the request).
     var freeingOurselves = false
     /// A streaming response is under way (its close watch and write watch are on).
@@ -205,7 +211,7 @@ final class ConnectionState {
     }
 
     /// Frees the evhttp connection now (libevent then frees a request it still holds).
-    private func closeNow() {
+    func closeNow() {
         guard !isClosed, let evcon else { return }
         freeingOurselves = true
         evhttp_connection_free(evcon)

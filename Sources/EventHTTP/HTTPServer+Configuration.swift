@@ -28,6 +28,11 @@ extension HTTPServer {
         public var requestReadTimeout: Double = 10
         /// Most open connections (all loops); past it a request gets `503` and the connection closes.
         public var maxConnections = 25_000
+        /// Most open connections per client (peer address; trusted proxies are not counted): past it a
+        /// client's new connections are closed at once, unanswered (`--max-connections-per-client`).
+        public var maxConnectionsPerClient = 256
+        /// The proxies whose `Forwarded`/`X-Forwarded-For` name the client (`--trusted-proxies`).
+        public var trustedProxies = TrustedProxies()
         /// Folder of static files served for paths no route matches; nil serves none.
         public var publicDirectory: String?
         /// Seconds between re-scans of `publicDirectory` for changed files (off the loops); 0 never re-scans.

@@ -184,6 +184,17 @@ final class LoopHTTP: @unchecked Sendable {
             state.overLimit = true
             metrics.rejectedConnections.increment()
         }
+        // Per client: a trusted proxy carries many clients and is not counted; anyone else past its
+        // share is closed at once, unanswered (an answer would cost what the limit saves).
+        state.peer = ClientAddress(peerOf: state.fd) ?? .loopback
+        if config.trustedProxies.contains(state.peer) {
+            state.peerIsTrustedProxy = true
+        } else if metrics.clientConnections.open(state.peer, limit: config.maxConnectionsPerClient) {
+            state.countedForClient = true
+        } else {
+            metrics.clientConnectionRefusals.increment()
+            state.closeNow()
+        }
     }
 
     func connectionClosed(_ state: ConnectionState) {
@@ -192,6 +203,10 @@ final class LoopHTTP: @unchecked Sendable {
         connections[fd] = nil
         metrics.connectionCount.subtract(1, ordering: .relaxed)
         metrics.openConnections.decrement()
+        if state.countedForClient {
+            state.countedForClient = false
+            metrics.clientConnections.close(state.peer)
+        }
     }
 
     /// Stops accepting new connections on this loop (existing ones go on).
@@ -311,8 +326,13 @@ final class LoopHTTP: @unchecked Sendable {
                 }
             }
         }
-        let request = HTTPRequest(
+        var request = HTTPRequest(
             method: method, rawPath: rawPath, rawQuery: rawQuery, headers: headers, body: body, loop: loop)
+        if let conn {
+            // A trusted proxy's requests name their client; anyone else's headers are not believed.
+            request.client =
+                conn.peerIsTrustedProxy ? config.trustedProxies.client(peer: conn.peer, headers: headers) : conn.peer
+        }
         routes.dispatch(request, knownMethod: knownMethod, to: responder)
     }
 

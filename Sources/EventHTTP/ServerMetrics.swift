@@ -17,6 +17,10 @@ final class ServerMetrics: Sendable {
     /// Connections closed because their peer sent more than one request's limits while a response
     /// (typically a stream) was still being answered.
     let unreadInputCloses: CoreMetrics.Counter
+    /// Connections closed at accept because their client had `--max-connections-per-client` open.
+    let clientConnectionRefusals: CoreMetrics.Counter
+    /// Open connections per client, across loops.
+    let clientConnections = ClientConnections()
     /// Exact count of open connections across loops (the limit is checked against it).
     let connectionCount = Atomic<Int>(0)
     /// Requests handed to handlers and not yet answered (including open streams), across loops.
@@ -30,5 +34,7 @@ final class ServerMetrics: Sendable {
         rejectedConnections = CoreMetrics.Counter(label: "http_rejected_connections_total", factory: factory)
         streamWriteTimeouts = CoreMetrics.Counter(label: "http_stream_write_timeouts_total", factory: factory)
         unreadInputCloses = CoreMetrics.Counter(label: "http_unread_input_closes_total", factory: factory)
+        clientConnectionRefusals = CoreMetrics.Counter(
+            label: "http_client_connection_refusals_total", factory: factory)
     }
 }

@@ -23,6 +23,13 @@ public actor RateLimiter {
         public var minimumSpacing: Duration
         /// Back-off after a secondary limit that gave no `Retry-After` (GitHub says at least a minute).
         public var secondaryBackoffSeconds: Double
+        /// The largest share of a rate window one client's calls may take (`UpstreamClient`; the rest is
+        /// left for the others): 0.5 lets a client spend at most half of GitHub's 30 searches a minute.
+        /// 1 turns the per-client limit off.
+        public var clientShare: Double
+        /// The window assumed before GitHub's first answer names its own (`X-RateLimit-Limit`/`Reset`).
+        public var defaultWindowLimit: Int
+        public var defaultWindowSeconds: Double
         /// Publishes every status, a repeat of the last one included (cluster mode: what every node shows
         /// is the shared board's last post, which may be another node's since this limiter's last report,
         /// so a repeat is news there). False: only changes.
@@ -31,8 +38,12 @@ public actor RateLimiter {
         /// Defaults: 1 in flight, 100 ms spacing, 60 s secondary back-off, changes only.
         public init(
             maxConcurrentRequests: Int = 1, minimumSpacing: Duration = .milliseconds(100),
-            secondaryBackoffSeconds: Double = 60, publishesRepeats: Bool = false
+            secondaryBackoffSeconds: Double = 60, publishesRepeats: Bool = false, clientShare: Double = 0.5,
+            defaultWindowLimit: Int = 30, defaultWindowSeconds: Double = 60
         ) {
+            self.clientShare = min(1, max(0.01, clientShare))
+            self.defaultWindowLimit = max(1, defaultWindowLimit)
+            self.defaultWindowSeconds = max(1, defaultWindowSeconds)
             self.maxConcurrentRequests = max(1, maxConcurrentRequests)
             self.minimumSpacing = minimumSpacing
             self.secondaryBackoffSeconds = secondaryBackoffSeconds
@@ -59,6 +70,10 @@ public actor RateLimiter {
     private var lastStart: ContinuousClock.Instant?
     private var rateLimit: RateLimit?
     private var published: UpstreamStatus?
+    /// The fair share: calls started per client in the current rate window, and when it ends.
+    private var clientCalls: [String: Int] = [:]
+    private var windowEnd: Double = 0
+    private var windowLimit = 0
 
     /// Creates a limiter.
     /// - Parameters:
@@ -98,6 +113,8 @@ public actor RateLimiter {
     /// (a slot handed to it meanwhile passes to the next waiter) and gives back its spacing turn.
     public func acquire() async throws(SearchError) {
         if let error = blockedError() { throw error }
+        let client = UpstreamClient.current
+        if let client, let error = overShare(client) { throw error }
         if Task.isCancelled { throw .cancelled }
         if inFlight >= configuration.maxConcurrentRequests {
             nextWaiter += 1
@@ -135,6 +152,10 @@ public actor RateLimiter {
             release()
             throw error
         }
+        if let client, let error = overShare(client) {  // its share went while it waited in the queue
+            release()
+            throw error
+        }
         if let shared, let wait = await shared.admit() {
             // Another process spent the budget or saw GitHub's limit: this one is blocked as if it had.
             block(until: clock.now() + wait)
@@ -142,7 +163,42 @@ public actor RateLimiter {
             release()
             throw RateLimiter.limitedError(seconds: wait)
         }
+        if let client { clientCalls[client, default: 0] += 1 }
     }
+
+    /// The most calls one client may start in a window: its share of the window's limit (at least 1).
+    var clientCap: Int { max(1, Int((Double(windowLimit) * configuration.clientShare).rounded(.down))) }
+
+    /// The `rateLimited` answer for `client` when it has spent its share of the current window (the
+    /// budget stays for the others; nothing is published: GitHub is not limited for them), else nil.
+    private func overShare(_ client: String) -> SearchError? {
+        guard configuration.clientShare < 1 else { return nil }
+        let now = clock.now()
+        rollWindow(now: now)
+        guard clientCalls[client, default: 0] >= clientCap else { return nil }
+        let s = max(1, Int((windowEnd - now).rounded(.up)))
+        return .rateLimited(
+            retryAfterSeconds: s,
+            message: "You have used your share of GitHub's search budget (\(clientCap) of the \(windowLimit) searches "
+                + "of this rate window); others can still search. Try again in \(s) second\(s == 1 ? "" : "s").")
+    }
+
+    /// Starts a new window of per-client counts once the current one is over: GitHub's own window
+    /// (`X-RateLimit-Reset`, `-Limit`) when known, else the default one from now.
+    private func rollWindow(now: Double) {
+        guard now >= windowEnd else { return }
+        clientCalls = [:]
+        if let r = rateLimit, Double(r.resetAt) > now {
+            windowEnd = Double(r.resetAt)
+            windowLimit = r.limit
+        } else {
+            windowEnd = now + configuration.defaultWindowSeconds
+            windowLimit = rateLimit?.limit ?? configuration.defaultWindowLimit
+        }
+    }
+
+    /// Calls `client` started in the current window (tests, metrics).
+    public func calls(of client: String) -> Int { clientCalls[client, default: 0] }
 
     /// Reports what the last observed response said to the shared budget (no-op without one), giving
     /// back the call's share first when it was a `304`. The gateway calls it before `release`, so the

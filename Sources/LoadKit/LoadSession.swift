@@ -6,15 +6,21 @@ import WireClient
 ///
 /// Everything here runs on the loop's thread.
 public enum LoadSession {
-    /// Creates `count` sessions through `pool` (concurrently), returning their ids; throws if
-    /// fewer than all could be created within `timeout` seconds.
+    /// Creates `count` sessions (concurrently), returning their ids; throws if fewer than all could be
+    /// created within `timeout` seconds. They are created from the target's `creationSources` (a
+    /// connection each, round robin: many clients, as the server's per-client limits expect of a crowd of
+    /// users), else through `pool`.
     public static func create(
         _ count: Int, loop: LoadLoop, pool: RequestPool, timeout: Double = 120
     ) throws -> [String] {
         var ids: [String] = []
         var failures: [String] = []
-        for _ in 0..<count {
-            pool.submit("POST", "/api/sessions", headers: [("Content-Type", "application/json")], body: []) { result in
+        let sources = pool.target.creationSources
+        let pools = sources.prefix(count).map { RequestPool(loop: loop, target: pool.target.from(source: $0), size: 1) }
+        for i in 0..<count {
+            (pools.isEmpty ? pool : pools[i % pools.count]).submit(
+                "POST", "/api/sessions", headers: [("Content-Type", "application/json")], body: []
+            ) { result in
                 switch result {
                 case .success(let response) where response.status == 201:
                     if let id = (try? JSONValue.parse(response.body))?["id"]?.stringValue {
@@ -27,7 +33,9 @@ public enum LoadSession {
                 }
             }
         }
-        loop.run(timeout: timeout) { ids.count + failures.count >= count }
+        // The pools must live while the loop runs their requests (the optimizer would end them at their last
+        // use above, and a pool that goes away closes its connections).
+        withExtendedLifetime(pools) { _ = loop.run(timeout: timeout) { ids.count + failures.count >= count } }
         guard ids.count == count else {
             throw WireError.malformed(
                 "created \(ids.count) of \(count) sessions; first failure: \(failures.first ?? "timeout")")

@@ -21,7 +21,8 @@ public final class RequestPool {
     }
 
     private let loop: LoadLoop
-    private let target: Target
+    /// Where its connections go (and from where).
+    let target: Target
     private var slots: [Slot]
     private var queue: [Pending] = []
     private var queueHead = 0

@@ -1,3 +1,4 @@
+import Synchronization
 import WireClient
 
 #if canImport(Glibc)
@@ -16,6 +17,18 @@ public struct Target: Sendable, CustomStringConvertible {
     public let basePath: String
     /// The resolved IPv4 address in network byte order.
     let address: in_addr
+    /// Local IPv4 addresses the connections are made from, spread over them (empty: the kernel's
+    /// choice). On loopback every 127/8 address is the machine's own, so one run can play many clients
+    /// (`--source 127.0.0.2-127.0.0.40`): the server's per-client limits count them apart.
+    public private(set) var sources: [in_addr] = []
+    /// Which source the next connection takes (shared by the copies of one target: round robin).
+    private var nextSource = SourceTurn()
+
+    /// The round robin of `sources` (any thread).
+    private final class SourceTurn: Sendable {
+        private let next = Atomic<Int>(0)
+        func take() -> Int { next.add(1, ordering: .relaxed).oldValue }
+    }
 
     /// Parses `http://host[:port][/prefix]` and resolves the host.
     public init(url: String) throws {
@@ -54,6 +67,53 @@ public struct Target: Sendable, CustomStringConvertible {
 
     /// `http://host:port/prefix`.
     public var description: String { "http://\(host):\(port)\(basePath)" }
+
+    /// The same target, its connections made from `spec`: IPv4 addresses joined by `,`, each optionally
+    /// a range `A-B` of one /24 (`127.0.0.2-127.0.0.9`); at most 65,536 in all.
+    public func from(sources spec: String) throws -> Target {
+        var out: [in_addr] = []
+        for part in spec.split(separator: ",") {
+            let ends = part.split(separator: "-", maxSplits: 1).map { String($0.filter { $0 != " " }) }
+            var first = in_addr()
+            guard inet_pton(AF_INET, ends[0], &first) == 1 else {
+                throw WireError.malformed("bad source address '\(part)'")
+            }
+            var last = first
+            if ends.count == 2, inet_pton(AF_INET, ends[1], &last) != 1 {
+                throw WireError.malformed("bad source address '\(part)'")
+            }
+            let (a, b) = (UInt32(bigEndian: first.s_addr), UInt32(bigEndian: last.s_addr))
+            guard a <= b, b - a < 65_536, out.count + Int(b - a) < 65_536 else {
+                throw WireError.malformed("bad source range '\(part)'")
+            }
+            for v in a...b { out.append(in_addr(s_addr: v.bigEndian)) }
+        }
+        var t = self
+        t.sources = out
+        t.nextSource = SourceTurn()
+        return t
+    }
+
+    /// The addresses sessions are created from (`LoadSession.create`): `sources` when set; else, for a
+    /// loopback target, 127.0.1.1–127.0.1.254, so the run's sessions belong to 254 clients as a real
+    /// deployment's belong to its users (the server's per-client limits — 10 creations a second, 200 live
+    /// sessions — would otherwise cap one run at 200 sessions); else none (the kernel's choice).
+    var creationSources: [in_addr] {
+        if !sources.isEmpty { return sources }
+        guard UInt32(bigEndian: address.s_addr) >> 24 == 127 else { return [] }
+        return (1...254).map { in_addr(s_addr: (UInt32(0x7F00_0100) | UInt32($0)).bigEndian) }
+    }
+
+    /// The same target with its connections made from `source` alone.
+    func from(source: in_addr) -> Target {
+        var t = self
+        t.sources = [source]
+        t.nextSource = SourceTurn()
+        return t
+    }
+
+    /// The source address of the next connection: `sources` in turn (nil: the kernel's choice).
+    func nextSourceAddress() -> in_addr? { sources.isEmpty ? nil : sources[nextSource.take() % sources.count] }
 
     /// A blocking WireClient connection to the target (for setup and probes).
     public func connect(timeout: Double = 5) throws -> WireConnection {

@@ -24,8 +24,8 @@ public struct SearchState: Equatable, Sendable, Codable {
     /// The number of the latest search or page started; a response carrying another number is from a
     /// superseded request and is ignored.
     public var generation: Int = 0
-    /// The rarely set fields; nil while all of them are nil (see `Rare`).
-    private var rare: Rare?
+    /// The rarely set fields; nil while all of them are nil (see `OutOfLine`).
+    private var outOfLine: OutOfLine?
     /// GitHub's total match count of the search shown; nil until a search answered (and after a
     /// first page failed).
     public var totalCount: Int?
@@ -40,46 +40,46 @@ public struct SearchState: Equatable, Sendable, Codable {
 
     /// The last failure, until the next search or page starts.
     public var error: SearchError? {
-        get { rare?.error }
-        set { updateRare { $0.error = newValue } }
+        get { outOfLine?.error }
+        set { updateOutOfLine { $0.error = newValue } }
     }
     /// The first-page request of the search shown or under way; nil before the first search. `refresh`,
     /// `loadMore` and sort changes work on it, not on the text being edited.
     public var current: SearchRequest? {
-        get { rare?.current }
-        set { updateRare { $0.current = newValue } }
+        get { outOfLine?.current }
+        set { updateOutOfLine { $0.current = newValue } }
     }
     /// While rate limited: the time (seconds since 1970, whole seconds) at which searching is possible
     /// again; nil otherwise. Set by a `rateLimited` failure, cleared by the timer effect at that time.
     public var retryAt: Int? {
-        get { rare?.retryAt }
-        set { updateRare { $0.retryAt = newValue } }
+        get { outOfLine?.retryAt }
+        set { updateOutOfLine { $0.retryAt = newValue } }
     }
     /// The request under way while `isLoading`, with its cache policy; nil otherwise.
     public var inFlight: SearchInFlight? {
-        get { rare?.inFlight }
-        set { updateRare { $0.inFlight = newValue } }
+        get { outOfLine?.inFlight }
+        set { updateOutOfLine { $0.inFlight = newValue } }
     }
 
     /// The out-of-line fields, immutable: a state copied (the store keeps the old state while it diffs
     /// outputs) shares the box, and a change makes a new one. These fields change a few times per
     /// search, so a box per change costs nothing that matters, and an immutable box is `Sendable` as
     /// it stands.
-    private final class Rare: Equatable, Sendable {
-        let fields: RareFields
+    private final class OutOfLine: Equatable, Sendable {
+        let fields: OutOfLineFields
 
-        init(_ fields: RareFields) { self.fields = fields }
+        init(_ fields: OutOfLineFields) { self.fields = fields }
 
         var error: SearchError? { fields.error }
         var current: SearchRequest? { fields.current }
         var retryAt: Int? { fields.retryAt }
         var inFlight: SearchInFlight? { fields.inFlight }
 
-        static func == (a: Rare, b: Rare) -> Bool { a === b || a.fields == b.fields }
+        static func == (a: OutOfLine, b: OutOfLine) -> Bool { a === b || a.fields == b.fields }
     }
 
-    /// What `Rare` holds.
-    private struct RareFields: Equatable, Sendable {
+    /// What `OutOfLine` holds.
+    private struct OutOfLineFields: Equatable, Sendable {
         var error: SearchError?
         var current: SearchRequest?
         var retryAt: Int?
@@ -90,10 +90,10 @@ public struct SearchState: Equatable, Sendable, Codable {
 
     /// Changes the out-of-line fields: a box with the change replaces the old one (none when the last
     /// of them is cleared).
-    private mutating func updateRare(_ change: (inout RareFields) -> Void) {
-        var fields = rare?.fields ?? RareFields()
+    private mutating func updateOutOfLine(_ change: (inout OutOfLineFields) -> Void) {
+        var fields = outOfLine?.fields ?? OutOfLineFields()
         change(&fields)
-        rare = fields.isEmpty ? nil : Rare(fields)
+        outOfLine = fields.isEmpty ? nil : OutOfLine(fields)
     }
 
     /// The stored names: explicit so a rename cannot change what was written before. `generation` is
@@ -113,7 +113,7 @@ public struct SearchState: Equatable, Sendable, Codable {
         hasMore = false
         stale = false
         loadedPage = 0
-        rare = nil
+        outOfLine = nil
     }
 
     /// Reads the stored form (what the synthesized conformance read when every field was inline).
@@ -127,7 +127,7 @@ public struct SearchState: Equatable, Sendable, Codable {
         hasMore = try c.decode(Bool.self, forKey: .hasMore)
         stale = try c.decode(Bool.self, forKey: .stale)
         loadedPage = try c.decode(Int.self, forKey: .loadedPage)
-        rare = nil
+        outOfLine = nil
         error = try c.decodeIfPresent(SearchError.self, forKey: .error)
         current = try c.decodeIfPresent(SearchRequest.self, forKey: .current)
         retryAt = try c.decodeIfPresent(Int.self, forKey: .retryAt)

@@ -29,7 +29,7 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
     /// The current state (read on the owner only).
     public private(set) var state: Feature.State
     // Two stores live in every session: the flags sit right after the state (in the bytes its
-    // alignment would leave unused), and what most stores never need is allocated on demand (`book`).
+    // alignment would leave unused), and what most stores never need is allocated on demand (`lazyEffects`).
     private var isApplying = false
     /// True after `close()`: no effect starts any more.
     public private(set) var isClosed = false
@@ -41,9 +41,9 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
     /// The effect bookkeeping and the re-entrant action queue, allocated with the first effect or
     /// queued action: most stores (every `greeting`, a `search` never used) never need one, and one
     /// reference is 32 bytes less per store than the five fields inline.
-    private var book: EffectBook?
+    private var lazyEffects: EffectState?
 
-    private final class EffectBook {
+    private final class EffectState {
         /// Actions applied re-entrantly, as closures (a non-generic type keeps the common path free
         /// of runtime generic-metadata look-ups).
         var queued: [() -> Void] = []
@@ -55,10 +55,10 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
         var taskIDs: [EffectID: (number: Int, inputSeq: Int?)] = [:]
         var nextTask = 0
     }
-    private var effectBook: EffectBook {
-        if let book { return book }
-        let made = EffectBook()
-        book = made
+    private var effectState: EffectState {
+        if let lazyEffects { return lazyEffects }
+        let made = EffectState()
+        lazyEffects = made
         return made
     }
     /// A store running `feature` from `initialState`; effect results are applied through `executor`.
@@ -95,13 +95,13 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
     /// of the session input that caused it (nil when no input did).
     public func apply(_ action: Feature.Action, inputSeq: Int?) {
         if isApplying {
-            effectBook.queued.append { [unowned self] in step(action, inputSeq: inputSeq) }
+            effectState.queued.append { [unowned self] in step(action, inputSeq: inputSeq) }
             return
         }
         isApplying = true
         defer { isApplying = false }
         step(action, inputSeq: inputSeq)
-        while let book, !book.queued.isEmpty { book.queued.removeFirst()() }
+        while let lazyEffects, !lazyEffects.queued.isEmpty { lazyEffects.queued.removeFirst()() }
     }
 
     private func step(_ action: Feature.Action, inputSeq: Int?) {
@@ -136,41 +136,42 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
 
     private func launch(_ run: @escaping @Sendable () async -> Feature.Action, id: EffectID?, inputSeq: Int?) {
         guard !isClosed else { return }
-        let book = effectBook
-        book.nextTask += 1
-        let number = book.nextTask
+        let effects = effectState
+        effects.nextTask += 1
+        let number = effects.nextTask
         let handle = ownerBound
         let executor = self.executor
-        book.tasks[number] = Task {
+        effects.tasks[number] = Task {
             let action = await run()
             executor { handle.value?.finish(number, id: id, action, inputSeq: inputSeq) }
         }
-        if let id { book.taskIDs[id] = (number, inputSeq) }
+        if let id { effects.taskIDs[id] = (number, inputSeq) }
     }
 
     /// An effect's result on the owner: applied unless its task was cancelled meanwhile.
     private func finish(_ number: Int, id: EffectID?, _ action: Feature.Action, inputSeq: Int?) {
-        guard let book, book.tasks.removeValue(forKey: number) != nil else { return }  // cancelled: dropped
-        if let id, book.taskIDs[id]?.number == number { book.taskIDs[id] = nil }
+        // Cancelled meanwhile: dropped.
+        guard let effects = lazyEffects, effects.tasks.removeValue(forKey: number) != nil else { return }
+        if let id, effects.taskIDs[id]?.number == number { effects.taskIDs[id] = nil }
         apply(action, inputSeq: inputSeq)
     }
 
     private func cancel(id: EffectID) {
-        guard let book, let number = book.taskIDs.removeValue(forKey: id)?.number else { return }
-        book.tasks.removeValue(forKey: number)?.cancel()
+        guard let effects = lazyEffects, let number = effects.taskIDs.removeValue(forKey: id)?.number else { return }
+        effects.tasks.removeValue(forKey: number)?.cancel()
     }
 
     /// The `inputSeq` of each cancellable effect under way, by id (owner only).
-    var effectInputSeqs: [EffectID: Int?] { book?.taskIDs.mapValues { $0.inputSeq } ?? [:] }
+    var effectInputSeqs: [EffectID: Int?] { lazyEffects?.taskIDs.mapValues { $0.inputSeq } ?? [:] }
 
     /// Replaces the state with a restored one (owner only) and starts what the feature resumes, each
     /// effect reporting under the `inputSeq` stored for its id. Work under way is cancelled first: a
     /// restored state never carries an effect handle. Emits no event (the caller shows a snapshot).
     func replaceState(with restored: Feature.State, inputSeqs: [EffectID: Int]) {
-        if let book {
-            for task in book.tasks.values { task.cancel() }
-            book.tasks = [:]
-            book.taskIDs = [:]
+        if let effects = lazyEffects {
+            for task in effects.tasks.values { task.cancel() }
+            effects.tasks = [:]
+            effects.taskIDs = [:]
         }
         state = restored
         for effect in feature.resume(&state) {
@@ -183,25 +184,25 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
     }
 
     /// Effects under way (owner only; tests use it to see that superseded work was cancelled).
-    public var runningEffects: Int { book?.tasks.count ?? 0 }
+    public var runningEffects: Int { lazyEffects?.tasks.count ?? 0 }
 
     /// Tears the store down (owner only): cancels every effect under way, drops their results and
     /// starts no new effect. The session layer calls it when the session ends. Idempotent.
     public func close() {
         isClosed = true
-        guard let book else { return }
-        let running = book.tasks
-        book.tasks = [:]
-        book.taskIDs = [:]
+        guard let effects = lazyEffects else { return }
+        let running = effects.tasks
+        effects.tasks = [:]
+        effects.taskIDs = [:]
         for task in running.values { task.cancel() }
     }
 
     /// A weak, sendable handle to this store, to be dereferenced on the owner only.
     var ownerBound: OwnerBound<Store> {
-        let book = effectBook
-        if let bound = book.bound { return bound }
+        let effects = effectState
+        if let bound = effects.bound { return bound }
         let made = OwnerBound(self)
-        book.bound = made
+        effects.bound = made
         return made
     }
 }

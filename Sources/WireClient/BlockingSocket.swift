@@ -12,8 +12,10 @@
 final class BlockingSocket {
     private(set) var fd: Int32
 
-    /// Connects to `host:port` (numeric address or name resolved by `getaddrinfo`).
-    init(host: String, port: Int, timeout: Double) throws(WireError) {
+    /// Connects to `host:port` (numeric address or name resolved by `getaddrinfo`), from the numeric
+    /// address `source` when given (e.g. `127.0.0.2`: every 127/8 address is loopback, so tests and load
+    /// runs can play several clients).
+    init(host: String, port: Int, timeout: Double, source: String? = nil) throws(WireError) {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -28,6 +30,11 @@ final class BlockingSocket {
             let s = socket(ai.pointee.ai_family, ai.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), 0)
             if s >= 0 {
                 Self.setTimeouts(s, timeout)
+                if let source, !Self.bind(s, to: source, family: ai.pointee.ai_family) {
+                    lastError = errno
+                    Glibc.close(s)
+                    throw .system("bind(\(source))", lastError)
+                }
                 if connect(s, ai.pointee.ai_addr, ai.pointee.ai_addrlen) == 0 {
                     fd = s
                     break
@@ -45,6 +52,28 @@ final class BlockingSocket {
     }
 
     deinit { close() }
+
+    /// Binds `fd` to the numeric address `source`, any port; false (errno set) when it cannot.
+    static func bind(_ fd: Int32, to source: String, family: Int32) -> Bool {
+        if family == AF_INET6 {
+            var a = sockaddr_in6()
+            a.sin6_family = sa_family_t(AF_INET6)
+            guard inet_pton(AF_INET6, source, &a.sin6_addr) == 1 else { return false }
+            return withUnsafePointer(to: &a) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) == 0
+                }
+            }
+        }
+        var a = sockaddr_in()
+        a.sin_family = sa_family_t(AF_INET)
+        guard inet_pton(AF_INET, source, &a.sin_addr) == 1 else { return false }
+        return withUnsafePointer(to: &a) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
 
     private static func setTimeouts(_ fd: Int32, _ seconds: Double) {
         var tv = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - seconds.rounded(.down)) * 1_000_000))

@@ -35,12 +35,13 @@ public final class WireConnection {
     private(set) var streamEnded = false
     private(set) var streamTruncated = false
 
-    /// Connects to `host:port`; `timeout` bounds connect, every send and every response wait.
-    public init(host: String = "127.0.0.1", port: Int, timeout: Double = 5) throws {
+    /// Connects to `host:port` (from the numeric address `source` when given: a client on `127.0.0.2`);
+    /// `timeout` bounds connect, every send and every response wait.
+    public init(host: String = "127.0.0.1", port: Int, timeout: Double = 5, source: String? = nil) throws {
         self.host = host
         self.port = port
         self.timeout = timeout
-        socket = try BlockingSocket(host: host, port: port, timeout: timeout)
+        socket = try BlockingSocket(host: host, port: port, timeout: timeout, source: source)
     }
 
     /// Sends raw bytes as they are (for hostile tests: slow headers, bad framing, pipelining).

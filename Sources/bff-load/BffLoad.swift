@@ -25,8 +25,16 @@ struct CommonOptions: ParsableArguments {
     var quiet = false
     @Flag(help: "Keep the sessions the run created (default: delete them).")
     var keepSessions = false
+    @Option(
+        help:
+            "Local addresses to connect from, spread over the connections: A[,B…] or ranges like 127.0.0.2-127.0.0.40 (every 127/8 address is loopback: one run plays many clients)."
+    )
+    var source: String?
 
-    func target() throws -> Target { try Target(url: url) }
+    func target() throws -> Target { try withSources(Target(url: url)) }
+
+    /// `t` with the connections made from `--source`, when given.
+    func withSources(_ t: Target) throws -> Target { try source.map { try t.from(sources: $0) } ?? t }
 
     func emit(_ report: LoadReport) {
         print(json ? report.json.text : report.table, terminator: json ? "\n" : "")
@@ -75,8 +83,8 @@ extension BffLoad {
             o.cleanup = !common.keepSessions
             o.busyPoll = busyPoll
             o.samplesPath = samples
-            o.postTarget = try postUrl.map { try Target(url: $0) }
-            o.streamTarget = try streamUrl.map { try Target(url: $0) }
+            o.postTarget = try postUrl.map { try common.withSources(Target(url: $0)) }
+            o.streamTarget = try streamUrl.map { try common.withSources(Target(url: $0)) }
             common.emit(try LatencyScenario.run(target: common.target(), options: o))
         }
     }

@@ -52,6 +52,22 @@ struct BFFCommand: ParsableCommand {
     @Option(help: "Seconds without requests or open streams after which a session expires.") var sessionIdleTimeout =
         1800.0
     @Option(help: "Most live sessions (503 + Retry-After past it).") var maxSessions = 20_000
+    @Option(help: "Seconds without requests after which a session that never got an input nor a stream expires.")
+    var unusedSessionTimeout = 60.0
+    @Option(help: "Session creations a second per client (429 + Retry-After past it and the burst).")
+    var clientSessionRate = 10.0
+    @Option(help: "Session creations a client may make in a burst above its rate.") var clientSessionBurst = 20.0
+    @Option(help: "Most live sessions per client (429 past it).") var maxSessionsPerClient = 200
+    @Option(help: "Most clients whose session limits are tracked at once; past it new clients share one entry.")
+    var maxTrackedClients = 65_536
+    @Option(help: "Most open connections per client (trusted proxies exempt); past it new ones are closed at once.")
+    var maxConnectionsPerClient = 256
+    @Option(
+        help:
+            "Proxies (CIDR[,CIDR...]) whose Forwarded/X-Forwarded-For name the client (default: none: every peer is its own client and its forwarding headers are ignored)."
+    ) var trustedProxies = ""
+    @Option(help: "Largest share (0-1] of GitHub's rate window one client's uncached searches may take.")
+    var upstreamClientShare = 0.5
     @Option(help: "Most open event streams per session (429 past it).") var maxStreamsPerSession = 4
     @Option(help: "Most sessions one multiplexed event stream (GET /api/events) carries (400 past it).")
     var maxSessionsPerStream = 32
@@ -126,6 +142,9 @@ struct BFFCommand: ParsableCommand {
             throw ValidationError("--redis-replica-acks must be 0...16")
         }
         if !(0.5...300).contains(leaseTtl) { throw ValidationError("--lease-ttl must be 0.5...300 seconds") }
+        if case .failure(let e) = TrustedProxies.parse(trustedProxies) {
+            throw ValidationError("--trusted-proxies: \(e)")
+        }
         try checkRanges()
         if let p = env("PORT"), port == nil, Int(p) == nil {
             throw ValidationError("PORT must be a number, got '\(p)'")
@@ -144,6 +163,10 @@ struct BFFCommand: ParsableCommand {
             ("--keep-alive", keepAlive, 0.1...3600), ("--shutdown-grace", shutdownGrace, 0...3600),
             ("--cache-ttl", cacheTtl, 0...(365 * day)), ("--cache-max-age", cacheMaxAge, 0...(365 * day)),
             ("--input-rate", inputRate, 0.001...1_000_000), ("--input-burst", inputBurst, 1...1_000_000),
+            ("--unused-session-timeout", unusedSessionTimeout, 1...(30 * day)),
+            ("--client-session-rate", clientSessionRate, 0.001...1_000_000),
+            ("--client-session-burst", clientSessionBurst, 1...1_000_000),
+            ("--upstream-client-share", upstreamClientShare, 0.01...1),
         ]
         for (flag, value, range) in seconds where !range.contains(value) {
             throw ValidationError("\(flag) must be \(range.lowerBound)...\(range.upperBound), got \(value)")
@@ -152,6 +175,9 @@ struct BFFCommand: ParsableCommand {
             ("--max-body-bytes", maxBodyBytes, 1...(1 << 30)), ("--max-header-bytes", maxHeaderBytes, 1024...(1 << 20)),
             ("--max-connections", maxConnections ?? 25_000, 1...1_000_000),
             ("--max-sessions", maxSessions, 1...1_000_000),
+            ("--max-sessions-per-client", maxSessionsPerClient, 1...1_000_000),
+            ("--max-tracked-clients", maxTrackedClients, 16...10_000_000),
+            ("--max-connections-per-client", maxConnectionsPerClient, 1...1_000_000),
             ("--max-streams-per-session", maxStreamsPerSession, 1...1000),
             ("--max-sessions-per-stream", maxSessionsPerStream, 1...1000),
             ("--history-events", historyEvents, 1...100_000),
@@ -186,6 +212,13 @@ struct BFFCommand: ParsableCommand {
         config.http.maxConnections = try connectionLimit(logger: logger)
         config.sessionIdleTimeout = sessionIdleTimeout
         config.maxSessions = maxSessions
+        config.unusedSessionTimeout = unusedSessionTimeout
+        config.clientSessionRate = clientSessionRate
+        config.clientSessionBurst = clientSessionBurst
+        config.maxSessionsPerClient = maxSessionsPerClient
+        config.maxTrackedClients = maxTrackedClients
+        config.http.maxConnectionsPerClient = maxConnectionsPerClient
+        config.http.trustedProxies = (try? TrustedProxies.parse(trustedProxies).get()) ?? TrustedProxies()
         config.maxStreamsPerSession = maxStreamsPerSession
         config.maxSessionsPerStream = maxSessionsPerStream
         config.inputRate = inputRate
@@ -213,6 +246,7 @@ struct BFFCommand: ParsableCommand {
         github.baseURL = githubApiUrl ?? env("GITHUB_API_URL") ?? github.baseURL
         github.token = env("GITHUB_TOKEN").flatMap { $0.isEmpty ? nil : $0 }
         github.cacheTTL = cacheTtl
+        github.clientShare = upstreamClientShare
         github.cacheMaxAge = cacheMaxAge
         github.cacheMaxEntries = cacheMaxEntries
         github.cachePath = cacheFile == "none" ? nil : cacheFile

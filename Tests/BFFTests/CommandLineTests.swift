@@ -96,7 +96,12 @@ final class CommandLineTests: XCTestCase {
                     name,
                 ],
                 environment: ["GITHUB_API_URL": "http://127.0.0.1:9", "LOG_LEVEL": "warning"])
-            return (p, try XCTUnwrap(p.waitForPort(marker: "listening on"), p.stderrText))
+            let port = try XCTUnwrap(p.waitForPort(marker: "listening on"), p.stderrText)
+            // Listening comes before Redis is connected: a stream opened then is refused (503).
+            try waitUntil("\(name) ready", within: 10) {
+                (try? WireConnection.get(port: port, path: "/readyz").status) == 200
+            }
+            return (p, port)
         }
         let (a, portA) = try node("alpha")
         defer { a.send(SIGKILL) }

@@ -14,10 +14,10 @@ final class SearchEndToEndTests: XCTestCase {
     final class Simulator {
         let sim: GitHubSimulator
         let server: HTTPServer
-        init(token: String?) throws {
+        init(token: String?, rateLimit: Int = 1000) throws {
             var c = GitHubSimulator.Configuration()
             c.repositories = 2000
-            c.rateLimit = 1000
+            c.rateLimit = rateLimit
             c.token = token
             sim = GitHubSimulator(configuration: c)
             var h = HTTPServer.Configuration()

@@ -9,13 +9,12 @@ import XCTest
 /// moves time, so nothing waits for the wall clock.
 final class SessionClockTests: XCTestCase {
     /// The session layer's time, moved by the test. Thread-safe: the loops read it.
-    final class ManualTime: @unchecked Sendable {
-        private let lock = NSLock()
-        private var current = 10_000.0
+    final class ManualTime: Sendable {
+        private let current = Lock(10_000.0)
 
-        var clock: SessionClock { SessionClock { [self] in lock.withLock { current } } }
+        var clock: SessionClock { SessionClock { [self] in current.withLock { $0 } } }
 
-        func advance(_ seconds: Double) { lock.withLock { current += seconds } }
+        func advance(_ seconds: Double) { current.withLock { $0 += seconds } }
     }
 
     private func expireNow(_ t: LiveApp) {
@@ -31,7 +30,12 @@ final class SessionClockTests: XCTestCase {
 
     func testIdleSessionWithoutStreamsExpiresOnceItsIdleTimeHasPassed() throws {
         let time = ManualTime()
-        let t = try LiveApp(clock: time.clock, configure: { $0.sessionIdleTimeout = 1800 })
+        let t = try LiveApp(
+            clock: time.clock,
+            configure: {
+                $0.sessionIdleTimeout = 1800
+                $0.unusedSessionTimeout = 1800  // this session is never used: the idle rule alone applies
+            })
         let idle = try t.createSession()
         let watched = try t.createSession()
         let (_, reader) = try t.stream(watched)

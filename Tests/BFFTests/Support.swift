@@ -68,6 +68,10 @@ final class LiveApp: @unchecked Sendable {
         c.http.port = 0
         c.http.threads = 2
         c.testHooks = true
+        // Tests play one client making many sessions; the fair-use tests set the per-client limits.
+        c.clientSessionRate = 1_000_000
+        c.clientSessionBurst = 1_000_000
+        c.maxSessionsPerClient = 1_000_000
         configure(&c)
         var quiet = Logger(label: "test")
         quiet.logLevel = .warning

@@ -1,4 +1,5 @@
 import Foundation
+import WireClient
 
 #if canImport(Glibc)
     import Glibc
@@ -19,22 +20,31 @@ final class ScriptedServer: @unchecked Sendable {
         func header(_ name: String) -> String? { headers.first { $0.0.lowercased() == name.lowercased() }?.1 }
     }
 
-    /// The accepted connection; write to it from the handler.
-    final class Client: @unchecked Sendable {
+    /// The accepted connection; write to it from the handler (or later, from any thread: a write after
+    /// the connection ended is dropped, never sent to whatever socket reuses its number — in a test
+    /// process that may be one of the load tool's own client sockets).
+    final class Client: Sendable {
         let fd: Int32
+        /// True while the socket is open; held across each write, so the socket cannot close mid-write.
+        private let open = Lock(true)
         init(fd: Int32) { self.fd = fd }
         func write(_ text: String) { write(Array(text.utf8)) }
         func write(_ bytes: [UInt8]) {
-            var offset = 0
-            while offset < bytes.count {
-                let n = bytes.withUnsafeBytes {
-                    Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+            open.withLock { open in
+                guard open else { return }
+                var offset = 0
+                while offset < bytes.count {
+                    let n = bytes.withUnsafeBytes {
+                        Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+                    }
+                    if n <= 0 { return }
+                    offset += n
                 }
-                if n <= 0 { return }
-                offset += n
             }
         }
-        func close() { shutdown(fd, Int32(SHUT_RDWR)) }
+        func close() { open.withLock { if $0 { _ = shutdown(fd, Int32(SHUT_RDWR)) } } }
+        /// The connection ended: no write reaches the socket after this returns (then it is closed).
+        func ended() { open.withLock { $0 = false } }
     }
 
     let port: Int
@@ -100,13 +110,14 @@ final class ScriptedServer: @unchecked Sendable {
     }
 
     private func serve(_ fd: Int32) {
+        let client = Client(fd: fd)
         defer {
             lock.lock()
             clients.removeAll { $0 == fd }
             lock.unlock()
+            client.ended()
             Glibc.close(fd)
         }
-        let client = Client(fd: fd)
         var buffer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16384)
         while true {

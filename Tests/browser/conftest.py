@@ -8,6 +8,7 @@ Screenshots go to artifacts/screenshots/ at the repository root.
 """
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -131,8 +132,21 @@ def cluster(github):
         nodes.stop()
 
 
-def make_driver(width=1100, height=900, dark=False):
+# Installed in every document of a window before its own scripts (a new window needs it again: the
+# command applies to the window it was sent to).
+PAGE_RECORDER = """
+    window.__cspViolations = [];
+    window.__pageErrors = [];
+    document.addEventListener('securitypolicyviolation',
+        (e) => window.__cspViolations.push(e.violatedDirective + ' ' + e.blockedURI));
+    window.addEventListener('error', (e) => window.__pageErrors.push(String(e.message)));
+"""
+
+
+def make_driver(width=1100, height=900, dark=False, extra_arguments=()):
     options = webdriver.ChromeOptions()
+    for argument in extra_arguments:
+        options.add_argument(argument)
     options.binary_location = os.environ.get("CHROMIUM_BIN", "/usr/bin/chromium")
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                      f"--window-size={width},{height}", "--lang=en-US", "--disable-extensions",
@@ -148,13 +162,7 @@ def make_driver(width=1100, height=900, dark=False):
     driver = webdriver.Chrome(options=options, service=service)
     driver.set_window_size(width, height)
     # Record CSP violations and page errors from the very first script of every document.
-    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": """
-        window.__cspViolations = [];
-        window.__pageErrors = [];
-        document.addEventListener('securitypolicyviolation',
-            (e) => window.__cspViolations.push(e.violatedDirective + ' ' + e.blockedURI));
-        window.addEventListener('error', (e) => window.__pageErrors.push(String(e.message)));
-    """})
+    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": PAGE_RECORDER})
     if dark:
         driver.execute_cdp_cmd("Emulation.setEmulatedMedia",
                                {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
@@ -187,6 +195,7 @@ def _save_console(driver, name):
     except Exception:
         return
     LOGS.mkdir(parents=True, exist_ok=True)
-    with open(LOGS / f"console-{name}.txt", "w") as out:
+    safe = re.sub(r"[^A-Za-z0-9_.\[\]-]+", "_", name)  # a test id may hold a path
+    with open(LOGS / f"console-{safe}.txt", "w") as out:
         for entry in entries:
             out.write(f"{entry['level']} {entry['message']}\n")

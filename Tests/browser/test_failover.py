@@ -7,6 +7,9 @@ live node takes the session over (docs/CLUSTER.md). In `test_texts_while_the_pag
 the page's own node is the owner: its inputs get no answer at all (network errors).
 """
 
+import json
+import urllib.request
+
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
@@ -211,3 +214,23 @@ def test_no_results_say_so_and_the_opened_line_goes_with_a_later_search(cluster,
 
     search(browser, "swift")
     assert not by_id(browser, "no-results").is_displayed()
+
+
+def test_the_shared_status_reaches_every_tab_in_cluster_mode(cluster, browser):
+    """In cluster mode a `status` change is not an event of the session: it comes without an id (and on
+    the shared stream without a seq). The page shows it all the same, on the shared stream and on a
+    session's own stream."""
+    node = cluster.b
+    message = "GitHub cannot be reached; results may be out of date."
+    open_page(browser, node)
+    banner = by_id(browser, "status-banner")
+    wait(browser, lambda d: d.execute_script("return window.bffClient && bffClient.streamTransport") is not None,
+         message="the page's stream did not start")
+    assert not banner.is_displayed()
+    body = json.dumps({"reachable": False, "message": message}).encode()
+    request = urllib.request.Request(f"{node.url}/api/_test/status", data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=5):
+        pass
+    wait(browser, lambda d: banner.is_displayed() and banner.text == message,
+         message="the cluster's status change did not reach the page")

@@ -181,6 +181,8 @@ extension SessionFailure {
         case .unreadableState: ("unreadableState", 0)
         case .tooLarge(let n): ("tooLarge", n)
         case .notReplicated: ("notReplicated", 0)
+        case .clientSessionLimit(let n): ("clientSessionLimit", n)
+        case .clientCreationRate(let s, _): ("clientCreationRate", s)
         }
     }
 
@@ -198,6 +200,8 @@ extension SessionFailure {
         case "unreadableState": self = .unreadableState
         case "tooLarge": self = .tooLarge(n)
         case "notReplicated": self = .notReplicated
+        case "clientSessionLimit": self = .clientSessionLimit(n)
+        case "clientCreationRate": self = .clientCreationRate(retryAfterSeconds: n, perSecond: 0)
         default: return nil
         }
     }

@@ -22,11 +22,20 @@ extension ClusterNode {
 
     // MARK: create
 
-    func create(at host: LoopSessions, reply: @escaping @Sendable (Result<String, SessionFailure>) -> Void) {
-        guard env.reserveSession() else { return reply(.failure(.sessionLimit(env.configuration.maxSessions))) }
+    func create(
+        at host: LoopSessions, client: ClientAddress,
+        reply: @escaping @Sendable (Result<String, SessionFailure>) -> Void
+    ) {
+        let counted: ClientAddress
+        switch env.reserveSession(for: client) {
+        case .failure(let f): return reply(.failure(f))
+        case .success(let key): counted = key
+        }
         let index = host.loop.index
         let id = SessionID.make(loop: index)
-        let session = Session(id: id, owner: host, viewModels: env.makeViewModels(host.executor), now: env.now())
+        let session = Session(
+            id: id, owner: host, viewModels: env.makeViewModels(host.executor, client.description), now: env.now(),
+            client: counted)
         stores[index].create(sessionID: id, holder: holders[index], state: session.storedForm()) { result in
             switch result {
             case .success(let lease):
@@ -35,7 +44,7 @@ extension ClusterNode {
             case .failure(let error):
                 self.failed(error)
                 session.end(reason: "moved")
-                self.env.sessionEnded(reason: "moved")
+                self.env.sessionEnded(reason: "moved", client: counted)
                 reply(.failure(SessionFailure(error)))
             }
         }
@@ -164,7 +173,7 @@ extension ClusterNode {
                     return refuse(.sessionLimit(self.env.configuration.maxSessions))
                 }
                 let session = Session(
-                    id: id, owner: owner, viewModels: self.env.makeViewModels(owner.executor), now: self.env.now())
+                    id: id, owner: owner, viewModels: self.env.makeViewModels(owner.executor, nil), now: self.env.now())
                 do {
                     if !snapshot.state.isEmpty { try session.restore(from: snapshot.state) }
                 } catch {

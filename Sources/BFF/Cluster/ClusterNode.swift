@@ -103,6 +103,9 @@ final class ClusterNode: SessionBackend {
     /// Shutdown: every session run here is handed to other nodes at once (`handOverAll`).
     func prepareShutdown() { handOverAll(timeout: 2) }
 
+    /// The state lives in the store: every read is a round trip (`state(of:at:reply:)`).
+    func currentState(of id: String, at host: LoopSessions) -> [UInt8]? { nil }
+
     /// Nil when every loop's Redis client is ready, every subscription healthy and no problem is known (a
     /// master with fewer connected replicas than `--redis-replica-acks` included); else the problems, one
     /// sentence each (`RedisClient.problems`, `RedisShardedSubscriber.problems`).
