@@ -113,6 +113,43 @@ final class ClusterFailoverTests: ClusterTestCase {
 
     }
 
+    /// Inputs forwarded (posted to a node that does not run their sessions) to sessions on the other shards
+    /// are answered as usual while a master is replaced: the answer comes back on a reply channel of the
+    /// session's own shard, not on one channel per loop that may sit on the failed shard (with one, each
+    /// such input waited 2 s for its answer and got `503`: found by the failover benchmark).
+    func testForwardedInputsToOtherShardsAreAnsweredWhileAMasterIsReplaced() throws {
+        let cluster = try SharedRedis.cluster()
+        let owner = try node("owner")
+        let sender = try node("sender", threads: 1)  // one loop: every forwarded input uses its channels
+        let backend = try XCTUnwrap(sender.app.backend as? ClusterNode)
+        // The master of the sender's first reply channel (`<prefix>:reply:{<holder>}`) is the one killed.
+        let victim = try masterPort(of: backend.keys.replies(backend.holders[0]))
+        var sessions: [String] = []
+        while sessions.count < 4 {
+            let id = try owner.createSession()
+            if try masterPort(of: "{\(id)}") != victim { sessions.append(id) }
+        }
+        let load = InputLoad(sessions: sessions.map { ($0, "127.0.0.1", sender.port) })
+        load.start()
+        usleep(800_000)
+        let killedAt = MonotonicClock.now()
+        try XCTUnwrap(cluster.node(port: victim)).kill()
+        while MonotonicClock.now() - killedAt < 20, cluster.masterPorts.contains(victim) { usleep(30_000) }
+        try XCTUnwrap(cluster.node(port: victim)).start()
+        usleep(1_000_000)
+        load.stop()
+        for id in sessions {
+            let acked = load.acknowledged(id)
+            XCTAssertGreaterThan(acked.count, 10)
+            XCTAssertEqual(acked.map(\.inputSeq), Array(1...acked.count), "\(id): every input once")
+            let errors = load.answers(of: id).filter { $0.status != 202 }
+            XCTAssertEqual(
+                errors.map(\.status), [],
+                "\(id): forwarded while another shard fails over: "
+                    + errors.map { "\($0.at - killedAt) s: \($0.detail ?? "")" }.joined(separator: "; "))
+        }
+    }
+
     /// A replica stopped (`SIGSTOP`): an input whose master cannot get its commit confirmed within the
     /// command time-out is answered `503` (never `202`); its retry with the same `Idempotency-Key` is
     /// `503` too while the replica is stopped, and once it continues, `202` with the number the input

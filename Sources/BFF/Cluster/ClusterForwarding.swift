@@ -341,7 +341,7 @@ extension ClusterNode {
             pending.reply(.failed(.runnerDidNotAnswer))
         }
         state.value.forwards[correlation] = PendingForward(reply: reply, timer: timer, sessionID: input.sessionID)
-        let payload = input.encode(replyTo: replyChannels[index], correlation: correlation)
+        let payload = input.encode(replyTo: replyChannel(for: input.sessionID, loop: index), correlation: correlation)
         let channel = RedisArg(inputChannel(input.sessionID))
         clients[index].send(["SPUBLISH", channel, RedisArg(bytes: payload)], key: channel) { result in
             if case .success(let v) = result, let n = v.int, n > 0 {
@@ -530,17 +530,5 @@ extension ClusterNode {
     private func catchUpIfBehind(_ id: String, seq: UInt64, loop index: Int) {
         guard let fed = perLoop[index].value.fed[id], !fed.local, fed.subscribed else { return }
         for s in fed.streams { s.checked(seq: seq) }
-    }
-
-    /// Subscribes every loop to its reply channel (at start; sharded: its own tag, one shard).
-    func subscribeForwardReplies() {
-        for (index, subscriber) in subscribers.enumerated() {
-            let channel = replyChannels[index]
-            subscriber.loop.execute {
-                subscriber.ssubscribe(channel: channel) { message in
-                    self.receiveForwardReply(message.payload, loop: index)
-                }
-            }
-        }
     }
 }

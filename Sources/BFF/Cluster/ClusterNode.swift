@@ -32,8 +32,9 @@ final class ClusterNode: SessionBackend {
     let holders: [String]
     let metrics: ClusterMetrics
     let logger: Logger
-    /// Per loop: the sharded channel owners answer forwarded inputs on (`<prefix>:reply:{<holder>}`).
-    let replyChannels: [String]
+    /// Per loop: the sharded channels owners answer its forwarded inputs on, one in a slot of each master
+    /// (`ClusterNode+Replies.swift`); any thread (a copy of each loop's list).
+    let replyChannelLists: Lock<[[String]]>
     /// Seconds a forwarded input waits for the owner's answer.
     let forwardTimeout: Double
     /// Every key and channel name (`settings.keyPrefix`).
@@ -72,7 +73,7 @@ final class ClusterNode: SessionBackend {
         var rng = SystemRandomNumberGenerator()
         let nonce = String(rng.next() as UInt64, radix: 36)
         holders = loops.indices.map { "\(settings.nodeID)#\(nonce)#\($0)" }
-        replyChannels = holders.map { keys.replies($0) }
+        replyChannelLists = Lock(holders.map { [keys.replies($0)] })
         self.keys = keys
         forwardTimeout = min(2, settings.leaseTTL)
         streamedCheckInterval = max(0.05, min(settings.leaseTTL, configuration.sessionIdleTimeout / 4))
@@ -260,6 +261,9 @@ struct ClusterLoopState {
     var orphanSlice = 0
     /// The slice the next session streamed here is checked in (round robin).
     var nextSlot = 0
+    /// The sharded channels owners answer this loop's forwarded inputs on (the first: `<prefix>:reply:
+    /// {<holder>}`; then one in a slot of each master, made as masters appear).
+    var replyChannels: [String] = []
     /// The timer reading this loop's Redis problems (`ClusterNode.startHealthChecks`), and when this loop
     /// last logged a commit its replicas did not confirm (at most every 10 s).
     var healthTimer: LoopTimer?
