@@ -112,8 +112,11 @@ final class ClusterNode: SessionBackend {
     /// sentence each (`RedisClient.problems`, `RedisShardedSubscriber.problems`).
     var unreadyReason: String? {
         let found = loopProblems.withLock { $0 }.enumerated().flatMap { i, p in p.map { "loop \(i): \($0)" } }
-        if group.isReady, found.isEmpty { return nil }
-        return "Redis is not reachable" + (found.isEmpty ? "" : ": " + found.joined(separator: "; "))
+        let ready = group.isReady
+        if ready, found.isEmpty { return nil }
+        // Connected, but a master lacks the replicas `--redis-replica-acks` needs: its inputs are refused.
+        let what = ready ? "Redis cannot acknowledge every input" : "Redis is not reachable"
+        return what + (found.isEmpty ? "" : ": " + found.joined(separator: "; "))
     }
 
     /// The shared `status` is one value for the cluster, applied by every node from the status board:
