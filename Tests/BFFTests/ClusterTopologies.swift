@@ -114,6 +114,11 @@ extension ClusterTestCase {
 
     /// Prepares the shared deployment for a test: healthy, empty, its command counters zeroed.
     func prepareSharedDeployment() throws {
+        // Every channel allowed again first (a test that restricts them and fails midway would otherwise
+        // leave the sentinels unable to greet each other, and the set never ready).
+        let data: [RedisServerProcess] =
+            Self.deployment == .cluster ? try SharedRedis.cluster().nodes : try SharedRedis.sentinel().data
+        for n in data where n.isRunning { n.cli("ACL", "SETUSER", "default", "allchannels") }
         try SharedRedis.restore(Self.deployment)
         for port in try masterPorts() {
             _ = try runCLI(port: port, [], input: "FLUSHALL\nCONFIG RESETSTAT\nACL SETUSER default allchannels\n")
