@@ -16,6 +16,8 @@ import Synchronization
 /// means a Redis that stopped answering: the connection is dropped and made again.
 ///
 /// Threading: loop-bound. Everything but `state` on `loop`'s thread; callbacks run there.
+// Unchecked: hiredis's callback context in raw mode (`Unmanaged` in its C read and connect callbacks);
+// its fields are loop-thread-only.
 final class RedisPubSubConnection: @unchecked Sendable {
     /// The subscribe-family commands.
     enum Command: String {
