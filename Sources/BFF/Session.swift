@@ -45,7 +45,7 @@ final class Session {
     /// The rarely used parts of a session (see `extras`).
     private final class Extras {
         var eventSink: ((_ viewModel: String, _ data: [UInt8], _ isSignal: Bool) -> Void)?
-        var onEnd: (() -> Void)?
+        var onEnd: ((_ reason: String) -> Void)?
         /// The `Idempotency-Key`s of recent inputs, with the `inputSeq` each got and when.
         var idempotency: [String: (inputSeq: Int, at: Double)] = [:]
     }
@@ -63,8 +63,8 @@ final class Session {
         get { extras?.eventSink }
         set { if newValue != nil || extras != nil { madeExtras.eventSink = newValue } }
     }
-    /// Told once when the session ends (cluster mode releases its lease).
-    var onEnd: (() -> Void)? {
+    /// Told once when the session ends, with the reason (cluster mode releases its lease).
+    var onEnd: ((_ reason: String) -> Void)? {
         get { extras?.onEnd }
         set { if newValue != nil || extras != nil { madeExtras.onEnd = newValue } }
     }
@@ -208,7 +208,7 @@ final class Session {
             vm.onEvent = nil
             vm.close()  // cancels its effects: an ended session's searches must not spend GitHub's budget
         }
-        onEnd?()
+        onEnd?(reason)
         onEnd = nil
         eventSink = nil
     }

@@ -82,6 +82,14 @@ final class SessionEnvironment: Sendable {
         return true
     }
 
+    /// A session reserved for `client` (the key `reserveSession(for:)` returned) is not created after all:
+    /// both reservations are given back, and no session is counted as ended.
+    func cancelReservation(client: ClientAddress) {
+        clientLimits.released(client)
+        liveSessions.subtract(1, ordering: .relaxed)
+        metrics.sessions.decrement()
+    }
+
     /// A reserved session ended (or was never started) for `reason` (an `end` reason, `unused`, or
     /// `moved`); `client` is the key it was counted under, if it was created here.
     func sessionEnded(reason: String, client: ClientAddress? = nil) {

@@ -38,6 +38,13 @@ public struct ClusterKeys: Sendable, Equatable {
     /// HASH {tokens, ts, until}: the cluster-wide upstream token bucket `name`.
     public func rateLimit(_ name: String) -> String { "\(prefix):rl:{\(name)}" }
 
+    /// HASH {tokens, ts}: client `client`'s bucket of session creations (its per-client rate, cluster-wide;
+    /// PX = until it would be full again).
+    public func clientBucket(_ client: String) -> String { "\(prefix):cl:{\(client)}" }
+    /// ZSET session id → counted until (Redis ms): the live sessions of client `client`, cluster-wide (PX =
+    /// the latest of those deadlines).
+    public func clientSessions(_ client: String) -> String { "\(prefix):cl:{\(client)}:live" }
+
     /// HASH {v, t}: a cached search page (PX = stale max age).
     public func cacheEntry(_ key: String) -> String { "\(prefix):c:{\(key)}" }
     /// STRING holder, PX = lock TTL: the single-flight lock of a cache key.

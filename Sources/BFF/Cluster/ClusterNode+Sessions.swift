@@ -33,6 +33,21 @@ extension ClusterNode {
         }
         let index = host.loop.index
         let id = SessionID.make(loop: index)
+        reserveAcrossCluster(counted, session: id, at: index) { refusal in
+            if let refusal {
+                self.env.cancelReservation(client: counted)
+                return reply(.failure(refusal))
+            }
+            self.createCounted(id, at: host, client: client, counted: counted, reply: reply)
+        }
+    }
+
+    /// `create` once the client's limits (this node's and the cluster's) allowed session `id`.
+    private func createCounted(
+        _ id: String, at host: LoopSessions, client: ClientAddress, counted: ClientAddress,
+        reply: @escaping @Sendable (Result<String, SessionFailure>) -> Void
+    ) {
+        let index = host.loop.index
         let session = Session(
             id: id, owner: host, viewModels: env.makeViewModels(host.executor, client.description), now: env.now(),
             client: counted)
@@ -45,6 +60,7 @@ extension ClusterNode {
                 self.failed(error)
                 session.end(reason: "moved")
                 self.env.sessionEnded(reason: "moved", client: counted)
+                self.ledgers[index].release(client: counted.description, session: id)
                 reply(.failure(SessionFailure(error)))
             }
         }
@@ -70,8 +86,14 @@ extension ClusterNode {
         let inputChannel = self.inputChannel(session.id)
         let feed = feeds[owner.loop.index]  // captured instead of `owner` (which holds the session)
         let metrics = self.metrics
-        session.onEnd = { [unowned owned] in
+        let ledger = ledgers[owner.loop.index]
+        session.onEnd = { [unowned owned] reason in
             owned.failWaiters()
+            // Ended for good (not moved to another node, where it stops counting on its own): the client's
+            // count across the cluster drops at once.
+            if reason != "moved", let client = session.countedClient {
+                ledger.release(client: client.description, session: session.id)
+            }
             guard state.value.owned[session.id] === owned else { return }
             state.value.owned[session.id] = nil
             subscriber.sunsubscribe(channel: inputChannel)

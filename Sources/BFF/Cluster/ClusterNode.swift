@@ -27,6 +27,8 @@ final class ClusterNode: SessionBackend {
     let group: RedisClientGroup
     let stores: [RedisSessionStore]
     let feeds: [RedisSessionEventFeed]
+    /// Per loop: the per-client session limits counted across the cluster (`ClusterNode+ClientLimits.swift`).
+    let ledgers: [RedisClientLedger]
     let perLoop: [LoopBound<ClusterLoopState>]
     /// Lease holder names: node id + boot nonce + loop, unique per process incarnation.
     let holders: [String]
@@ -69,6 +71,11 @@ final class ClusterNode: SessionBackend {
                 replicaTimeout: settings.redis.commandTimeout)
         }
         feeds = group.subscribers.map { RedisSessionEventFeed(subscriber: $0, keys: keys) }
+        let ledgerLimits = RedisClientLedger.Limits(
+            ratePerSecond: configuration.clientSessionRate, burst: configuration.clientSessionBurst,
+            maxLive: configuration.maxSessionsPerClient,
+            countedMilliseconds: Int((3 * Self.clientRefreshInterval * 1000).rounded()))
+        ledgers = group.clients.map { RedisClientLedger(client: $0, keys: keys, limits: ledgerLimits) }
         perLoop = loops.map { LoopBound(ClusterLoopState(loop: $0), loop: $0) }
         var rng = SystemRandomNumberGenerator()
         let nonce = String(rng.next() as UInt64, radix: 36)
@@ -99,6 +106,7 @@ final class ClusterNode: SessionBackend {
         subscribeForwardReplies()
         startOrphanChecks()
         startHealthChecks()
+        startClientRefreshes()
     }
 
     /// Shutdown: every session run here is handed to other nodes at once (`handOverAll`).
@@ -270,6 +278,8 @@ struct ClusterLoopState {
     /// The timer reading this loop's Redis problems (`ClusterNode.startHealthChecks`), and when this loop
     /// last logged a commit its replicas did not confirm (at most every 10 s).
     var healthTimer: LoopTimer?
+    /// The timer keeping this loop's sessions counted against their clients (`startClientRefreshes`).
+    var clientRefreshTimer: LoopTimer?
     var ackTimeoutLoggedAt: Double?
     /// Forwarding messages this loop could not read (another version, or damaged) since it last said so,
     /// and when it last said so (`Application.dropUnreadable`).

@@ -1,0 +1,66 @@
+import ClusterRedis
+import ClusterStore
+import EventHTTP
+
+/// Cluster mode's per-client session limits (the contract's "Fair use"), counted across the cluster: a
+/// creation passes this node's own limits first (`SessionEnvironment.reserveSession(for:)`: no Redis work
+/// for a flood this node already refuses), then the client's bucket and live count in Redis
+/// (`RedisClientLedger`), so a client spread over N nodes by a load balancer gets its limits once.
+/// Sessions run here are kept counted by a refresh every `clientRefreshInterval`; see docs/CLUSTER.md,
+/// "Per-client limits across the cluster".
+extension ClusterNode {
+    /// Seconds between two refreshes of a loop's counted sessions; a session stops counting three intervals
+    /// after its node last refreshed it (a dead node's sessions, one that moved).
+    static let clientRefreshInterval = 20.0
+
+    /// Asks the cluster whether `client` (the key this node counts it under) may create session `id`, on
+    /// loop `index`; `done(nil)` when it may. A Redis error admits the creation (this node's own limits
+    /// held, and the creation itself needs Redis: it fails there if Redis is gone).
+    func reserveAcrossCluster(
+        _ client: ClientAddress, session id: String, at index: Int, _ done: @escaping (SessionFailure?) -> Void
+    ) {
+        let configuration = env.configuration
+        ledgers[index].reserve(client: client.description, session: id) { result in
+            switch result {
+            case .success(.allowed):
+                done(nil)
+            case .success(.rate(let ms)):
+                self.env.metrics.clientRefusals(limit: "rate")
+                let seconds = max(1, (ms + 999) / 1000)
+                done(.clientCreationRate(retryAfterSeconds: seconds, perSecond: configuration.clientSessionRate))
+            case .success(.live(let max)):
+                self.env.metrics.clientRefusals(limit: "live")
+                done(.clientSessionLimit(max))
+            case .failure(let error):
+                self.metrics.redisErrors.increment()
+                self.logger.warning(
+                    "per-client limits not counted across the cluster", metadata: ["error": "\(error)"])
+                done(nil)
+            }
+        }
+    }
+
+    /// Starts, on every loop, the refresh that keeps the sessions run there counted against their clients.
+    func startClientRefreshes() {
+        for (i, client) in clients.enumerated() {
+            let state = perLoop[i]
+            let ledger = ledgers[i]
+            client.loop.execute { [unowned self] in
+                state.value.clientRefreshTimer = client.loop.scheduleRepeating(every: Self.clientRefreshInterval) {
+                    var byClient: [String: [String]] = [:]
+                    for (id, owned) in state.value.owned {
+                        guard let c = owned.session.countedClient, !owned.session.isEnded else { continue }
+                        byClient[c.description, default: []].append(id)
+                    }
+                    guard !byClient.isEmpty else { return }
+                    ledger.refresh(byClient.map { (client: $0.key, sessions: $0.value) }) { r in
+                        if case .failure(let e) = r {
+                            self.metrics.redisErrors.increment()
+                            self.logger.warning("per-client session counts not refreshed", metadata: ["error": "\(e)"])
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
