@@ -8,7 +8,7 @@ import XCTest
 /// "Fair use" through the cluster: two real nodes on one real Redis, a client whose creations go to both
 /// (as a load balancer would send them) gets its per-client limits once across the cluster, not once per
 /// node, while another client creates sessions throughout.
-final class ClusterFairUseTests: ClusterTestCase {
+class ClusterFairUseTests: ClusterTestCase {
     private func fairNode(_ name: String, _ limits: @escaping (inout AppConfiguration) -> Void) throws -> LiveApp {
         let app = try LiveApp { c in
             c.cluster = ClusterSettings(redisURL: self.redisURL, nodeID: name, leaseTTL: 10)
@@ -87,5 +87,56 @@ final class ClusterFairUseTests: ClusterTestCase {
             (try? self.redisCLI("ZCARD", "bff:cl:{127.0.0.2}:live").trimmingCharacters(in: .whitespacesAndNewlines))
                 == "0"
         }
+    }
+
+    func testEveryLoopsRefreshReachesTheClientsOfEveryMaster() throws {
+        let node = try fairNode("a") { $0.maxSessionsPerClient = 5 }
+        let cluster = try XCTUnwrap(node.app.backend as? ClusterNode)
+        // Thirty clients: on a Redis Cluster their keys fall on every master.
+        let clients = (2..<32).map { "127.0.0.\($0)" }
+        var ids: [String: String] = [:]
+        for c in clients { ids[c] = try XCTUnwrap(try create(node, from: c).json?["id"]?.stringValue) }
+        // Pull every deadline in to 5 s from now (Redis's clock), then refresh: each must be pushed back out.
+        let now = try XCTUnwrap(Int(try redisCLI("TIME").split(whereSeparator: \.isNewline).first ?? ""))
+        for c in clients {
+            _ = try redisCLI("ZADD", "bff:cl:{\(c)}:live", "XX", "\(now * 1000 + 5000)", ids[c]!)
+        }
+        for i in cluster.clients.indices {
+            let done = expectation(description: "loop \(i) refreshed")
+            cluster.clients[i].loop.execute {
+                cluster.refreshClientCounts(loop: i) { ok in
+                    XCTAssertTrue(ok)
+                    done.fulfill()
+                }
+            }
+            wait(for: [done], timeout: 10)
+        }
+        for c in clients {
+            let score = try redisCLI("ZSCORE", "bff:cl:{\(c)}:live", ids[c]!).trimmingCharacters(
+                in: .whitespacesAndNewlines)
+            XCTAssertGreaterThan(Double(score) ?? 0, Double(now * 1000 + 50_000), "client \(c)")
+        }
+    }
+}
+
+/// ClusterFairUseTests (per-client limits counted across nodes; the refresh reaching every master) on the
+/// shared Redis Cluster.
+final class ClusterFairUseOnRedisClusterTests: ClusterFairUseTests {
+    override class var deployment: RedisDeployment { .cluster }
+
+    override func testLiveSessionsOfAClientAreCountedAcrossNodes() throws {
+        try super.testLiveSessionsOfAClientAreCountedAcrossNodes()
+    }
+
+    override func testTheCreationRateOfAClientIsOneBucketAcrossNodes() throws {
+        try super.testTheCreationRateOfAClientIsOneBucketAcrossNodes()
+    }
+
+    override func testAClientsSessionsInRedisExpireAndLeaveWhenTheyEnd() throws {
+        try super.testAClientsSessionsInRedisExpireAndLeaveWhenTheyEnd()
+    }
+
+    override func testEveryLoopsRefreshReachesTheClientsOfEveryMaster() throws {
+        try super.testEveryLoopsRefreshReachesTheClientsOfEveryMaster()
     }
 }

@@ -44,23 +44,28 @@ extension ClusterNode {
     func startClientRefreshes() {
         for (i, client) in clients.enumerated() {
             let state = perLoop[i]
-            let ledger = ledgers[i]
             client.loop.execute { [unowned self] in
                 state.value.clientRefreshTimer = client.loop.scheduleRepeating(every: Self.clientRefreshInterval) {
-                    var byClient: [String: [String]] = [:]
-                    for (id, owned) in state.value.owned {
-                        guard let c = owned.session.countedClient, !owned.session.isEnded else { continue }
-                        byClient[c.description, default: []].append(id)
-                    }
-                    guard !byClient.isEmpty else { return }
-                    ledger.refresh(byClient.map { (client: $0.key, sessions: $0.value) }) { r in
-                        if case .failure(let e) = r {
-                            self.metrics.redisErrors.increment()
-                            self.logger.warning("per-client session counts not refreshed", metadata: ["error": "\(e)"])
-                        }
-                    }
+                    self.refreshClientCounts(loop: i) { _ in }
                 }
             }
+        }
+    }
+
+    /// Keeps the sessions loop `i` runs counted against their clients (loop `i` only); `done` tells
+    /// whether Redis took every refresh.
+    func refreshClientCounts(loop i: Int, _ done: @escaping (Bool) -> Void) {
+        var byClient: [String: [String]] = [:]
+        for (id, owned) in perLoop[i].value.owned {
+            guard let c = owned.session.countedClient, !owned.session.isEnded else { continue }
+            byClient[c.description, default: []].append(id)
+        }
+        ledgers[i].refresh(byClient.map { (client: $0.key, sessions: $0.value) }) { r in
+            if case .failure(let e) = r {
+                self.metrics.redisErrors.increment()
+                self.logger.warning("per-client session counts not refreshed", metadata: ["error": "\(e)"])
+            }
+            done((try? r.get()) != nil)
         }
     }
 }
