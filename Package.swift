@@ -38,6 +38,7 @@ let package = Package(
         .systemLibrary(name: "CTSan"),
         // epoll and timerfd, which Swift's Glibc module does not include (LoadKit's load loop).
         .systemLibrary(name: "CEpoll"),
+        .systemLibrary(name: "CSpawn"),
 
         // MARK: Lowest layer: values, and the primitives several layers share (lock, clock, token bucket)
         .target(name: "Primitives", dependencies: ["CTSan"]),
@@ -122,7 +123,7 @@ let package = Package(
             name: "EventHTTPTests",
             dependencies: ["EventHTTP", "WireClient", "JSON", .product(name: "Logging", package: "swift-log")]
         ),
-        .target(name: "RedisTestSupport", dependencies: ["RedisClient", "EventHTTP"]),
+        .target(name: "RedisTestSupport", dependencies: ["RedisClient", "EventHTTP", "CSpawn"]),
         .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "RedisTestSupport", "EventHTTP"]),
         .testTarget(
             name: "ClusterRedisTests",

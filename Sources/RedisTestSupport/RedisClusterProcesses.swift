@@ -39,19 +39,14 @@ public final class RedisClusterProcesses: Sendable {
                     ]))
         }
         nodes = started
-        let create = Process()
-        create.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
-        create.arguments =
+        let create = try Spawn.run(
+            "/usr/bin/redis-cli",
             ["--cluster", "create"] + nodes.map { "127.0.0.1:\($0.port)" } + [
                 "--cluster-replicas", "\(replicasPerMaster)", "--cluster-yes",
-            ]
-        create.standardOutput = FileHandle.nullDevice
-        create.standardError = FileHandle.nullDevice
-        try create.run()
-        create.waitUntilExit()
-        guard create.terminationStatus == 0 else {
+            ])
+        guard create.status == 0 else {
             stop()
-            throw NSError(domain: "redis-cli --cluster create failed", code: Int(create.terminationStatus))
+            throw NSError(domain: "redis-cli --cluster create failed: \(create.errorOutput)", code: Int(create.status))
         }
         guard waitUntilHealthy(timeout: timeout) else {
             stop()

@@ -19,7 +19,7 @@ public final class RedisServerProcess: Sendable {
     /// The log line that says the server is ready.
     private let readyLine: String
     /// The running server (nil when stopped); any thread.
-    private let process = Lock<Process?>(nil)
+    private let process = Lock<pid_t?>(nil)
 
     /// Picks a free port and starts the server there.
     public convenience init(extraArguments: [String] = []) throws {
@@ -50,7 +50,7 @@ public final class RedisServerProcess: Sendable {
     }
 
     /// The server's process id (0 when not running).
-    public var pid: Int32 { process.withLock { $0?.processIdentifier ?? 0 } }
+    public var pid: Int32 { process.withLock { $0 ?? 0 } }
     /// `redis://127.0.0.1:<port>`.
     public var url: String { "redis://127.0.0.1:\(port)" }
 
@@ -61,34 +61,39 @@ public final class RedisServerProcess: Sendable {
     /// `--replicaof host port`: a killed Sentinel master back as the new master's replica), and waits
     /// until it accepts connections.
     public func start(adding additional: [String]) throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
-        p.arguments = arguments + additional
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        process.withLock { $0 = p }
+        let child = try Spawn.start("/usr/bin/redis-server", arguments + additional, stderr: .discard)
+        process.withLock { $0 = child.pid }
+        let out = child.stdout!
         var seen = ""
-        let handle = out.fileHandleForReading
+        var buffer = [UInt8](repeating: 0, count: 4096)
         let deadline = Date().addingTimeInterval(10)
         while !seen.contains(readyLine) {
-            let chunk = handle.availableData  // blocks until the server writes or exits
-            if chunk.isEmpty || Date() > deadline {
+            let left = deadline.timeIntervalSinceNow
+            var p = pollfd(fd: out, events: Int16(POLLIN), revents: 0)
+            let n = left > 0 && poll(&p, 1, Int32(left * 1000) + 1) > 0 ? read(out, &buffer, buffer.count) : 0
+            if n <= 0 {
+                close(out)
                 throw NSError(domain: "redis-server did not start: \(seen)", code: 1)
             }
-            seen += String(decoding: chunk, as: UTF8.self)
+            seen += String(decoding: buffer[0..<n], as: UTF8.self)
         }
-        // Keep draining its log so the server never blocks on a full pipe.
-        handle.readabilityHandler = { h in _ = h.availableData }
+        // Keep draining its log so the server never blocks on a full pipe; the pipe ends when it exits.
+        Thread.detachNewThread {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = read(out, &buffer, buffer.count)
+                if n > 0 || (n < 0 && errno == EINTR) { continue }
+                break
+            }
+            close(out)
+        }
     }
 
     /// SIGKILLs the server and waits for it to exit.
     public func kill() {
-        guard let p = process.withLock({ $0.take() }) else { return }
-        Glibc.kill(p.processIdentifier, SIGKILL)
-        p.waitUntilExit()
-        (p.standardOutput as? Pipe)?.fileHandleForReading.readabilityHandler = nil
+        guard let pid = process.withLock({ $0.take() }) else { return }
+        Glibc.kill(pid, SIGKILL)
+        Spawn.wait(pid)
     }
 
     /// Sends `signal` (SIGSTOP, SIGCONT) to the server.
@@ -104,16 +109,8 @@ public final class RedisServerProcess: Sendable {
 
     /// `redis-cli -p port args…`, as `cli(_:)`.
     public static func cli(port: Int, _ args: [String]) -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
-        p.arguments = ["-p", "\(port)"] + args
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        guard (try? p.run()) != nil else { return "" }
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let r = try? Spawn.run("/usr/bin/redis-cli", ["-p", "\(port)"] + args) else { return "" }
+        return r.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     deinit { kill() }

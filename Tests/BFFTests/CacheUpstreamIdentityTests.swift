@@ -135,13 +135,6 @@ final class CacheUpstreamIdentityTests: ClusterTestCase {
     }
 
     private func redisCLI(_ arguments: [String]) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
-        p.arguments = ["-p", "\(redis.port)"] + arguments
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        p.waitUntilExit()
-        return String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        try Spawn.run("/usr/bin/redis-cli", ["-p", "\(redis.port)"] + arguments).output
     }
 }

@@ -247,17 +247,14 @@ final class ClusterFailoverTests: ClusterTestCase {
     /// lowest slots of `from`, as `redis-cli` picks them); its exit status.
     func reshardSlots(_ count: Int, from: Int, to: Int) throws -> Int32 {
         let cluster = try SharedRedis.cluster()
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
-        p.arguments = [
-            "--cluster", "reshard", "127.0.0.1:\(from)", "--cluster-from", try XCTUnwrap(cluster.nodeID(port: from)),
-            "--cluster-to", try XCTUnwrap(cluster.nodeID(port: to)), "--cluster-slots", "\(count)", "--cluster-yes",
-        ]
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        return p.terminationStatus
+        return try Spawn.run(
+            "/usr/bin/redis-cli",
+            [
+                "--cluster", "reshard", "127.0.0.1:\(from)", "--cluster-from",
+                try XCTUnwrap(cluster.nodeID(port: from)), "--cluster-to", try XCTUnwrap(cluster.nodeID(port: to)),
+                "--cluster-slots", "\(count)", "--cluster-yes",
+            ]
+        ).status
     }
 
     func metrics(_ app: LiveApp) throws -> String {

@@ -105,15 +105,8 @@ final class ClusterHAProxyRoutingTests: XCTestCase {
     }
 
     private func owner(of id: String, redis: RedisServerProcess) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
-        p.arguments = ["-p", "\(redis.port)", "GET", "bff:s:{\(id)}:lease"]
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        p.waitUntilExit()
-        return String(
-            String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).prefix { $0 != "#" })
+        let out = try Spawn.run("/usr/bin/redis-cli", ["-p", "\(redis.port)", "GET", "bff:s:{\(id)}:lease"]).output
+        return String(out.prefix { $0 != "#" })
     }
 
     func testEveryRequestOfASessionReachesTheNodeThatCreatedItAndStaysWithItsTakerAfterAKill() throws {

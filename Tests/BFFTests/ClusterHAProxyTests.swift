@@ -226,14 +226,7 @@ final class ClusterHAProxyTests: XCTestCase {
     }
 
     private func redisGet(port: Int, key: String) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
-        p.arguments = ["-p", "\(port)", "GET", key]
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        p.waitUntilExit()
-        return String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        try Spawn.run("/usr/bin/redis-cli", ["-p", "\(port)", "GET", key]).output
             .trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import RedisTestSupport
 import WireClient
 import XCTest
 
@@ -15,19 +16,9 @@ final class ClusterSpreadTests: ClusterTestCase {
 
     /// Every command Redis runs for `seconds`, from `redis-cli monitor`.
     func monitor(for seconds: Double) throws -> [Seen] {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
-        p.arguments = ["-p", "\(redis.port)", "monitor"]
-        let path = NSTemporaryDirectory() + "monitor-\(UUID().uuidString).txt"
-        _ = FileManager.default.createFile(atPath: path, contents: nil)
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        p.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-        try p.run()
-        usleep(UInt32(seconds * 1_000_000))  // the observation window itself, not a synchronisation
-        p.terminate()
-        p.waitUntilExit()
-        let data = try Data(contentsOf: URL(fileURLWithPath: path))
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap { line in
+        // The observation window itself, not a synchronisation.
+        let text = try Spawn.output(of: "/usr/bin/redis-cli", ["-p", "\(redis.port)", "monitor"], for: seconds)
+        return text.split(separator: "\n").compactMap { line in
             // 1700000000.123456 [0 127.0.0.1:5555] "EVALSHA" "…" "1" "bff:s:{id}:lease" …
             guard let time = Double(line.prefix { $0 != " " }), let bracket = line.firstIndex(of: "]") else {
                 return nil

@@ -128,24 +128,9 @@ extension ClusterTestCase {
     /// `redis-cli -p port args…` (commands from `input` when given, one a line): its output (exit status 0
     /// asserted).
     func runCLI(port: Int, _ args: [String], cluster: Bool = false, input: String? = nil) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
-        p.arguments = (cluster ? ["-c"] : []) + ["-p", "\(port)"] + args
-        let out = Pipe()
-        p.standardOutput = out
-        if let input {
-            let pipe = Pipe()
-            p.standardInput = pipe
-            try p.run()
-            pipe.fileHandleForWriting.write(Data(input.utf8))
-            try pipe.fileHandleForWriting.close()
-        } else {
-            try p.run()
-        }
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        XCTAssertEqual(p.terminationStatus, 0)
-        return String(decoding: data, as: UTF8.self)
+        let r = try Spawn.run("/usr/bin/redis-cli", (cluster ? ["-c"] : []) + ["-p", "\(port)"] + args, input: input)
+        XCTAssertEqual(r.status, 0, r.errorOutput)
+        return r.output
     }
 
     /// `redis-cli args…` against the deployment, sent where it applies: node-wide commands (`KEYS`,

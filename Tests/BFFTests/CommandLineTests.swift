@@ -31,16 +31,9 @@ final class CommandLineTests: XCTestCase {
     /// Everything `bff arguments` writes on stdout, its lines joined by single spaces (help text wraps at
     /// the terminal's width); fails unless it exits 0.
     private func output(of arguments: [String]) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: bff)
-        p.arguments = arguments
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        XCTAssertEqual(p.terminationStatus, 0, "bff \(arguments)")
-        return String(decoding: data, as: UTF8.self).split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        let r = try Spawn.run(bff, arguments)
+        XCTAssertEqual(r.status, 0, "bff \(arguments)")
+        return r.output.split(whereSeparator: \.isWhitespace).joined(separator: " ")
     }
 
     /// A start under a low open-file limit logs nothing about `--max-connections` at the default level

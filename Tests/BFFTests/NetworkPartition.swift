@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import RedisTestSupport
 
 /// A network namespace for one `bff` node, joined to the test's (root) namespace by two veth pairs: one
 /// for its Redis traffic, one for its clients, so that the Redis link can be cut (`ip link set … down`)
@@ -69,17 +70,9 @@ final class NetworkPartition {
     }
 
     private static func run(_ arguments: [String]) throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: ip ?? "/bin/ip")
-        p.arguments = arguments
-        let err = Pipe()
-        p.standardError = err
-        p.standardOutput = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else {
-            let why = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            throw Unavailable(description: "ip \(arguments.joined(separator: " ")): \(why)")
+        let r = try Spawn.run(ip ?? "/bin/ip", arguments)
+        guard r.status == 0 else {
+            throw Unavailable(description: "ip \(arguments.joined(separator: " ")): \(r.errorOutput)")
         }
     }
 }
