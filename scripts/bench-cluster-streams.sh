@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The cluster at scale (issue 20): NODES bff nodes on one loopback redis-server, each loaded by its own
+# `bff-load streams` at once (STREAMS streams per node, CONCURRENCY establishments at a time per node:
+# NODES x CONCURRENCY in flight across the cluster), from loopback client addresses of its own
+# (127.0.N.1-254 for node N: per-client limits are counted cluster-wide). Each loader holds its streams
+# HOLD s, reads its node's RSS, then broadcasts `status` through its node's test hook and times the fan-out
+# to every stream of that node. Prints one line per node and the totals; logs and JSON stay in $OUT.
+# Stays within this host's 20,000 open files per process (6 x 17,000 by default).
+#
+# Usage: scripts/bench-cluster-streams.sh
+# Environment: CS_NODES (6) CS_STREAMS (17000) CS_CONCURRENCY (100) CS_HOLD (15)
+#              CS_BIN (folder with release bff and bff-load; default: build them) CS_OUT (a temp folder)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+NODES=${CS_NODES:-6}
+STREAMS=${CS_STREAMS:-17000}
+CONCURRENCY=${CS_CONCURRENCY:-100}
+HOLD=${CS_HOLD:-15}
+OUT=${CS_OUT:-$(mktemp -d)}
+BENCH_NAME=bench-cluster-streams
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh
+require_tools redis-server redis-cli curl python3
+mkdir -p "$OUT"
+if [[ -n ${CS_BIN:-} ]]; then
+    BIN=$CS_BIN
+else
+    log "building release bff and bff-load"
+    swift build -c release --product bff > /dev/null
+    swift build -c release --product bff-load > /dev/null
+    BIN=.build/release
+fi
+read -ra PORTS < <(free_ports $((NODES + 1)))
+RP=${PORTS[0]}
+redis-server --port "$RP" --save '' --appendonly no --maxclients 10000 > "$OUT/redis.log" 2>&1 &
+PIDS+=($!)
+REDIS_PID=$!
+for _ in $(seq 50); do redis-cli -p "$RP" ping > /dev/null 2>&1 && break; sleep 0.1; done
+NODE_PIDS=()
+for n in $(seq 1 "$NODES"); do
+    "$BIN/bff" --port "${PORTS[$n]}" --redis-url "redis://127.0.0.1:$RP/0" --node-id "n$n" --test-hooks \
+        --cache-file none --log-level warning > "$OUT/node$n.log" 2>&1 &
+    PIDS+=($!)
+    NODE_PIDS+=($!)
+done
+for n in $(seq 1 "$NODES"); do
+    for _ in $(seq 100); do curl -fs "http://127.0.0.1:${PORTS[$n]}/readyz" > /dev/null && break; sleep 0.1; done
+done
+log "$NODES nodes ready; $STREAMS streams each, $CONCURRENCY establishing at a time per node"
+redis-cli -p "$RP" CONFIG RESETSTAT > /dev/null
+redis_before=$(cpu_ticks_of "$REDIS_PID")
+started=$(date +%s.%N)
+LOADERS=()
+for n in $(seq 1 "$NODES"); do
+    "$BIN/bff-load" streams --url "http://127.0.0.1:${PORTS[$n]}" --streams "$STREAMS" --hold "$HOLD" \
+        --concurrency "$CONCURRENCY" --pid "${NODE_PIDS[$((n - 1))]}" --source "127.0.$n.1-127.0.$n.254" \
+        --json --quiet > "$OUT/load$n.json" 2> "$OUT/load$n.err" &
+    LOADERS+=($!)
+done
+for pid in "${LOADERS[@]}"; do wait "$pid" || true; done
+ended=$(date +%s.%N)
+redis_after=$(cpu_ticks_of "$REDIS_PID")
+hz=$(getconf CLK_TCK)
+python3 - "$OUT" "$NODES" "$STREAMS" "$started" "$ended" "$(( (redis_after - redis_before) * 1000 / hz ))" << 'PY'
+import json, os, re, sys
+out, nodes, streams, started, ended, redis_ms = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6])
+tot_ok = tot_failed = tot_bcast = 0
+worst_bcast = 0.0
+for n in range(1, nodes + 1):
+    try:
+        r = json.load(open(f"{out}/load{n}.json"))
+    except Exception as e:
+        print(f"node {n}: no result ({e}); stderr: {open(f'{out}/load{n}.err').read()[-300:]}")
+        continue
+    ok, failed = r.get("succeeded", 0), r.get("failed", 0)
+    tot_ok += ok; tot_failed += failed
+    est = r.get("establish", {})
+    got, all_ms = r.get("broadcastReceived", 0), r.get("broadcastAllReceived")
+    if isinstance(all_ms, (int, float)): worst_bcast = max(worst_bcast, all_ms)
+    tot_bcast += got
+    log = open(f"{out}/node{n}.log").read()
+    warnings = {k: len(re.findall(k, log)) for k in ["timed out", "connection lost", "Too many common timeouts", "commit failed", "overloaded"]}
+    print(f"node {n}: {ok} ok, {failed} failed; establish p50 {est.get('p50Us', 0) / 1000:.0f} ms p99 {est.get('p99Us', 0) / 1000:.0f} ms; "
+          f"{r.get('bytesPerSessionStream')} B per session+stream; broadcast reached {got} of {ok} in {all_ms} ms; log: {warnings}")
+    if failed: print(f"  failures: {json.dumps({k: v for k, v in r.items() if 'ail' in k and k != 'failed'})[:400]}")
+print(f"total: {tot_ok} of {nodes * streams} streams, {tot_failed} failed, in {ended - started:.1f} s; "
+      f"broadcast reached {tot_bcast}; slowest node's broadcast to all its streams {worst_bcast} ms; "
+      f"redis-server CPU {redis_ms} ms")
+PY
+redis-cli -p "$RP" INFO commandstats | grep -E "cmdstat_(evalsha|ssubscribe|spublish|publish):" | sed 's/^/redis: /'
