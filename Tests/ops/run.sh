@@ -10,6 +10,10 @@ if ! "$python" -c 'import pytest' 2>/dev/null; then
     echo "ops tests: installing pytest" >&2
     "$python" -m pip install -q pytest
 fi
+if ! "$python" -c 'import yaml' 2>/dev/null; then
+    echo "ops tests: installing PyYAML" >&2
+    "$python" -m pip install -q pyyaml
+fi
 for binary in bff github-sim; do
     if [ ! -x "${BFF_BIN_DIR:-.build/debug}/$binary" ]; then
         echo "ops tests: ${BFF_BIN_DIR:-.build/debug}/$binary is missing; build it with 'swift build --product $binary'" >&2
