@@ -116,3 +116,17 @@ extension InMemoryUpstreamBudgetTests {
         XCTAssertLessThanOrEqual(budget.trackedClients, 302, "the first 300 ended and were swept (else 602)")
     }
 }
+
+extension ClusterKeysTests {
+    /// A client's counter shares the bucket's slot (one script reads both, on Redis Cluster too), whatever
+    /// its address holds (an IPv6 address's colons included).
+    func testAClientsCounterSharesItsBucketsSlot() {
+        let k = ClusterKeys(prefix: "p")
+        XCTAssertEqual(k.rateLimitClient("gh", "127.0.0.2"), "p:rl:{gh}:c:127.0.0.2")
+        for client in ["127.0.0.2", "2001:db8::1", "a{b}c"] {
+            XCTAssertEqual(
+                RedisClient.slot(of: RedisArg(k.rateLimitClient("gh", client))),
+                RedisClient.slot(of: RedisArg(k.rateLimit("gh"))), client)
+        }
+    }
+}
