@@ -24,18 +24,37 @@ enum BudgetScripts {
 
         """
 
-    /// KEYS: bucket. ARGV: capacity, refill per second, cost. Returns {allowed 0/1, remaining, wait ms}.
+    /// KEYS: bucket [, client counter]. ARGV: capacity, refill per second, cost [, client cap, window ms].
+    /// Returns {allowed 0/1, remaining, wait ms, refused for the client's share 0/1}.
+    ///
+    /// With a client counter (a STRING sharing the bucket's hash tag): a client that has started its cap
+    /// of calls in its window is refused before any token is taken, with the ms until its window ends; an
+    /// allowed call counts against it (`INCR`; the first call of a window sets its `PEXPIRE`, so the key
+    /// goes when the window does). A refused call counts nothing.
     static let take = RedisScript(
         prologue + """
-            if blocked > now then return {0, math.floor(tokens), blocked - now} end
+            if blocked > now then return {0, math.floor(tokens), blocked - now, 0} end
             local cost = tonumber(ARGV[3])
+            local ck = KEYS[2]
+            if ck then
+              local calls = tonumber(redis.call('GET', ck)) or 0
+              if calls >= tonumber(ARGV[4]) then
+                local left = redis.call('PTTL', ck)
+                if left < 0 then
+                  left = tonumber(ARGV[5])
+                  redis.call('PEXPIRE', ck, left)
+                end
+                return {0, math.floor(tokens), left, 1}
+              end
+            end
             if tokens >= cost then
               tokens = tokens - cost
               save()
-              return {1, math.floor(tokens), 0}
+              if ck and redis.call('INCR', ck) == 1 then redis.call('PEXPIRE', ck, ARGV[5]) end
+              return {1, math.floor(tokens), 0, 0}
             end
             save()
-            return {0, math.floor(tokens), math.ceil((cost - tokens) / rate)}
+            return {0, math.floor(tokens), math.ceil((cost - tokens) / rate), 0}
             """)
 
     /// KEYS: bucket. ARGV: capacity, refill per second, remaining (-1: none), blocked until ms (0: none).

@@ -37,6 +37,9 @@ public struct ClusterKeys: Sendable, Equatable {
 
     /// HASH {tokens, ts, until}: the cluster-wide upstream token bucket `name`.
     public func rateLimit(_ name: String) -> String { "\(prefix):rl:{\(name)}" }
+    /// STRING count, PX = the client's window: the calls `client` started from bucket `name` in its
+    /// current window (its fair share; same slot as the bucket, so one script reads both).
+    public func rateLimitClient(_ name: String, _ client: String) -> String { "\(prefix):rl:{\(name)}:c:\(client)" }
 
     /// HASH {tokens, ts}: client `client`'s bucket of session creations (its per-client rate, cluster-wide;
     /// PX = until it would be full again).

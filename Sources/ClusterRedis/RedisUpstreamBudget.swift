@@ -1,8 +1,9 @@
 import ClusterStore
 import RedisClient
 
-/// `UpstreamBudget` in Redis: a Lua token bucket on Redis `TIME` (see `BudgetScripts`), one
-/// round trip per decision.
+/// `UpstreamBudget` in Redis: a Lua token bucket on Redis `TIME` (see `BudgetScripts`), with each
+/// client's calls counted in a key beside it (`ClusterKeys.rateLimitClient`, same slot), one round trip
+/// per decision.
 ///
 /// Threading: `Sendable`; each call hops to the client's loop and back.
 public final class RedisUpstreamBudget: UpstreamBudget, Sendable {
@@ -11,26 +12,36 @@ public final class RedisUpstreamBudget: UpstreamBudget, Sendable {
     /// The bucket's shape (every node must use the same).
     public let shape: TokenBucketShape
     private let key: String
+    private let keys: ClusterKeys
+    private let name: String
 
     /// The bucket `name` (e.g. `github-search`) under `keys`, of `shape`, on `client`.
     public init(client: RedisClient, name: String, shape: TokenBucketShape, keys: ClusterKeys) {
         self.client = client
         self.shape = shape
+        self.keys = keys
+        self.name = name
         key = keys.rateLimit(name)
     }
 
-    private func run(_ script: RedisScript, _ extra: [RedisArg]) async -> Result<RESPValue, RedisError> {
+    private func run(
+        _ script: RedisScript, _ extra: [RedisArg], counter: String? = nil
+    ) async -> Result<RESPValue, RedisError> {
         let args = [RedisArg(shape.capacity), RedisArg(shape.refillPerSecond)] + extra
-        let key = RedisArg(key)
-        return await client.evalScript(script, keys: [key], args: args)
+        let keys = [RedisArg(key)] + (counter.map { [RedisArg($0)] } ?? [])
+        return await client.evalScript(script, keys: keys, args: args)
     }
 
-    public func take(cost: Int) async -> Result<BudgetDecision, StoreError> {
-        await run(BudgetScripts.take, [RedisArg(cost)]).store { v in
-            guard let a = v.array, a.count == 3, let ok = a[0].int, let left = a[1].int, let wait = a[2].int else {
-                return nil
-            }
-            return BudgetDecision(allowed: ok == 1, remaining: Int(left), retryAfter: Double(wait) / 1000)
+    public func take(cost: Int, client c: BudgetClient?) async -> Result<BudgetDecision, StoreError> {
+        let share = c.map { [RedisArg($0.cap), RedisArg(Int(($0.windowSeconds * 1000).rounded(.up)))] } ?? []
+        let counter = c.map { keys.rateLimitClient(name, $0.key) }
+        return await run(BudgetScripts.take, [RedisArg(cost)] + share, counter: counter).store { v in
+            guard let a = v.array, a.count == 4, let ok = a[0].int, let left = a[1].int, let wait = a[2].int,
+                let overShare = a[3].int
+            else { return nil }
+            return BudgetDecision(
+                allowed: ok == 1, remaining: Int(left), retryAfter: Double(wait) / 1000,
+                refusal: overShare == 1 ? .clientShare : .budget)
         }
     }
 

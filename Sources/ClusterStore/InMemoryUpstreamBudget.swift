@@ -1,7 +1,7 @@
 import Primitives
 
-/// The `UpstreamBudget` of one process: the same token bucket and corrections as the Redis one,
-/// in memory, with time (seconds since 1970) from the injected clock.
+/// The `UpstreamBudget` of one process: the same token bucket, per-client windows and corrections as
+/// the Redis one, in memory, with time (seconds since 1970) from the injected clock.
 ///
 /// Threading: thread-safe (one lock).
 public final class InMemoryUpstreamBudget: UpstreamBudget, Sendable {
@@ -14,10 +14,16 @@ public final class InMemoryUpstreamBudget: UpstreamBudget, Sendable {
         }
     }
 
+    /// What the lock guards: the bucket (nil: a full one) and the clients' windows.
+    private struct State {
+        var bucket: Bucket?
+        var clients = ClientWindows()
+    }
+
     /// The bucket's shape.
     public let shape: TokenBucketShape
     private let now: @Sendable () -> Double
-    private let bucket = Lock<Bucket?>(nil)
+    private let state = Lock(State())
 
     /// A full bucket of `shape`, reading time from `now`.
     public init(shape: TokenBucketShape, now: @escaping @Sendable () -> Double) {
@@ -27,25 +33,30 @@ public final class InMemoryUpstreamBudget: UpstreamBudget, Sendable {
 
     /// Runs `body` under the lock with the bucket refilled up to now (a full one if none yet) and
     /// keeps what `body` leaves in it.
-    private func withBucket<R>(_ body: (inout Bucket, _ now: Double) -> R) -> R {
+    private func withBucket<R>(_ body: (inout Bucket, inout ClientWindows, _ now: Double) -> R) -> R {
         let t = now()
-        return bucket.withLock { stored in
-            var b = stored ?? Bucket(level: TokenBucketLevel(tokens: shape.capacity, at: t))
+        return state.withLock { s in
+            var b = s.bucket ?? Bucket(level: TokenBucketLevel(tokens: shape.capacity, at: t))
             b.level.refill(to: t, capacity: shape.capacity, ratePerUnit: shape.refillPerSecond)
-            defer { stored = b }
-            return body(&b, t)
+            defer { s.bucket = b }
+            return body(&b, &s.clients, t)
         }
     }
 
-    public func take(cost: Int) async -> Result<BudgetDecision, StoreError> {
+    public func take(cost: Int, client: BudgetClient?) async -> Result<BudgetDecision, StoreError> {
         .success(
-            withBucket { b, t in
+            withBucket { b, clients, t in
                 if b.blockedUntil > t {
                     return BudgetDecision(allowed: false, remaining: Int(b.tokens), retryAfter: b.blockedUntil - t)
+                }
+                if let client, let end = clients.endIfAtCap(client, now: t) {
+                    return BudgetDecision(
+                        allowed: false, remaining: Int(b.tokens), retryAfter: end - t, refusal: .clientShare)
                 }
                 let c = Double(cost)
                 if b.tokens >= c {
                     b.tokens -= c
+                    if let client { clients.count(client, now: t) }
                     return BudgetDecision(allowed: true, remaining: Int(b.tokens), retryAfter: 0)
                 }
                 return BudgetDecision(
@@ -54,7 +65,7 @@ public final class InMemoryUpstreamBudget: UpstreamBudget, Sendable {
     }
 
     public func correct(remaining: Int?, blockedUntil: Double?) async -> Result<Void, StoreError> {
-        withBucket { b, _ in
+        withBucket { b, _, _ in
             if let remaining { b.tokens = min(b.tokens, Double(max(0, remaining))) }
             if let blockedUntil { b.blockedUntil = max(b.blockedUntil, blockedUntil) }
         }
@@ -62,7 +73,10 @@ public final class InMemoryUpstreamBudget: UpstreamBudget, Sendable {
     }
 
     public func refund(cost: Int) async -> Result<Void, StoreError> {
-        withBucket { b, _ in b.tokens = min(shape.capacity, b.tokens + Double(cost)) }
+        withBucket { b, _, _ in b.tokens = min(shape.capacity, b.tokens + Double(cost)) }
         return .success(())
     }
+
+    /// Clients whose window is still held (ended ones are swept once their number doubles).
+    public var trackedClients: Int { state.withLock { $0.clients.windows.count } }
 }

@@ -4,8 +4,11 @@
 ///
 /// Threading: `Sendable`; call from any task (the Redis one hops to its connection's loop).
 public protocol UpstreamBudget: Sendable {
-    /// Takes `cost` tokens if there are enough and GitHub has not blocked us.
-    func take(cost: Int) async -> Result<BudgetDecision, StoreError>
+    /// Takes `cost` tokens if there are enough and GitHub has not blocked us, and, with `client`, if
+    /// that client has started fewer than its cap of calls in its window (counted on every node): a
+    /// client at its cap is refused (`BudgetDecision.Refusal.clientShare`) before any token is taken,
+    /// and an allowed call counts one against it.
+    func take(cost: Int, client: BudgetClient?) async -> Result<BudgetDecision, StoreError>
 
     /// Corrects the bucket with what GitHub said: `remaining` (`X-RateLimit-Remaining`) lowers
     /// the tokens to at most that; `blockedUntil` (seconds since 1970: `X-RateLimit-Reset` when
@@ -17,20 +20,62 @@ public protocol UpstreamBudget: Sendable {
     func refund(cost: Int) async -> Result<Void, StoreError>
 }
 
+extension UpstreamBudget {
+    /// Takes `cost` tokens, charged to no client (no per-client cap).
+    public func take(cost: Int) async -> Result<BudgetDecision, StoreError> { await take(cost: cost, client: nil) }
+}
+
+/// One client's part of a `take`: who it is and how many calls it may start per window, cluster-wide.
+/// Each client's calls are counted in a fixed window that starts with its first allowed call and lasts
+/// `windowSeconds`; the count is forgotten when the window ends (bounded state for rotating addresses).
+public struct BudgetClient: Sendable, Equatable {
+    /// The client (`UpstreamClient`: its address).
+    public var key: String
+    /// Calls the client may start in one window (at least 1).
+    public var cap: Int
+    /// The window's length (the bucket's `secondsToFull`: one window's worth of tokens).
+    public var windowSeconds: Double
+
+    /// `key`'s share: at most `cap` calls per `windowSeconds`.
+    public init(key: String, cap: Int, windowSeconds: Double) {
+        self.key = key
+        self.cap = max(1, cap)
+        self.windowSeconds = max(0.001, windowSeconds)
+    }
+
+    /// `key`'s share of `shape`: `max(1, floor(capacity × share))` calls per `secondsToFull`.
+    public init(key: String, share: Double, of shape: TokenBucketShape) {
+        self.init(
+            key: key, cap: Int((shape.capacity * share).rounded(.down)), windowSeconds: shape.secondsToFull)
+    }
+}
+
 /// The answer of `UpstreamBudget.take`.
 public struct BudgetDecision: Sendable, Equatable {
+    /// Why a call was refused.
+    public enum Refusal: Sendable, Equatable {
+        /// The bucket is empty or GitHub blocked us: no call for anyone before `retryAfter`.
+        case budget
+        /// The client has started its cap of calls this window: the others may still call.
+        case clientShare
+    }
+
     /// True when the call may go ahead (its tokens are taken).
     public var allowed: Bool
     /// Whole tokens left after this decision.
     public var remaining: Int
-    /// When not allowed: seconds until a call could be allowed.
+    /// When not allowed: seconds until a call could be allowed (for `.clientShare`: until the client's
+    /// window ends).
     public var retryAfter: Double
+    /// When not allowed: which refusal it was (nil when allowed).
+    public var refusal: Refusal?
 
-    /// A decision with these values.
-    public init(allowed: Bool, remaining: Int, retryAfter: Double) {
+    /// A decision with these values (a refusal is `.budget` unless said otherwise).
+    public init(allowed: Bool, remaining: Int, retryAfter: Double, refusal: Refusal? = nil) {
         self.allowed = allowed
         self.remaining = remaining
         self.retryAfter = retryAfter
+        self.refusal = allowed ? nil : (refusal ?? .budget)
     }
 }
 

@@ -156,12 +156,20 @@ public actor RateLimiter {
             release()
             throw error
         }
-        if let shared, let wait = await shared.admit() {
+        switch await shared?.admit(client: client) ?? .admitted {
+        case .admitted:
+            break
+        case .blocked(let wait):
             // Another process spent the budget or saw GitHub's limit: this one is blocked as if it had.
             block(until: clock.now() + wait)
             publish(limitedStatus())
             release()
             throw RateLimiter.limitedError(seconds: wait)
+        case .overShare(let wait, let cap, let limit):
+            // This client spent its share on the cluster's nodes together: only it waits (nothing
+            // blocked, nothing published: GitHub is not limited for the others).
+            release()
+            throw RateLimiter.shareError(seconds: wait, cap: cap, limit: limit)
         }
         if let client { clientCalls[client, default: 0] += 1 }
     }
@@ -176,11 +184,7 @@ public actor RateLimiter {
         let now = clock.now()
         rollWindow(now: now)
         guard clientCalls[client, default: 0] >= clientCap else { return nil }
-        let s = max(1, Int((windowEnd - now).rounded(.up)))
-        return .rateLimited(
-            retryAfterSeconds: s,
-            message: "You have used your share of GitHub's search budget (\(clientCap) of the \(windowLimit) searches "
-                + "of this rate window); others can still search. Try again in \(s) second\(s == 1 ? "" : "s").")
+        return RateLimiter.shareError(seconds: windowEnd - now, cap: clientCap, limit: windowLimit)
     }
 
     /// Starts a new window of per-client counts once the current one is over: GitHub's own window
@@ -348,6 +352,15 @@ public actor RateLimiter {
     /// (`retryAt`). Errors answering one request (`limitedError`) keep their seconds.
     static let limitedStatusMessage = "GitHub's search rate limit is exhausted; searching resumes when it resets."
 
+    /// The `rateLimited` answer to a client that has started `cap` of the `limit` calls of its window.
+    static func shareError(seconds: Double, cap: Int, limit: Int) -> SearchError {
+        let s = max(1, Int(seconds.rounded(.up)))
+        return .rateLimited(
+            retryAfterSeconds: s,
+            message: "You have used your share of GitHub's search budget (\(cap) of the \(limit) searches "
+                + "of this rate window); others can still search. Try again in \(s) second\(s == 1 ? "" : "s").")
+    }
+
     static func limitedError(seconds: Double) -> SearchError {
         let s = max(1, Int(seconds.rounded(.up)))
         return .rateLimited(
@@ -355,19 +368,4 @@ public actor RateLimiter {
             message: "GitHub's search rate limit is exhausted; try again in \(s) second\(s == 1 ? "" : "s")."
         )
     }
-}
-
-/// A budget of upstream calls shared with other processes (cluster mode: a Redis token bucket), so N
-/// processes together never call GitHub more than one would and a limit GitHub reports to one blocks
-/// all. `RateLimiter` asks it after its own checks, before every call, and reports every answer.
-public protocol SharedRateBudget: Sendable {
-    /// Takes one call's share: nil when the call may go ahead, else seconds until one could.
-    /// An unreachable shared store should answer nil (the local limiter still applies).
-    func admit() async -> Double?
-    /// What GitHub answered: `X-RateLimit-Remaining`, and the wall time (seconds since 1970) before
-    /// which no call may be made (reset or `Retry-After`), nil when not blocked.
-    func report(remaining: Int?, blockedUntil: Double?) async
-    /// Gives back the share `admit` took for a call GitHub did not count (a `304` to a conditional
-    /// request); called before that answer's `report`.
-    func refund() async
 }

@@ -66,7 +66,10 @@ struct BFFCommand: ParsableCommand {
         help:
             "Proxies (CIDR[,CIDR...]) whose Forwarded/X-Forwarded-For name the client (default: none: every peer is its own client and its forwarding headers are ignored)."
     ) var trustedProxies = ""
-    @Option(help: "Largest share (0-1] of GitHub's rate window one client's uncached searches may take.")
+    @Option(
+        help:
+            "Largest share (0-1] of GitHub's rate window one client's uncached searches may take (cluster mode: counted over all nodes together)."
+    )
     var upstreamClientShare = 0.5
     @Option(help: "Most open event streams per session (429 past it).") var maxStreamsPerSession = 4
     @Option(help: "Most sessions one multiplexed event stream (GET /api/events) carries (400 past it).")

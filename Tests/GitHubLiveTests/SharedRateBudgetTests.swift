@@ -8,15 +8,17 @@ import XCTest
 final class SharedRateBudgetTests: XCTestCase {
     final class FakeBudget: SharedRateBudget, @unchecked Sendable {
         let lock = NSLock()
-        var wait: Double?
+        var answer = SharedBudgetAnswer.admitted
         var admits = 0
+        var clients: [String?] = []
         var reports: [(remaining: Int?, blockedUntil: Double?)] = []
         var refunds = 0
 
-        func admit() async -> Double? {
+        func admit(client: String?) async -> SharedBudgetAnswer {
             lock.withLock {
                 admits += 1
-                return wait
+                clients.append(client)
+                return answer
             }
         }
 
@@ -38,7 +40,7 @@ final class SharedRateBudgetTests: XCTestCase {
             shared: shared)
         try await limiter.acquire()
         await limiter.release()
-        shared.lock.withLock { shared.wait = 20 }
+        shared.lock.withLock { shared.answer = .blocked(seconds: 20) }
         do {
             try await limiter.acquire()
             XCTFail("the shared budget refused")
@@ -55,6 +57,41 @@ final class SharedRateBudgetTests: XCTestCase {
         XCTAssertEqual(queued, 0)
         let inFlight = await limiter.inFlight
         XCTAssertEqual(inFlight, 0, "the slot was given back")
+    }
+
+    /// Over the client's share of the cluster: only that client is refused ("your share", the cluster's
+    /// numbers), nothing is blocked or published, and the next client's call still goes ahead.
+    func testAnOverShareAnswerRefusesOnlyThatClientAndBlocksNobody() async throws {
+        let clock = ManualClock()
+        let statuses = Recorder<UpstreamStatus>()
+        let shared = FakeBudget()
+        let limiter = RateLimiter(
+            configuration: .init(minimumSpacing: .zero), clock: clock, onStatus: { statuses.append($0) },
+            shared: shared)
+        shared.lock.withLock { shared.answer = .overShare(seconds: 41.2, cap: 15, limit: 30) }
+        do {
+            try await UpstreamClient.$current.withValue("127.0.0.2") { try await limiter.acquire() }
+            XCTFail("the shared budget refused the client's share")
+        } catch let error as SearchError {
+            XCTAssertEqual(error.retryAfterSeconds, 42)
+            guard case .rateLimited(_, let message) = error else { return XCTFail("\(error)") }
+            XCTAssertTrue(message.hasPrefix("You have used your share of GitHub's search budget (15 of the 30"))
+        } catch {
+            XCTFail("\(error)")
+        }
+        let blocked = await limiter.blockedError()
+        XCTAssertNil(blocked, "nobody else is blocked")
+        XCTAssertTrue(statuses.all.isEmpty, "nothing published: GitHub is not limited")
+        let inFlight = await limiter.inFlight
+        XCTAssertEqual(inFlight, 0, "the slot was given back")
+        let counted = await limiter.calls(of: "127.0.0.2")
+        XCTAssertEqual(counted, 0, "a refused call is not counted")
+        shared.lock.withLock { shared.answer = .admitted }
+        try await UpstreamClient.$current.withValue("127.0.0.3") { try await limiter.acquire() }
+        await limiter.release()
+        try await limiter.acquire()  // charged to nobody
+        await limiter.release()
+        XCTAssertEqual(shared.lock.withLock { shared.clients }, ["127.0.0.2", "127.0.0.3", nil])
     }
 
     func testWhatGitHubAnsweredIsReported() async throws {

@@ -20,7 +20,7 @@ final class ClusterUpstreamSharing: UpstreamSharing {
     init(github: GitHubSettings, logger: Logger) {
         self.github = github
         self.logger = logger
-        budget = ClusterRateBudget(logger: logger)
+        budget = ClusterRateBudget(shape: github.sharedBudget, clientShare: github.clientShare, logger: logger)
     }
 
     var rateBudget: (any SharedRateBudget)? { budget }
@@ -57,27 +57,46 @@ final class ClusterUpstreamSharing: UpstreamSharing {
 }
 
 /// Cluster mode's `SharedRateBudget`: the gateway's limiter asks the cluster-wide `UpstreamBudget`
-/// (connected once the application, which owns the Redis connections, exists) before each call and
-/// corrects it with GitHub's answers. Fails open: while Redis is unreachable (or before `connect`)
-/// every call is admitted and only this node's limiter applies, so a Redis outage never stops search.
+/// (connected once the application, which owns the Redis connections, exists) before each call, charging
+/// it to the client (at most `clientShare` of a window's calls per client, counted on every node), and
+/// corrects it with GitHub's answers. Fails open: while Redis is unreachable (or before `connect`) every
+/// call is admitted and only this node's limiter (its own per-client cap included) applies, so a Redis
+/// outage never stops search.
 final class ClusterRateBudget: SharedRateBudget {
     private let budget = Lock<(any UpstreamBudget, ClusterMetrics?)?>(nil)
+    private let shape: TokenBucketShape
+    private let clientShare: Double
     private let logger: Logger
 
-    init(logger: Logger) { self.logger = logger }
+    /// A budget of `shape` (every node's must be the same) giving each client at most `clientShare` of a
+    /// window (1: no per-client cap; no client is sent).
+    init(shape: TokenBucketShape, clientShare: Double, logger: Logger) {
+        self.shape = shape
+        self.clientShare = min(1, max(0.01, clientShare))  // as `RateLimiter.Configuration` takes it
+        self.logger = logger
+    }
 
     func connect(_ b: any UpstreamBudget, metrics: ClusterMetrics? = nil) { budget.withLock { $0 = (b, metrics) } }
 
-    func admit() async -> Double? {
-        guard let (b, metrics) = budget.withLock({ $0 }) else { return nil }
-        switch await b.take(cost: 1) {
+    func admit(client: String?) async -> SharedBudgetAnswer {
+        guard let (b, metrics) = budget.withLock({ $0 }) else { return .admitted }
+        let share = clientShare < 1 ? client.map { BudgetClient(key: $0, share: clientShare, of: shape) } : nil
+        switch await b.take(cost: 1, client: share) {
         case .success(let d):
-            if !d.allowed { metrics?.budgetRefusals.increment() }
-            return d.allowed ? nil : max(0.001, d.retryAfter)
+            switch d.refusal {
+            case nil:
+                return .admitted
+            case .clientShare:
+                return .overShare(
+                    seconds: max(0.001, d.retryAfter), cap: share?.cap ?? 1, limit: Int(shape.capacity))
+            case .budget:
+                metrics?.budgetRefusals.increment()
+                return .blocked(seconds: max(0.001, d.retryAfter))
+            }
         case .failure(let e):
             metrics?.redisErrors.increment()
             logger.warning("shared GitHub budget unavailable; admitting the call", metadata: ["error": "\(e)"])
-            return nil
+            return .admitted
         }
     }
 

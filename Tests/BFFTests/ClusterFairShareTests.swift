@@ -1,0 +1,73 @@
+import BFF
+import Foundation
+import Logging
+import WireClient
+import XCTest
+
+/// "Fair use" through the cluster: GitHub's budget is shared fairly between clients across the nodes. Two
+/// in-process nodes on one real `redis-server`, the GitHub simulator with the real 30 searches a minute;
+/// clients on different loopback source addresses (all of 127/8 is loopback).
+final class ClusterFairShareTests: ClusterTestCase {
+    func searchNode(_ name: String, sim: SearchEndToEndTests.Simulator) throws -> LiveApp {
+        var c = AppConfiguration()
+        c.http.port = 0
+        c.http.threads = 2
+        c.cluster = ClusterSettings(redisURL: redisURL, nodeID: name)
+        var g = GitHubSettings()
+        g.baseURL = sim.url
+        g.token = SearchEndToEndTests.token
+        g.cachePath = nil
+        var quiet = Logger(label: name)
+        quiet.logLevel = .error
+        let app = try LiveApp(app: Application.live(configuration: c, github: g, logger: quiet))
+        try waitUntil("\(name) ready", within: 10) {
+            (try? WireConnection.get(port: app.port, path: "/readyz").status) == 200
+        }
+        return app
+    }
+
+    func search(_ node: LiveApp, _ q: String, from source: String) throws -> WireResponse {
+        let conn = try WireConnection(port: node.port, timeout: 15, source: source)
+        defer { conn.close() }
+        return try conn.request("GET", "/api/search/repositories?q=\(q)&per_page=5")
+    }
+
+    /// One client sending uncached searches to both nodes gets its share of the window once, summed over
+    /// the nodes (each node alone would let it have its share: together, the whole window), and the other
+    /// client's uncached searches still reach GitHub.
+    func testOneClientFloodingBothNodesGetsItsShareOnceAndAnotherStillSearches() throws {
+        let sim = try SearchEndToEndTests.Simulator(token: SearchEndToEndTests.token, rateLimit: 30)
+        let nodes = [try searchNode("a", sim: sim), try searchNode("b", sim: sim)]
+        var served = [0, 0]
+        var refusal: WireResponse?
+        for i in 0..<30 {
+            let r = try search(nodes[i % 2], "unique-\(i)", from: "127.0.0.2")
+            if r.status == 200 { served[i % 2] += 1 } else if refusal == nil { refusal = r }
+        }
+        XCTAssertEqual(served.reduce(0, +), 15, "half of the window across both nodes (served \(served))")
+        XCTAssertGreaterThan(served[0], 0)
+        XCTAssertGreaterThan(served[1], 0)
+        let r = try XCTUnwrap(refusal)
+        XCTAssertTrue(r.problem(503).contains("your share"), r.text)
+        XCTAssertGreaterThanOrEqual(Int(r.header("Retry-After") ?? "") ?? 0, 1)
+        // The other client still reaches GitHub, through either node, in the same window.
+        for i in 0..<6 {
+            let r = try search(nodes[i % 2], "other-\(i)", from: "127.0.0.3")
+            XCTAssertEqual(r.status, 200, "other-\(i): \(r.text)")
+            XCTAssertEqual(r.header("X-Cache"), "miss")
+        }
+        XCTAssertEqual(sim.sim.stats.requests, 21, "15 + 6 upstream calls, no more")
+        // An over-share refusal blocks nobody: the bucket itself refused nothing.
+        for n in nodes {
+            XCTAssertEqual(try counter(n, "bff_cluster_budget_refusals_total"), 0)
+        }
+    }
+
+    func counter(_ app: LiveApp, _ name: String) throws -> Int {
+        let text = String(decoding: try WireConnection.get(port: app.port, path: "/metrics").body, as: UTF8.self)
+        for line in text.split(separator: "\n") where line.hasPrefix(name + " ") {
+            return Int(Double(line.dropFirst(name.count + 1)) ?? -1)
+        }
+        return 0
+    }
+}
