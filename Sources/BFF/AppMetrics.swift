@@ -9,6 +9,9 @@ final class AppMetrics: Sendable {
     let sessions: Meter
     let streams: Meter
     let inputs: CoreMetrics.Counter
+    /// Upstream (GitHub) calls refused because their client had spent its share of the rate window
+    /// (`--upstream-client-share`; in cluster mode counted over every node).
+    let upstreamClientRefusals: CoreMetrics.Counter
     let events: CoreMetrics.Counter
     let coalesced: CoreMetrics.Counter
     /// `bff_event_loop_threads`: the event loops this process runs (see `CPUBudget`).
@@ -29,6 +32,7 @@ final class AppMetrics: Sendable {
         sessions = Meter(label: "bff_sessions", factory: f)
         streams = Meter(label: "bff_open_event_streams", factory: f)
         inputs = CoreMetrics.Counter(label: "bff_inputs_total", factory: f)
+        upstreamClientRefusals = CoreMetrics.Counter(label: "bff_upstream_client_share_refusals_total", factory: f)
         events = CoreMetrics.Counter(label: "bff_events_total", factory: f)
         coalesced = CoreMetrics.Counter(label: "bff_coalesced_state_frames_total", factory: f)
         eventLoopThreads = Meter(label: "bff_event_loop_threads", factory: f)

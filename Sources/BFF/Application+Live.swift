@@ -44,15 +44,19 @@ extension Application {
             configuration.cluster.map { _ in ClusterUpstreamSharing(github: github, logger: logger) }
             ?? SingleProcessUpstream()
         let sink = StatusSink()
+        // The counter lives in the application's metrics, made after the gateway (no search runs before).
+        let metrics = Lock<AppMetrics?>(nil)
         let gateway = try GitHubGateway(
             // Cluster mode: every report is posted, a repeat too (the board's last post may be another
             // node's), so "last post wins" holds for what this node sees as well.
             configuration: .init(
                 baseURL: github.baseURL, token: github.token, requestTimeout: github.requestTimeout,
                 rateLimiter: .init(publishesRepeats: sharing.rateBudget != nil, clientShare: github.clientShare)),
-            logger: logger, onStatus: { sink.forward($0) }, sharedBudget: sharing.rateBudget)
+            logger: logger, onStatus: { sink.forward($0) }, sharedBudget: sharing.rateBudget,
+            onClientRefusal: { metrics.withLock { $0 }?.upstreamClientRefusals.increment() })
         let (search, flush) = sharing.search(over: gateway, cache: CacheMaker(github: github, logger: logger))
         let app = Application(configuration: configuration, search: search, logger: logger)
+        metrics.withLock { $0 = app.metrics }
         app.finishAfterShutdown.withLock { $0 = flush }
         sharing.connect(app, status: sink)
         return app

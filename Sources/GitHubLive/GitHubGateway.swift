@@ -78,11 +78,12 @@ public final class GitHubGateway: ConditionalRepositorySearching {
     ///   - onStatus: receives every change of GitHub's reachability and rate limit.
     ///   - sharedBudget: cluster mode's budget shared by every node (see `RateLimiter`); nil: this
     ///     process's limiter alone.
+    ///   - onClientRefusal: told of every call refused because its client spent its share (metrics).
     /// - Throws: `InvalidBaseURL` when the base URL is not http(s).
     public init(
         configuration: Configuration = Configuration(), clock: any WallClock = SystemWallClock(),
         logger: Logger = Logger(label: "bff.github"), onStatus: @escaping @Sendable (UpstreamStatus) -> Void = { _ in },
-        sharedBudget: (any SharedRateBudget)? = nil
+        sharedBudget: (any SharedRateBudget)? = nil, onClientRefusal: @escaping @Sendable () -> Void = {}
     ) throws(InvalidBaseURL) {
         var base = configuration.baseURL
         while base.hasSuffix("/") { base.removeLast() }
@@ -94,7 +95,8 @@ public final class GitHubGateway: ConditionalRepositorySearching {
         self.configuration = configuration
         self.logger = logger
         self.rateLimiter = RateLimiter(
-            configuration: configuration.rateLimiter, clock: clock, onStatus: onStatus, shared: sharedBudget)
+            configuration: configuration.rateLimiter, clock: clock, onStatus: onStatus, shared: sharedBudget,
+            onClientRefusal: onClientRefusal)
         let sessionConfiguration = URLSessionConfiguration.ephemeral
         sessionConfiguration.timeoutIntervalForRequest = configuration.requestTimeout
         sessionConfiguration.timeoutIntervalForResource = configuration.resourceTimeout

@@ -54,6 +54,8 @@ public actor RateLimiter {
     let configuration: Configuration
     let clock: any WallClock
     let onStatus: @Sendable (UpstreamStatus) -> Void
+    /// Told of every call refused because its client spent its share (metrics).
+    let onClientRefusal: @Sendable () -> Void
     let shared: (any SharedRateBudget)?
     /// What the last observed response said, not yet reported to `shared`.
     private var unreported: (remaining: Int?, blockedUntil: Double?)?
@@ -83,8 +85,10 @@ public actor RateLimiter {
     ///     told what GitHub answered; nil (single process): this limiter alone decides.
     public init(
         configuration: Configuration = Configuration(), clock: any WallClock,
-        onStatus: @escaping @Sendable (UpstreamStatus) -> Void = { _ in }, shared: (any SharedRateBudget)? = nil
+        onStatus: @escaping @Sendable (UpstreamStatus) -> Void = { _ in }, shared: (any SharedRateBudget)? = nil,
+        onClientRefusal: @escaping @Sendable () -> Void = {}
     ) {
+        self.onClientRefusal = onClientRefusal
         self.configuration = configuration
         self.clock = clock
         self.onStatus = onStatus
@@ -114,7 +118,10 @@ public actor RateLimiter {
     public func acquire() async throws(SearchError) {
         if let error = blockedError() { throw error }
         let client = UpstreamClient.current
-        if let client, let error = overShare(client) { throw error }
+        if let client, let error = overShare(client) {
+            onClientRefusal()
+            throw error
+        }
         if Task.isCancelled { throw .cancelled }
         if inFlight >= configuration.maxConcurrentRequests {
             nextWaiter += 1
@@ -153,6 +160,7 @@ public actor RateLimiter {
             throw error
         }
         if let client, let error = overShare(client) {  // its share went while it waited in the queue
+            onClientRefusal()
             release()
             throw error
         }
@@ -168,6 +176,7 @@ public actor RateLimiter {
         case .overShare(let wait, let cap, let limit):
             // This client spent its share on the cluster's nodes together: only it waits (nothing
             // blocked, nothing published: GitHub is not limited for the others).
+            onClientRefusal()
             release()
             throw RateLimiter.shareError(seconds: wait, cap: cap, limit: limit)
         }

@@ -61,6 +61,9 @@ final class ClusterFairShareTests: ClusterTestCase {
         for n in nodes {
             XCTAssertEqual(try counter(n, "bff_cluster_budget_refusals_total"), 0)
         }
+        XCTAssertEqual(
+            try nodes.map { try counter($0, "bff_upstream_client_share_refusals_total") }.reduce(0, +), 15,
+            "each refusal counted once, on the node that answered it")
     }
 
     func counter(_ app: LiveApp, _ name: String) throws -> Int {

@@ -140,5 +140,6 @@ final class FairUseTests: XCTestCase {
         XCTAssertEqual(cached.status, 200)
         XCTAssertEqual(cached.header("X-Cache"), "hit")
         XCTAssertEqual(sim.sim.stats.served, 21, "15 + 6 upstream calls, no more")
+        XCTAssertEqual(try metric(t, "bff_upstream_client_share_refusals_total"), 15, "each refusal counted")
     }
 }
