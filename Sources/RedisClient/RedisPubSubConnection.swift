@@ -12,8 +12,9 @@ import Synchronization
 /// assertion, or be taken as the reply of the next command. So this connection reads in raw mode
 /// (`chiredis_attach_raw`): every reply comes here in order and is matched against a FIFO of the
 /// confirmations it expects; messages and a server's own `sunsubscribe` (a slot that moved away) are
-/// told apart by their kind. A command's confirmation that does not come within the command time-out
-/// means a Redis that stopped answering: the connection is dropped and made again.
+/// told apart by their kind. When a command's confirmation does not come within the command time-out
+/// and nothing else came meanwhile either, Redis stopped answering: the connection is dropped and made
+/// again (a slow Redis that keeps answering keeps the connection).
 ///
 /// Threading: loop-bound. Everything but `state` on `loop`'s thread; callbacks run there.
 // Unchecked: hiredis's callback context in raw mode (`Unmanaged` in its C read and connect callbacks);
@@ -46,6 +47,12 @@ final class RedisPubSubConnection: @unchecked Sendable {
     private var reconnectTimer: LoopTimer?
     private var isClosed = false
     private var flushQueued = false
+    /// When the last reply or message came (`monotonicNanos`): a confirmation late while others keep
+    /// coming is a slow Redis, not a dead one.
+    private var lastReplyAt: UInt64 = 0
+
+    /// Seconds since anything last came on this connection (a reply or a message); loop thread only.
+    var secondsSinceLastReply: Double { Double(monotonicNanos() &- lastReplyAt) / 1e9 }
 
     private struct Expect {
         var id: UInt
@@ -197,12 +204,25 @@ final class RedisPubSubConnection: @unchecked Sendable {
         let id = nextID
         nextID &+= 1
         let limit = timeout ?? configuration.commandTimeout
-        let timer = loop.schedule(after: limit) { [weak self] in
-            guard let self, let head = self.expected[self.expectedHead...].first, head.id <= id else { return }
-            self.drop(reason: "no reply to \(kind ?? "a command") within \(limit) s", reconnect: true)
-        }
+        if expectedHead == expected.count { lastReplyAt = monotonicNanos() }  // nothing waited: the clock starts
+        let timer = loop.schedule(after: limit) { [weak self] in self?.overdue(id, kind: kind, limit: limit) }
         expected.append(Expect(id: id, kind: kind, channel: channel, callback: callback, timer: timer))
         scheduleFlush()
+    }
+
+    /// The confirmation `id` did not come within `limit`. The connection is dropped (and made again) only
+    /// when nothing at all came for `limit` while it waited: a confirmation behind thousands of others
+    /// (a resubscribe after a failover) on a busy Redis is slow, not lost, and dropping the connection
+    /// would send them all again (issue 20's cascade). Otherwise checked again once `limit` has passed
+    /// without a reply.
+    private func overdue(_ id: UInt, kind: String?, limit: Double) {
+        guard let head = expected[expectedHead...].first, head.id <= id else { return }
+        let quiet = secondsSinceLastReply
+        if quiet >= limit * 0.999 {
+            drop(reason: "no reply to \(kind ?? "a command") within \(limit) s", reconnect: true)
+        } else {
+            _ = loop.schedule(after: limit - quiet) { [weak self] in self?.overdue(id, kind: kind, limit: limit) }
+        }
     }
 
     private func scheduleFlush() {
@@ -228,6 +248,7 @@ final class RedisPubSubConnection: @unchecked Sendable {
     }
 
     fileprivate func received(_ value: RESPValue) {
+        lastReplyAt = monotonicNanos()
         if case .array(let items) = value, let kind = items.first?.string?.lowercased() {
             switch (kind, items.count) {
             case ("message", 3), ("smessage", 3):

@@ -15,12 +15,7 @@ extension RedisShardedSubscriber {
         probeCounter += 1
         let token = "\(probeCounter)"
         let timeout = client.topology.node.commandTimeout
-        let timer = loop.schedule(after: timeout) { [weak self, weak l] in
-            guard let self, let l, l.pendingProbe?.token == token else { return }
-            l.pendingProbe = nil
-            self.deaf(l, at: address, "probe not back within \(timeout) s")
-        }
-        l.pendingProbe = (token, timer)
+        l.pendingProbe = (token, probeTimer(l, at: address, token: token, after: timeout, limit: timeout))
         client.send(["SPUBLISH", RedisArg(channel), RedisArg(token)], key: RedisArg(channel), timeout: timeout) {
             [weak self, weak l] result in
             guard let self, let l, l.pendingProbe?.token == token else { return }
@@ -38,6 +33,26 @@ extension RedisShardedSubscriber {
             l.pendingProbe?.timer.cancel()
             l.pendingProbe = nil
             if let verdict { self.deaf(l, at: address, verdict) }
+        }
+    }
+
+    /// The timer that declares the probe `token` lost after `seconds`: the connection is deaf when nothing at
+    /// all came on it for `limit` (a connection that keeps delivering other messages is busy, its probe
+    /// behind them: checked again once it has been quiet for `limit`).
+    private func probeTimer(_ l: Link, at address: RedisAddress, token: String, after seconds: Double, limit: Double)
+        -> LoopTimer
+    {
+        loop.schedule(after: seconds) { [weak self, weak l] in
+            guard let self, let l, l.pendingProbe?.token == token else { return }
+            let quiet = l.connection.secondsSinceLastReply
+            if quiet < limit * 0.999 {
+                l.pendingProbe = (
+                    token, self.probeTimer(l, at: address, token: token, after: limit - quiet, limit: limit)
+                )
+                return
+            }
+            l.pendingProbe = nil
+            self.deaf(l, at: address, "probe not back within \(limit) s")
         }
     }
 

@@ -2,10 +2,11 @@ import EventHTTP
 import Foundation
 import Glibc
 
-/// A TCP proxy on 127.0.0.1 in front of one server, for the one failure a test cannot cause with signals:
-/// a connection that stays up but delivers nothing ("up but deaf"). `freeze(where:)` stops forwarding
+/// A TCP proxy on 127.0.0.1 in front of one server, for the failures a test cannot cause with signals:
+/// a connection that stays up but delivers nothing ("up but deaf"): `freeze(where:)` stops forwarding
 /// the server's bytes on the current connections whose client bytes so far match (they are read and
-/// dropped, so the server never blocks); both sockets stay open. New connections are not frozen.
+/// dropped, so the server never blocks); both sockets stay open. New connections are not frozen. And a
+/// server that answers, but slowly: `slowDown(toBytesPerTick:where:)` trickles its bytes.
 ///
 /// Threading: any thread; one thread per direction of each connection (blocking I/O, tests only). The
 /// connections are behind a `Lock`, each connection's state behind its own.
@@ -22,6 +23,8 @@ public final class FreezingProxy: Sendable {
         struct State {
             var sent: [UInt8] = []
             var frozen = false
+            /// Server bytes forwarded per 0.1 s (nil: as fast as they come).
+            var trickle: Int?
             var finished = 0
         }
 
@@ -65,6 +68,18 @@ public final class FreezingProxy: Sendable {
                 return true
             }
             if froze { n += 1 }
+        }
+        return n
+    }
+
+    /// Slows the server-to-client direction of every current connection whose client bytes so far satisfy
+    /// `selected` to `bytesPerTick` bytes every 0.1 s (a Redis that answers, but slowly); returns how many.
+    @discardableResult
+    public func slowDown(toBytesPerTick bytesPerTick: Int, where selected: ([UInt8]) -> Bool) -> Int {
+        var n = 0
+        for p in pairs.withLock({ $0 }) where p.state.withLock({ selected($0.sent) }) {
+            p.state.withLock { $0.trickle = max(1, bytesPerTick) }
+            n += 1
         }
         return n
     }
@@ -113,11 +128,26 @@ public final class FreezingProxy: Sendable {
             let n = read(from, &buffer, buffer.count)
             if n <= 0 { break }
             let chunk = clientSide ? Array(buffer[0..<n]) : []
-            let forward = pair.state.withLock { s -> Bool in
+            let (forward, trickle) = pair.state.withLock { s -> (Bool, Int?) in
                 if clientSide, s.sent.count < 64 * 1024 { s.sent += chunk }
-                return clientSide || !s.frozen
+                return (clientSide || !s.frozen, clientSide ? nil : s.trickle)
             }
-            if forward, write(to, buffer, n) != n { break }
+            guard forward else { continue }
+            if let trickle {
+                var at = 0
+                while at < n {
+                    let slice = min(trickle, n - at)
+                    let sent = buffer[at..<(at + slice)].withUnsafeBytes {
+                        send(to, $0.baseAddress, slice, Int32(MSG_NOSIGNAL))  // the client may have closed
+                    }
+                    if sent != slice { break }
+                    at += slice
+                    usleep(100_000)
+                }
+                if at < n { break }
+            } else if send(to, buffer, n, Int32(MSG_NOSIGNAL)) != n {
+                break
+            }
         }
         shutdown(from, Int32(SHUT_RDWR))
         shutdown(to, Int32(SHUT_RDWR))

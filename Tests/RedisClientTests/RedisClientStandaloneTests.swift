@@ -208,4 +208,45 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
             await c.closeFromAnyThread()
         }
     }
+
+    /// A Redis that answers, but slowly (its confirmations trickle in over twice the command time-out):
+    /// the subscription connection is kept and every confirmation comes on it. Dropping it at the first
+    /// late confirmation subscribed every channel again on a Redis already behind: issue 20's cascade
+    /// (117 subscription connections dropped this way in the 6 x 17,000-stream run).
+    func testASlowButAnsweringRedisKeepsTheSubscriptionConnection() async throws {
+        let proxy = try FreezingProxy(targetPort: server.port)
+        defer { proxy.stop() }
+        let c = TopologyTesting.client("redis://127.0.0.1:\(proxy.port)", on: loop, commandTimeout: 1) {
+            $0.probeInterval = 0.25  // the probe, too, must tell a busy connection from a deaf one
+        }
+        c.startFromAnyThread()
+        var ok = await TopologyTesting.eventually { c.isReady }
+        XCTAssertTrue(ok)
+        let s = RedisShardedSubscriber(client: c)
+        let inbox = Inbox()
+        let events = EventLog()
+        await c.onLoop {
+            c.onEvent = { events.add($0) }
+            s.start()
+        }
+        await subscribe(s, "slow:0", inbox)
+        ok = await TopologyTesting.eventually { inbox.confirmations(of: "slow:0") == 1 && s.isHealthy }
+        XCTAssertTrue(ok)
+        XCTAssertEqual(proxy.slowDown(toBytesPerTick: 200) { FreezingProxy.contains($0, "SSUBSCRIBE") }, 1)
+        // 100 confirmations of ~40 bytes: ~4,000 bytes at 200 per 0.1 s, about twice the command time-out.
+        let channels = (1...100).map { "slow:\($0)" }
+        let sentAt = Date()
+        for channel in channels { await subscribe(s, channel, inbox) }
+        ok = await TopologyTesting.eventually(within: 15) {
+            channels.allSatisfy { inbox.confirmations(of: $0) == 1 }
+        }
+        XCTAssertTrue(ok, "every confirmation came")
+        let took = Date().timeIntervalSince(sentAt)
+        XCTAssertGreaterThan(took, 1.2, "slower than the command time-out, or the test shows nothing")
+        XCTAssertEqual(inbox.confirmations(of: "slow:0"), 1, "never subscribed again: the connection was kept")
+        XCTAssertFalse(events.all.contains { if case .subscriptionDeaf = $0 { true } else { false } })
+        XCTAssertEqual(c.metrics[.probeFailures], 0)
+        await c.onLoop { s.close() }
+        await c.closeFromAnyThread()
+    }
 }

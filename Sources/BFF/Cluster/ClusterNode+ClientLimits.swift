@@ -33,8 +33,16 @@ extension ClusterNode {
                 done(.clientSessionLimit(max))
             case .failure(let error):
                 self.metrics.redisErrors.increment()
-                self.logger.warning(
-                    "per-client limits not counted across the cluster", metadata: ["error": "\(error)"])
+                let state = self.perLoop[index]
+                state.value.ledgerFailures += 1
+                let now = self.env.now()
+                if now - (state.value.ledgerFailuresLoggedAt ?? -.infinity) >= 10 {
+                    self.logger.warning(
+                        "per-client limits not counted across the cluster; creations admitted on this node's own",
+                        metadata: ["error": "\(error)", "creations": "\(state.value.ledgerFailures)"])
+                    state.value.ledgerFailures = 0
+                    state.value.ledgerFailuresLoggedAt = now
+                }
                 done(nil)
             }
         }

@@ -280,6 +280,10 @@ struct ClusterLoopState {
     var healthTimer: LoopTimer?
     /// The timer keeping this loop's sessions counted against their clients (`startClientRefreshes`).
     var clientRefreshTimer: LoopTimer?
+    /// Creations admitted on this node's own limits because Redis did not answer the client ledger, since
+    /// this loop last said so, and when it did (at most every 10 s: a Redis in trouble fails thousands).
+    var ledgerFailures = 0
+    var ledgerFailuresLoggedAt: Double?
     var ackTimeoutLoggedAt: Double?
     /// Forwarding messages this loop could not read (another version, or damaged) since it last said so,
     /// and when it last said so (`Application.dropUnreadable`).
