@@ -6,21 +6,29 @@ import WireClient
 ///
 /// Everything here runs on the loop's thread.
 public enum LoadSession {
-    /// Creates `count` sessions (concurrently), returning their ids; throws if fewer than all could be
-    /// created within `timeout` seconds. They are created from the target's `creationSources` (a
+    /// Creates `count` sessions, at most `pool.size` at once, returning their ids; throws if fewer than all
+    /// could be created within `timeout` seconds. They are created from the target's `creationSources` (a
     /// connection each, round robin: many clients, as the server's per-client limits expect of a crowd of
-    /// users), else through `pool`.
+    /// users), else through `pool`. A creation refused with `503` or `429` and a `Retry-After` is tried
+    /// again after that many seconds (at most 5, with jitter), up to `maxAttempts` times, as a client
+    /// should; `retried` counts those retries.
     public static func create(
-        _ count: Int, loop: LoadLoop, pool: RequestPool, timeout: Double = 120
+        _ count: Int, loop: LoadLoop, pool: RequestPool, timeout: Double = 120, maxAttempts: Int = 10,
+        retried: UnsafeMutablePointer<Int>? = nil
     ) throws -> [String] {
         var ids: [String] = []
         var failures: [String] = []
         let sources = pool.target.creationSources
         let pools = sources.prefix(count).map { RequestPool(loop: loop, target: pool.target.from(source: $0), size: 1) }
-        for i in 0..<count {
+        var next = 0
+        var inFlight = 0
+        var retries = 0
+        func submit(_ i: Int, attempt: Int) {
+            inFlight += 1
             (pools.isEmpty ? pool : pools[i % pools.count]).submit(
                 "POST", "/api/sessions", headers: [("Content-Type", "application/json")], body: []
             ) { result in
+                inFlight -= 1
                 switch result {
                 case .success(let response) where response.status == 201:
                     if let id = (try? JSONValue.parse(response.body))?["id"]?.stringValue {
@@ -28,17 +36,38 @@ public enum LoadSession {
                     } else {
                         failures.append("201 without an id: \(response.text.prefix(100))")
                     }
+                case .success(let response)
+                where [429, 503].contains(response.status) && attempt < maxAttempts
+                    && response.header("Retry-After").flatMap(Double.init) != nil:
+                    let wait = min(5, response.header("Retry-After").flatMap(Double.init) ?? 1)
+                    retries += 1
+                    inFlight += 1  // its place is kept while it waits
+                    loop.schedule(after: wait * Double.random(in: 0.5...1.5)) {
+                        inFlight -= 1
+                        submit(i, attempt: attempt + 1)
+                    }
+                    return
                 case .success(let response): failures.append("HTTP \(response.status) \(response.text.prefix(200))")
                 case .failure(let error): failures.append("\(error)")
                 }
+                submitMore()
             }
         }
+        func submitMore() {
+            while inFlight < pool.size && next < count {
+                next += 1
+                submit(next - 1, attempt: 1)
+            }
+        }
+        submitMore()
         // The pools must live while the loop runs their requests (the optimizer would end them at their last
         // use above, and a pool that goes away closes its connections).
         withExtendedLifetime(pools) { _ = loop.run(timeout: timeout) { ids.count + failures.count >= count } }
+        retried?.pointee = retries
         guard ids.count == count else {
             throw WireError.malformed(
-                "created \(ids.count) of \(count) sessions; first failure: \(failures.first ?? "timeout")")
+                "created \(ids.count) of \(count) sessions (\(retries) retried after 503/429); first failure: "
+                    + (failures.first ?? "timeout"))
         }
         return ids
     }

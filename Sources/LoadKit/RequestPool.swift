@@ -28,6 +28,9 @@ public final class RequestPool {
     private var queueHead = 0
     private let hostLine: [UInt8]
 
+    /// Connections this pool may open (its requests in flight at most).
+    public var size: Int { slots.count }
+
     /// A pool of up to `size` connections to `target`, opened lazily.
     public init(loop: LoadLoop, target: Target, size: Int) {
         self.loop = loop

@@ -51,7 +51,8 @@ public struct StreamsScenario {
         LoadSession.startProgress(loop: loop, enabled: options.progress, started: started) {
             "\(phase): open \(succeeded)  failed \(failed)  broadcast received \(broadcastReceived)"
         }
-        let ids = try LoadSession.create(options.streams, loop: loop, pool: pool)
+        var creationRetries = 0
+        let ids = try LoadSession.create(options.streams, loop: loop, pool: pool, retried: &creationRetries)
         phase = "opening streams"
         func openMore() {
             while opening < options.concurrency && next < ids.count {
@@ -113,6 +114,7 @@ public struct StreamsScenario {
         report.add("openFileLimit", .int(limit))
         report.add("succeeded", .int(succeeded))
         report.add("failed", .int(failed))
+        report.add("creationRetries", .int(creationRetries))
         if !failureSamples.isEmpty { report.add("failureSamples", .text(failureSamples.joined(separator: "; "))) }
         report.add("establish", .latency(established.summary))
         if let before, let after {
