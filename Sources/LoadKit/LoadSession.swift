@@ -7,13 +7,13 @@ import WireClient
 /// Everything here runs on the loop's thread.
 public enum LoadSession {
     /// Creates `count` sessions, at most `pool.size` at once, returning their ids; throws if fewer than all
-    /// could be created within `timeout` seconds. They are created from the target's `creationSources` (a
+    /// could be created within `timeout` seconds (default: 120, or 20 ms a session for more than 6,000). They are created from the target's `creationSources` (a
     /// connection each, round robin: many clients, as the server's per-client limits expect of a crowd of
     /// users), else through `pool`. A creation refused with `503` or `429` and a `Retry-After` is tried
     /// again after that many seconds (at most 5, with jitter), up to `maxAttempts` times, as a client
     /// should; `retried` counts those retries.
     public static func create(
-        _ count: Int, loop: LoadLoop, pool: RequestPool, timeout: Double = 120, maxAttempts: Int = 10,
+        _ count: Int, loop: LoadLoop, pool: RequestPool, timeout: Double? = nil, maxAttempts: Int = 10,
         retried: UnsafeMutablePointer<Int>? = nil
     ) throws -> [String] {
         var ids: [String] = []
@@ -62,7 +62,8 @@ public enum LoadSession {
         submitMore()
         // The pools must live while the loop runs their requests (the optimizer would end them at their last
         // use above, and a pool that goes away closes its connections).
-        withExtendedLifetime(pools) { _ = loop.run(timeout: timeout) { ids.count + failures.count >= count } }
+        let limit = timeout ?? max(120, Double(count) * 0.02)
+        withExtendedLifetime(pools) { _ = loop.run(timeout: limit) { ids.count + failures.count >= count } }
         retried?.pointee = retries
         guard ids.count == count else {
             throw WireError.malformed(

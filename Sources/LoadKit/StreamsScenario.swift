@@ -104,7 +104,7 @@ public struct StreamsScenario {
             }
         }
         openMore()
-        loop.run(timeout: 120) { succeeded + failed == ids.count }
+        loop.run(timeout: max(120, Double(ids.count) * 0.02)) { succeeded + failed == ids.count }
         phase = "holding"
         loop.run(timeout: options.hold)
         let after = SystemProbe.serverResidentBytes(target: target, pid: options.pid)
