@@ -24,6 +24,9 @@ public struct RestScenario {
         public var rate = 0.0
         /// Share of requests that go to the stateless search endpoint (0…1); 0 by default (see the type).
         public var searchShare = 0.0
+        /// Every search asks a query never asked before (`uniqueQuery`), so none is served from the
+        /// server's cache and each costs it a call of its GitHub budget (an abusive client's load).
+        public var searchUnique = false
         /// Print a progress line to stderr every second.
         public var progress = true
         /// Delete the session afterwards.
@@ -41,6 +44,12 @@ public struct RestScenario {
             + "(rate limited) and its users see \"rate limit exhausted\" until GitHub's reset"
     }
 
+    /// The `n`th query of a run whose queries are all distinct: `unique-<n>-<run>`, `run` drawn once
+    /// per run (lowercase hex), so repeated runs against one server do not meet its cache either.
+    public static func uniqueQuery(_ n: Int, run: UInt64) -> String {
+        "unique-\(n)-\(String(run, radix: 16))"
+    }
+
     /// Runs the scenario against `target`.
     public static func run(target: Target, options: Options) throws -> LoadReport {
         let warning = upstreamWarning(searchShare: options.searchShare)
@@ -50,6 +59,7 @@ public struct RestScenario {
         let pool = RequestPool(loop: loop, target: target, size: options.connections)
         let ids = try LoadSession.create(1, loop: loop, pool: pool)
         var mix = QueryMix(seed: 7)
+        let runID = UInt64.random(in: 1...UInt64.max)
         var latency = LatencyHistogram()
         var done = 0
         var sent = 0
@@ -65,7 +75,8 @@ public struct RestScenario {
         func nextPath() -> (kind: String, path: String) {
             if mix.nextUniform() < options.searchShare {
                 searchCount += 1
-                return ("search", "/api/search/repositories?q=\(mix.nextQuery())")
+                let q = options.searchUnique ? Self.uniqueQuery(searchCount, run: runID) : mix.nextQuery()
+                return ("search", "/api/search/repositories?q=\(q)")
             }
             stateCount += 1
             return ("state", "/api/sessions/\(ids[0])/state")
@@ -117,6 +128,7 @@ public struct RestScenario {
         report.add("requests", .int(done))
         report.add("stateRequests", .int(stateCount))
         report.add("searchRequests", .int(searchCount))
+        if options.searchUnique { report.add("searchQueries", .text("unique (none can be cached)")) }
         report.add("requestsPerSecond", .number(Double(done) / elapsed, unit: "req/s"))
         report.add("non2xx", .int(non2xx))
         report.add("errors", .int(errors))

@@ -168,6 +168,12 @@ extension BffLoad {
                 searches spend its GitHub budget (30 a minute with a token): it then answers 503 rate limited, \
                 and its users see "rate limit exhausted", until GitHub's reset. Said on stderr and in the report.
                 """) var searchShare = 0.0
+        @Flag(
+            help: """
+                Make every search's query one never asked before (unique-<n>-<run>) instead of the 50-word \
+                Zipf mix: nothing can be served from the server's cache, so each search costs it a call of its \
+                GitHub budget (an abusive client; the server's fair share refuses it past its share).
+                """) var searchUnique = false
 
         func run() throws {
             var o = RestScenario.Options()
@@ -175,6 +181,7 @@ extension BffLoad {
             o.duration = common.duration
             o.rate = rate
             o.searchShare = searchShare
+            o.searchUnique = searchUnique
             o.progress = !common.quiet
             o.cleanup = !common.keepSessions
             common.emit(try RestScenario.run(target: common.target(), options: o))
