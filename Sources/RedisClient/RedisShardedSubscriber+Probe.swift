@@ -24,11 +24,12 @@ extension RedisShardedSubscriber {
             case .success(let receivers):
                 if receivers.int != 0 { return }  // on its way back
                 verdict = "the master has no subscriber on the probe channel"
-            case .failure(.unavailable), .failure(.overloaded), .failure(.notConnected), .failure(.server):
-                verdict = nil  // inconclusive: the master is being replaced, or the slot moved
-                if case .failure(.server) = result { l.probeChannel = nil }
             case .failure(let e):
-                verdict = "probe publish failed: \(e)"
+                // Inconclusive: a publish that failed says nothing of what the subscription hears (the master
+                // is being replaced, the slot moved, or the command connection is slow: a time-out here
+                // under load called busy subscriptions deaf, and each was made again with all its channels).
+                verdict = nil
+                if case .server = e { l.probeChannel = nil }
             }
             l.pendingProbe?.timer.cancel()
             l.pendingProbe = nil

@@ -25,6 +25,8 @@ public final class FreezingProxy: Sendable {
             var frozen = false
             /// Server bytes forwarded per 0.1 s (nil: as fast as they come).
             var trickle: Int?
+            /// Client bytes forwarded per 0.1 s (nil: as fast as they come).
+            var trickleUp: Int?
             var finished = 0
         }
 
@@ -72,13 +74,18 @@ public final class FreezingProxy: Sendable {
         return n
     }
 
-    /// Slows the server-to-client direction of every current connection whose client bytes so far satisfy
-    /// `selected` to `bytesPerTick` bytes every 0.1 s (a Redis that answers, but slowly); returns how many.
+    /// Slows the server-to-client direction (with `clientBytes`, the client-to-server one: commands reach
+    /// the server late) of every current connection whose client bytes so far satisfy `selected` to
+    /// `bytesPerTick` bytes every 0.1 s (a Redis that answers, but slowly); returns how many.
     @discardableResult
-    public func slowDown(toBytesPerTick bytesPerTick: Int, where selected: ([UInt8]) -> Bool) -> Int {
+    public func slowDown(
+        toBytesPerTick bytesPerTick: Int, clientBytes: Bool = false, where selected: ([UInt8]) -> Bool
+    ) -> Int {
         var n = 0
         for p in pairs.withLock({ $0 }) where p.state.withLock({ selected($0.sent) }) {
-            p.state.withLock { $0.trickle = max(1, bytesPerTick) }
+            p.state.withLock {
+                if clientBytes { $0.trickleUp = max(1, bytesPerTick) } else { $0.trickle = max(1, bytesPerTick) }
+            }
             n += 1
         }
         return n
@@ -130,7 +137,7 @@ public final class FreezingProxy: Sendable {
             let chunk = clientSide ? Array(buffer[0..<n]) : []
             let (forward, trickle) = pair.state.withLock { s -> (Bool, Int?) in
                 if clientSide, s.sent.count < 64 * 1024 { s.sent += chunk }
-                return (clientSide || !s.frozen, clientSide ? nil : s.trickle)
+                return (clientSide || !s.frozen, clientSide ? s.trickleUp : s.trickle)
             }
             guard forward else { continue }
             if let trickle {

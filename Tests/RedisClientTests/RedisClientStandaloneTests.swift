@@ -249,4 +249,69 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
         await c.onLoop { s.close() }
         await c.closeFromAnyThread()
     }
+
+    /// A probe whose publish times out (it reaches Redis late: the command connection is slow) while the
+    /// subscription keeps delivering other messages is no verdict on the subscription: it is not called
+    /// deaf nor made again. (Under load, publish time-outs called busy subscriptions deaf, and each was made
+    /// again with all its channels.)
+    func testAProbeWhosePublishTimesOutDoesNotCallABusySubscriptionDeaf() async throws {
+        let proxy = try FreezingProxy(targetPort: server.port)
+        defer { proxy.stop() }
+        let c = TopologyTesting.client("redis://127.0.0.1:\(proxy.port)", on: loop, commandTimeout: 1) {
+            $0.probeInterval = 0.25
+        }
+        c.startFromAnyThread()
+        var ok = await TopologyTesting.eventually { c.isReady }
+        XCTAssertTrue(ok)
+        let s = RedisShardedSubscriber(client: c)
+        let inbox = Inbox()
+        let events = EventLog()
+        await c.onLoop {
+            c.onEvent = { events.add($0) }
+            s.start()
+        }
+        await subscribe(s, "busy", inbox)
+        ok = await TopologyTesting.eventually { inbox.confirmations(of: "busy") == 1 && s.isHealthy }
+        XCTAssertTrue(ok)
+        // Another client (straight to Redis) keeps the subscription busy: a message every 50 ms.
+        let publisher = await readyClient()
+        let publishing = Task {
+            var n = 0
+            while !Task.isCancelled {
+                n += 1
+                _ = await publisher.send(["SPUBLISH", "busy", RedisArg("m\(n)")], key: RedisArg("busy"))
+                try? await Task.sleep(nanoseconds: 50_000_000)
+            }
+        }
+        ok = await TopologyTesting.eventually { inbox.payloads(on: "busy").count >= 3 }
+        XCTAssertTrue(ok)
+        // The command connection's commands now reach Redis late: 3 bytes every 0.1 s, so a probe's publish
+        // (~60 bytes) times out before Redis runs it, while its replies keep coming (no stall).
+        ok = await TopologyTesting.eventually {
+            proxy.slowDown(toBytesPerTick: 3, clientBytes: true) {
+                FreezingProxy.contains($0, "SPUBLISH") && !FreezingProxy.contains($0, "SSUBSCRIBE")
+            } == 1
+        }
+        XCTAssertTrue(ok, "the command connection slowed")
+        ok = await TopologyTesting.eventually(within: 15) {
+            events.all.contains { if case .connection(_, .timedOut) = $0 { true } else { false } }
+        }
+        XCTAssertTrue(ok, "a probe's publish timed out")
+        let received = inbox.payloads(on: "busy").count
+        ok = await TopologyTesting.eventually(within: 5) { inbox.payloads(on: "busy").count >= received + 20 }
+        XCTAssertTrue(ok, "the subscription kept delivering")
+        publishing.cancel()
+        XCTAssertFalse(events.all.contains { if case .subscriptionDeaf = $0 { true } else { false } })
+        XCTAssertEqual(inbox.confirmations(of: "busy"), 1, "never subscribed again")
+        await c.onLoop { s.close() }
+        await c.closeFromAnyThread()
+        await publisher.closeFromAnyThread()
+    }
+}
+
+/// A count any thread may add to (test callbacks run on the client's loop).
+final class Counter: Sendable {
+    private let count = Lock(0)
+    func add() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
 }
