@@ -4,6 +4,8 @@
 #   scripts/cluster.sh                     then http://127.0.0.1:8080/ ; Ctrl-C stops everything
 #   scripts/cluster.sh --demo              also starts github-sim and points the nodes at it (offline)
 #   scripts/cluster.sh [--demo] -- FLAGS   FLAGS go to every bff node (e.g. -- --lease-ttl 2)
+#   scripts/cluster.sh --tls               also HTTPS with HTTP/2 on TLS_PORT (8443): a self-signed
+#                                          certificate for localhost (scripts/make-cert.sh, in var/certs)
 #   scripts/cluster.sh --redis cluster     a Redis Cluster instead of one Redis: 3 masters + 3 replicas on
 #                                          REDIS_PORT..+5 (redis+cluster://, one replica ack)
 #   scripts/cluster.sh --redis sentinel    a master (REDIS_PORT), a replica (+1) and 3 sentinels (+2..+4)
@@ -14,15 +16,18 @@
 # Env: PORT (HAProxy, 8080), STATS_PORT (HAProxy's stats page, 8404), NODE_BASE_PORT (8091: nodes on
 # 8091-8093), REDIS_PORT (6390), SIM_PORT (--demo: 9090), LOGS_DIR (default: a new /tmp/bff-cluster.*),
 # HAPROXY_CFG (deploy/haproxy.cfg), BFF_BIN_DIR (default: `swift build`'s debug folder, built first, with
-# its progress shown), GITHUB_TOKEN (passed to the nodes, never printed).
+# its progress shown), GITHUB_TOKEN (passed to the nodes, never printed), TLS_PORT (--tls: 8443),
+# HAPROXY_CERT (--tls: your own PEM, key and chain, instead of the self-signed one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 demo=0
+tls=0
 redis_mode=one
 node_flags=()
 while (($#)); do
   case "$1" in
     --demo) demo=1 ;;
+    --tls) tls=1 ;;
     --redis)
       shift
       case "${1:-}" in
@@ -30,13 +35,14 @@ while (($#)); do
         *) echo "cluster.sh: --redis takes one, cluster or sentinel" >&2; exit 64 ;;
       esac ;;
     --) shift; node_flags=("$@"); break ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "cluster.sh: unknown argument '$1' (see scripts/cluster.sh --help)" >&2; exit 64 ;;
   esac
   shift
 done
 port=${PORT:-8080}
 stats_port=${STATS_PORT:-8404}
+tls_port=${TLS_PORT:-8443}
 base=${NODE_BASE_PORT:-8091}
 redis_port=${REDIS_PORT:-6390}
 sim_port=${SIM_PORT:-9090}
@@ -58,6 +64,7 @@ case $redis_mode in
 esac
 ports=("$port" "$stats_port" "${redis_ports[@]}" "$base" $((base + 1)) $((base + 2)))
 ((demo)) && ports+=("$sim_port")
+((tls)) && ports+=("$tls_port")
 for p in "${ports[@]}"; do
   if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
     echo "cluster.sh: port $p is in use (another cluster?); choose others with PORT, STATS_PORT, REDIS_PORT," \
@@ -144,10 +151,21 @@ done
 
 # The shipped deploy/haproxy.cfg itself, its addresses from the environment (see its header). Not -q:
 # that would also silence its request log (one line per request, in haproxy.log).
-BFF_NODE1=127.0.0.1:$base BFF_NODE2=127.0.0.1:$((base + 1)) BFF_NODE3=127.0.0.1:$((base + 2)) \
-  HAPROXY_BIND=127.0.0.1:$port HAPROXY_STATS_BIND=127.0.0.1:$stats_port \
+tls_env=()
+tls_what=""
+if ((tls)); then
+  cert=${HAPROXY_CERT:-}
+  if [ -z "$cert" ]; then
+    scripts/make-cert.sh var/certs >&2
+    cert=$PWD/var/certs/bff.pem
+  fi
+  tls_env=(HAPROXY_CERT="$cert" HAPROXY_TLS_BIND="127.0.0.1:$tls_port")
+  tls_what=", https://127.0.0.1:$tls_port (HTTP/2)"
+fi
+env BFF_NODE1=127.0.0.1:$base BFF_NODE2=127.0.0.1:$((base + 1)) BFF_NODE3=127.0.0.1:$((base + 2)) \
+  HAPROXY_BIND=127.0.0.1:$port HAPROXY_STATS_BIND=127.0.0.1:$stats_port "${tls_env[@]}" \
   haproxy -f "$config" >"$dir/haproxy.log" 2>&1 &
-started haproxy $! "http://127.0.0.1:$port, stats http://127.0.0.1:$stats_port"
+started haproxy $! "http://127.0.0.1:$port$tls_what, stats http://127.0.0.1:$stats_port"
 
 for _ in $(seq 300); do  # up to 30 s: the nodes connect to Redis, HAProxy's checks see them ready
   curl -fs -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null && break

@@ -53,9 +53,10 @@ def alive(pid):
 class Cluster:
     """The script in its own process group, its stdout and stderr lines read as they come."""
 
-    def __init__(self, logs):
+    def __init__(self, logs, flags=()):
         self.logs = logs
-        self.ports = {"PORT": free_port(), "STATS_PORT": free_port(), "REDIS_PORT": free_port(), "SIM_PORT": free_port()}
+        self.ports = {"PORT": free_port(), "STATS_PORT": free_port(), "REDIS_PORT": free_port(), "SIM_PORT": free_port(),
+                      "TLS_PORT": free_port()}
         base = free_port()
         while not all(self._free(base + i) for i in range(3)):
             base = free_port()
@@ -65,7 +66,7 @@ class Cluster:
         self.out = open(os.path.join(logs, "script.out"), "w+")
         self.err = open(os.path.join(logs, "script.err"), "w+")
         self.process = subprocess.Popen(
-            [os.path.join(ROOT, "scripts", "cluster.sh"), "--demo", "--", "--lease-ttl", "1"],
+            [os.path.join(ROOT, "scripts", "cluster.sh"), "--demo", *flags, "--", "--lease-ttl", "1"],
             cwd=ROOT, env=env, stdout=self.out, stderr=self.err, start_new_session=True)
         self.pids = {}
 
@@ -200,3 +201,30 @@ def test_a_port_in_use_is_refused_before_anything_starts(tmp_path):
     assert result.returncode == 1, result
     assert f"port {port} is in use" in result.stderr
     assert "started" not in result.stdout
+
+
+def test_tls_serves_the_page_over_http2_and_stops_with_the_rest(tmp_path):
+    """--tls: a self-signed certificate made for it (or HAPROXY_CERT), HTTPS with h2 by ALPN on TLS_PORT."""
+    for tool in ("redis-server", "haproxy", "curl", "openssl"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed")
+    cert_dir = tmp_path / "certs"
+    subprocess.run(["bash", os.path.join(ROOT, "scripts", "make-cert.sh"), str(cert_dir)], check=True,
+                   capture_output=True)
+    os.environ["HAPROXY_CERT"] = str(cert_dir / "bff.pem")  # not var/certs of the checkout
+    try:
+        c = Cluster(str(tmp_path), flags=("--tls",))
+    finally:
+        del os.environ["HAPROXY_CERT"]
+    try:
+        c.wait_for("cluster.sh: ready:", 90)
+        tls = c.ports["TLS_PORT"]
+        assert f"https://127.0.0.1:{tls} (HTTP/2)" in c.text()
+        out = subprocess.run(
+            ["curl", "-sk", "--http2", "-o", "/dev/null", "-w", "%{http_version} %{http_code}",
+             f"https://127.0.0.1:{tls}/api/search/repositories?q=swift"],
+            capture_output=True, text=True, timeout=30)
+        assert out.stdout == "2 200", out
+    finally:
+        c.stop()
+    assert c.pids and not any(alive(p) for p in c.pids.values()), c.text()
