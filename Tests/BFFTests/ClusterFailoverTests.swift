@@ -193,7 +193,7 @@ final class ClusterFailoverTests: ClusterTestCase {
     /// (retried on `503`), both streams deliver every acknowledged input's event in order, the session's
     /// keys and its channel's subscription are at the new master afterwards.
     func testASlotMovedByReshardWhileStreamsAreOpen() throws {
-        let cluster = try SharedRedis.cluster()
+        _ = try SharedRedis.cluster()  // up and shared before the nodes start
         let nodes = try (0..<2).map { try node("n\($0)", commandTimeout: 1) }
         // A session near the start of its master's first slot range: `reshard` moves a master's lowest slots.
         var chosen: (id: String, master: Int, slots: Int)?

@@ -9,21 +9,7 @@ import XCTest
 /// clients on different loopback source addresses (all of 127/8 is loopback).
 final class ClusterFairShareTests: ClusterTestCase {
     func searchNode(_ name: String, sim: SearchEndToEndTests.Simulator) throws -> LiveApp {
-        var c = AppConfiguration()
-        c.http.port = 0
-        c.http.threads = 2
-        c.cluster = ClusterSettings(redisURL: redisURL, nodeID: name)
-        var g = GitHubSettings()
-        g.baseURL = sim.url
-        g.token = SearchEndToEndTests.token
-        g.cachePath = nil
-        var quiet = Logger(label: name)
-        quiet.logLevel = .error
-        let app = try LiveApp(app: Application.live(configuration: c, github: g, logger: quiet))
-        try waitUntil("\(name) ready", within: 10) {
-            (try? WireConnection.get(port: app.port, path: "/readyz").status) == 200
-        }
-        return app
+        try liveNode(name, sim: sim)
     }
 
     func search(_ node: LiveApp, _ q: String, from source: String) throws -> WireResponse {

@@ -17,24 +17,11 @@ class ClusterUpstreamTests: ClusterTestCase {
         _ name: String, sim: SearchEndToEndTests.Simulator, requestTimeout: Double? = nil, cacheTTL: Double? = nil,
         sharedBudget: TokenBucketShape? = nil
     ) throws -> LiveApp {
-        var c = AppConfiguration()
-        c.http.port = 0
-        c.http.threads = 2
-        c.cluster = ClusterSettings(redisURL: redisURL, nodeID: name)
-        var g = GitHubSettings()
-        g.baseURL = sim.url
-        g.token = SearchEndToEndTests.token
-        g.cachePath = nil
-        if let requestTimeout { g.requestTimeout = requestTimeout }
-        if let cacheTTL { g.cacheTTL = cacheTTL }
-        if let sharedBudget { g.sharedBudget = sharedBudget }
-        var quiet = Logger(label: name)
-        quiet.logLevel = .error
-        let app = try LiveApp(app: Application.live(configuration: c, github: g, logger: quiet))
-        try waitUntil("\(name) ready", within: 10) {
-            (try? WireConnection.get(port: app.port, path: "/readyz").status) == 200
+        try liveNode(name, sim: sim) { g in
+            if let requestTimeout { g.requestTimeout = requestTimeout }
+            if let cacheTTL { g.cacheTTL = cacheTTL }
+            if let sharedBudget { g.sharedBudget = sharedBudget }
         }
-        return app
     }
 
     func testARateLimitSeenThroughOneNodeBlocksTheOthersWithoutCallingGitHub() throws {

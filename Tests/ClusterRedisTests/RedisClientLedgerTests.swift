@@ -8,30 +8,7 @@ import XCTest
 
 /// `RedisClientLedger` on a real Redis, two clients playing two nodes: a client's limits are counted once
 /// across them, its sessions stop counting when released or when their deadline passes unrefreshed.
-final class RedisClientLedgerTests: XCTestCase {
-    var server: RedisServerProcess!
-    var loops: [EventLoop] = []
-    var connections: [RedisClient] = []
-    var subscribers: [RedisShardedSubscriber] = []
-
-    override func setUp() async throws {
-        server = try RedisServerProcess()
-        for _ in 0..<2 {
-            let loop = startedLoop()
-            let (c, s) = await startedClient(server.url, on: loop)
-            XCTAssertTrue(c.isReady)
-            loops.append(loop)
-            connections.append(c)
-            subscribers.append(s)
-        }
-    }
-
-    override func tearDown() async throws {
-        for (c, s) in zip(connections, subscribers) { await close(c, s) }
-        for l in loops { l.stop() }
-        server.kill()
-    }
-
+final class RedisClientLedgerTests: TwoClientRedisTestCase {
     func ledgers(rate: Double = 1000, burst: Double = 1000, maxLive: Int = 1000, countedMs: Int = 60_000)
         -> [RedisClientLedger]
     {

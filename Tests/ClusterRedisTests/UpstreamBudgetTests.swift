@@ -6,30 +6,7 @@ import RedisClient
 import RedisTestSupport
 import XCTest
 
-final class RedisUpstreamBudgetTests: XCTestCase {
-    var server: RedisServerProcess!
-    var loops: [EventLoop] = []
-    var connections: [RedisClient] = []
-    var subscribers: [RedisShardedSubscriber] = []
-
-    override func setUp() async throws {
-        server = try RedisServerProcess()
-        for _ in 0..<2 {
-            let loop = startedLoop()
-            let (c, s) = await startedClient(server.url, on: loop)
-            XCTAssertTrue(c.isReady)
-            loops.append(loop)
-            connections.append(c)
-            subscribers.append(s)
-        }
-    }
-
-    override func tearDown() async throws {
-        for (c, s) in zip(connections, subscribers) { await close(c, s) }
-        for l in loops { l.stop() }
-        server.kill()
-    }
-
+final class RedisUpstreamBudgetTests: TwoClientRedisTestCase {
     func budgets(_ shape: TokenBucketShape) -> [RedisUpstreamBudget] {
         connections.map {
             RedisUpstreamBudget(client: $0, name: "gh", shape: shape, keys: ClusterKeys(prefix: "t"))

@@ -209,6 +209,29 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
         }
     }
 
+    /// A client through `proxy` (command time-out 1 s, probe every 0.25 s) whose subscriber has subscribed to
+    /// `channel` and is healthy; the events it reports are collected.
+    func subscribedThrough(_ proxy: FreezingProxy, channel: String) async -> (
+        RedisClient, RedisShardedSubscriber, Inbox, EventLog
+    ) {
+        let c = TopologyTesting.client("redis://127.0.0.1:\(proxy.port)", on: loop, commandTimeout: 1) {
+            $0.probeInterval = 0.25
+        }
+        c.startFromAnyThread()
+        let ready = await TopologyTesting.eventually { c.isReady }
+        XCTAssertTrue(ready)
+        let s = RedisShardedSubscriber(client: c)
+        let (inbox, events) = (Inbox(), EventLog())
+        await c.onLoop {
+            c.onEvent = { events.add($0) }
+            s.start()
+        }
+        await subscribe(s, channel, inbox)
+        let subscribed = await TopologyTesting.eventually { inbox.confirmations(of: channel) == 1 && s.isHealthy }
+        XCTAssertTrue(subscribed)
+        return (c, s, inbox, events)
+    }
+
     /// A Redis that answers, but slowly (its confirmations trickle in over twice the command time-out):
     /// the subscription connection is kept and every confirmation comes on it. Dropping it at the first
     /// late confirmation subscribed every channel again on a Redis already behind: issue 20's cascade
@@ -216,23 +239,10 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
     func testASlowButAnsweringRedisKeepsTheSubscriptionConnection() async throws {
         let proxy = try FreezingProxy(targetPort: server.port)
         defer { proxy.stop() }
-        let c = TopologyTesting.client("redis://127.0.0.1:\(proxy.port)", on: loop, commandTimeout: 1) {
-            $0.probeInterval = 0.25  // the probe, too, must tell a busy connection from a deaf one
-        }
-        c.startFromAnyThread()
-        var ok = await TopologyTesting.eventually { c.isReady }
-        XCTAssertTrue(ok)
-        let s = RedisShardedSubscriber(client: c)
-        let inbox = Inbox()
-        let events = EventLog()
-        await c.onLoop {
-            c.onEvent = { events.add($0) }
-            s.start()
-        }
-        await subscribe(s, "slow:0", inbox)
-        ok = await TopologyTesting.eventually { inbox.confirmations(of: "slow:0") == 1 && s.isHealthy }
-        XCTAssertTrue(ok)
+        // The probe, too, must tell a busy connection from a deaf one.
+        let (c, s, inbox, events) = await subscribedThrough(proxy, channel: "slow:0")
         XCTAssertEqual(proxy.slowDown(toBytesPerTick: 200) { FreezingProxy.contains($0, "SSUBSCRIBE") }, 1)
+        var ok: Bool
         // 100 confirmations of ~40 bytes: ~4,000 bytes at 200 per 0.1 s, about twice the command time-out.
         let channels = (1...100).map { "slow:\($0)" }
         let sentAt = Date()
@@ -257,24 +267,10 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
     func testAProbeWhosePublishTimesOutDoesNotCallABusySubscriptionDeaf() async throws {
         let proxy = try FreezingProxy(targetPort: server.port)
         defer { proxy.stop() }
-        let c = TopologyTesting.client("redis://127.0.0.1:\(proxy.port)", on: loop, commandTimeout: 1) {
-            $0.probeInterval = 0.25
-        }
-        c.startFromAnyThread()
-        var ok = await TopologyTesting.eventually { c.isReady }
-        XCTAssertTrue(ok)
-        let s = RedisShardedSubscriber(client: c)
-        let inbox = Inbox()
-        let events = EventLog()
-        await c.onLoop {
-            c.onEvent = { events.add($0) }
-            s.start()
-        }
-        await subscribe(s, "busy", inbox)
-        ok = await TopologyTesting.eventually { inbox.confirmations(of: "busy") == 1 && s.isHealthy }
-        XCTAssertTrue(ok)
+        let (c, s, inbox, events) = await subscribedThrough(proxy, channel: "busy")
         // Another client (straight to Redis) keeps the subscription busy: a message every 50 ms.
         let publisher = await readyClient()
+        var ok: Bool
         let publishing = Task {
             var n = 0
             while !Task.isCancelled {
