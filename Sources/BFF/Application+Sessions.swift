@@ -139,6 +139,10 @@ extension Application {
         case .storeUnavailable:
             return .problem(
                 status: 503, detail: "the cluster's Redis is unavailable; retry", headers: [("Retry-After", "1")])
+        case .busy:
+            return .problem(
+                status: 503, detail: "the cluster is busy with the sessions it already serves; retry in a second",
+                headers: [("Retry-After", "1")])
         case .moved:
             return .problem(
                 status: 503, detail: "\(session) moved to another node; retry", headers: [("Retry-After", "1")])

@@ -93,6 +93,9 @@ enum SessionFailure: Error, Equatable, Sendable {
     case tooManyStreams(limit: Int, clusterWide: Bool)
     /// The cluster's Redis cannot be reached: `503`, retry shortly.
     case storeUnavailable
+    /// New work is refused while the node's Redis connection is busy with the work already admitted
+    /// (`ClusterSettings.admissionInFlight`): `503`, retry in a second. Nothing was sent to Redis.
+    case busy
     /// The session moved to another node while this request was under way; nothing was applied: `503`,
     /// retry (the retry finds the new runner).
     case moved

@@ -175,6 +175,7 @@ extension SessionFailure {
         case .tooManyStreams(let limit, let clusterWide):
             (clusterWide ? "tooManyStreamsCluster" : "tooManyStreams", limit)
         case .storeUnavailable: ("storeUnavailable", 0)
+        case .busy: ("busy", 0)
         case .moved: ("moved", 0)
         case .heldElsewhere(let seconds): ("heldElsewhere", seconds)
         case .runnerDidNotAnswer: ("runnerDidNotAnswer", 0)
@@ -194,6 +195,7 @@ extension SessionFailure {
         case "tooManyStreams": self = .tooManyStreams(limit: n, clusterWide: false)
         case "tooManyStreamsCluster": self = .tooManyStreams(limit: n, clusterWide: true)
         case "storeUnavailable": self = .storeUnavailable
+        case "busy": self = .busy
         case "moved": self = .moved
         case "heldElsewhere": self = .heldElsewhere(seconds: n)
         case "runnerDidNotAnswer": self = .runnerDidNotAnswer

@@ -1,6 +1,7 @@
 import ClusterRedis
 import ClusterStore
 import EventHTTP
+import RedisClient
 
 /// Cluster mode's per-client session limits (the contract's "Fair use"), counted across the cluster: a
 /// creation passes this node's own limits first (`SessionEnvironment.reserveSession(for:)`: no Redis work
@@ -46,6 +47,15 @@ extension ClusterNode {
                 done(nil)
             }
         }
+    }
+
+    /// True when loop `index` may start new work on the master of `key` (a creation, a stream): fewer than
+    /// `admissionInFlight` commands wait on its connection there. Else counted; the caller answers `.busy`
+    /// before sending anything (loop `index` only).
+    func admits(key: String, at index: Int) -> Bool {
+        guard clients[index].commandsInFlight(key: RedisArg(key)) >= settings.admissionInFlight else { return true }
+        metrics.admissionRefusals.increment()
+        return false
     }
 
     /// Starts, on every loop, the refresh that keeps the sessions run there counted against their clients.

@@ -26,13 +26,14 @@ extension ClusterNode {
         at host: LoopSessions, client: ClientAddress,
         reply: @escaping @Sendable (Result<String, SessionFailure>) -> Void
     ) {
+        let index = host.loop.index
+        let id = SessionID.make(loop: index)
+        guard admits(key: keys.session(id), at: index) else { return reply(.failure(.busy)) }
         let counted: ClientAddress
         switch env.reserveSession(for: client) {
         case .failure(let f): return reply(.failure(f))
         case .success(let key): counted = key
         }
-        let index = host.loop.index
-        let id = SessionID.make(loop: index)
         reserveAcrossCluster(counted, session: id, at: index) { refusal in
             if let refusal {
                 self.env.cancelReservation(client: counted)

@@ -384,6 +384,8 @@ final class ClusterMetrics: Sendable {
     let crossNodeInputs: CoreMetrics.Counter
     let redisErrors: CoreMetrics.Counter
     let fenced: CoreMetrics.Counter
+    /// New sessions and streams refused because the loop's Redis connection was busy (`admits`).
+    let admissionRefusals: CoreMetrics.Counter
     /// Sessions that left this node for another (lease lost, fenced, commit failed): registered only in
     /// cluster mode, so single-process `/metrics` is unchanged.
     let moved: CoreMetrics.Counter
@@ -406,6 +408,7 @@ final class ClusterMetrics: Sendable {
         crossNodeInputs = CoreMetrics.Counter(label: "bff_cluster_inputs_owned_elsewhere_total", factory: f)
         redisErrors = CoreMetrics.Counter(label: "bff_redis_errors_total", factory: f)
         fenced = CoreMetrics.Counter(label: "bff_cluster_fenced_total", factory: f)
+        admissionRefusals = CoreMetrics.Counter(label: "bff_cluster_admission_refusals_total", factory: f)
         moved = CoreMetrics.Counter(label: "bff_sessions_ended_total", dimensions: [("reason", "moved")], factory: f)
         budgetRefusals = CoreMetrics.Counter(label: "bff_cluster_budget_refusals_total", factory: f)
         var searchCache: [String: CoreMetrics.Counter] = [:]

@@ -17,6 +17,11 @@ public struct ClusterSettings: Sendable {
     public var leaseTTL: Double = 10
     /// Prefix of every Redis key (tests use their own).
     public var keyPrefix = "bff"
+    /// New work (a session created, a stream opened) is refused at once with `503` + `Retry-After` while
+    /// this many commands wait on the loop's connection to the master it needs: half of what a connection
+    /// takes (`maxInFlight`), so the work already admitted (lease renewals, commits, stream renewals)
+    /// keeps room and does not time out behind a flood of new work (issue 20).
+    public var admissionInFlight = RedisConfiguration().maxInFlight / 2
 
     /// The settings of every data node (password, database, command and connect time-outs, back-off).
     public var redis: RedisConfiguration {

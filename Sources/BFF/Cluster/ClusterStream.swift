@@ -205,6 +205,7 @@ extension ClusterNode {
         // (down, being replaced) it would wait without an answer, so it is refused like every other
         // request that needs Redis. Sessions on other shards are not affected.
         guard clients[index].canServe(key: RedisArg(keys.session(id))) else { return refuse(.storeUnavailable) }
+        guard admits(key: keys.session(id), at: index) else { return refuse(.busy) }
         let state = perLoop[index]
         let limit = env.configuration.maxStreamsPerSession
         // This loop's own count is a lower bound of the cluster's: refused without a round trip.

@@ -1,0 +1,73 @@
+import EventHTTP
+import Foundation
+import Glibc
+import RedisClient
+import WireClient
+import XCTest
+
+@testable import BFF
+
+/// Admission control (issue 20): while a node's Redis connection is busy, new sessions and streams are
+/// refused at once with `503` + `Retry-After`, before anything is sent, so the work already admitted keeps
+/// its room; once Redis catches up they are served again.
+final class ClusterAdmissionTests: ClusterTestCase {
+    func testNewWorkIsRefusedAtOnceWhileRedisIsBusyAndServedAfter() throws {
+        let a = try node("a", threads: 1, commandTimeout: 10) { $0.admissionInFlight = 2 }
+        // At start the node loads its scripts on the connection: wait for that to settle.
+        var created: WireResponse?
+        try waitUntil("a session created", within: 10) {
+            created = try WireConnection(port: a.port).request("POST", "/api/sessions")
+            return created?.status == 201
+        }
+        let id = try XCTUnwrap(created?.json?["id"]?.stringValue)
+        redis.signal(SIGSTOP)  // Redis takes commands and answers none: they wait on the connection
+        var resumed = false
+        defer { if !resumed { redis.signal(SIGCONT) } }
+        // Two creations wait on the node's one connection (each is answered once Redis continues).
+        let waiting = DispatchGroup()
+        let answers = Lock<[Int]>([])
+        for _ in 0..<2 {
+            waiting.enter()
+            Thread.detachNewThread {
+                let status = (try? WireConnection(port: a.port, timeout: 20).request("POST", "/api/sessions"))?.status
+                answers.withLock { $0.append(status ?? 0) }
+                waiting.leave()
+            }
+        }
+        let cluster = try XCTUnwrap(a.app.backend as? ClusterNode)
+        try waitUntil("two commands wait on the connection", within: 10) {
+            self.inFlight(cluster, key: cluster.keys.session(id)) >= 2
+        }
+        // The next creation and a stream are refused without waiting for Redis.
+        let started = Date()
+        let refused = try WireConnection(port: a.port, timeout: 20).request("POST", "/api/sessions")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 1, "answered before any Redis round trip")
+        XCTAssertTrue(refused.problem(503).contains("busy"), refused.text)
+        XCTAssertEqual(refused.header("Retry-After"), "1")
+        let stream = try WireConnection(port: a.port, timeout: 20).request("GET", "/api/sessions/\(id)/events")
+        XCTAssertTrue(stream.problem(503).contains("busy"), stream.text)
+        redis.signal(SIGCONT)
+        resumed = true
+        XCTAssertEqual(waiting.wait(timeout: .now() + 20), .success)
+        XCTAssertEqual(answers.withLock { $0 }, [201, 201], "the work admitted before was served")
+        try waitUntil("creations served again", within: 10) {
+            try WireConnection(port: a.port).request("POST", "/api/sessions").status == 201
+        }
+        let metrics = try WireConnection.get(port: a.port, path: "/metrics").text
+        let refusals = metrics.split(separator: "\n").first { $0.hasPrefix("bff_cluster_admission_refusals_total ") }
+        XCTAssertGreaterThanOrEqual(Double(refusals?.split(separator: " ").last ?? "") ?? 0, 2)
+    }
+
+    /// Commands loop 0's connection to the master of `key` has outstanding (read on that loop).
+    func inFlight(_ cluster: ClusterNode, key: String) -> Int {
+        let client = cluster.clients[0]
+        let n = Lock(0)
+        let done = DispatchSemaphore(value: 0)
+        client.loop.execute {
+            n.withLock { $0 = client.commandsInFlight(key: RedisArg(key)) }
+            done.signal()
+        }
+        done.wait()
+        return n.withLock { $0 }
+    }
+}
