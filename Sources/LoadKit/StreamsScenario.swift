@@ -54,53 +54,70 @@ public struct StreamsScenario {
         var creationRetries = 0
         let ids = try LoadSession.create(options.streams, loop: loop, pool: pool, retried: &creationRetries)
         phase = "opening streams"
+        var streamRetries = 0
+        /// Opens the stream of session `index`; a `503` with `Retry-After` (a busy cluster node) is tried again
+        /// after that many seconds (at most 5, with jitter), up to 10 times, as `EventSource` would.
+        func open(_ index: Int, attempt: Int) {
+            do {
+                let stream = try StreamClient(loop: loop, target: target, path: "/api/sessions/\(ids[index])/events")
+                var first = true
+                var done = false
+                var sawBroadcast = false
+                func settle(ok: Bool, _ why: String) {
+                    guard !done else { return }
+                    done = true
+                    opening -= 1
+                    if ok {
+                        succeeded += 1
+                    } else {
+                        failed += 1
+                        if failureSamples.count < 3 { failureSamples.append(why) }
+                    }
+                    openMore()
+                }
+                stream.onEvent = { [unowned stream] event, now in
+                    if first {
+                        first = false
+                        established.record(nanoseconds: now - stream.startedAt)
+                        settle(ok: true, "")
+                    }
+                    // Count streams, not events: only this stream's first `status` after the broadcast.
+                    if event.event == "status", !sawBroadcast, let at = broadcastAt {
+                        sawBroadcast = true
+                        broadcastReceived += 1
+                        broadcastLatency.record(nanoseconds: now - at)
+                    }
+                }
+                stream.onHead = { head in
+                    guard head.status != 200 else { return }
+                    if head.status == 503, attempt < 10, let wait = head.header("Retry-After").flatMap(Double.init) {
+                        guard !done else { return }
+                        done = true
+                        streamRetries += 1
+                        loop.schedule(after: min(5, wait) * Double.random(in: 0.5...1.5)) {
+                            open(index, attempt: attempt + 1)
+                        }
+                        return
+                    }
+                    settle(ok: false, "HTTP \(head.status)")
+                }
+                stream.onClose = { error in
+                    if done && !first && error != nil { closedEarly += 1 }
+                    settle(ok: false, "\(error.map { "\($0)" } ?? "closed")")
+                }
+                streams.append(stream)
+            } catch {
+                opening -= 1
+                failed += 1
+                if failureSamples.count < 3 { failureSamples.append("\(error)") }
+            }
+        }
         func openMore() {
             while opening < options.concurrency && next < ids.count {
                 let index = next
                 next += 1
                 opening += 1
-                do {
-                    let stream = try StreamClient(
-                        loop: loop, target: target, path: "/api/sessions/\(ids[index])/events")
-                    var first = true
-                    var done = false
-                    var sawBroadcast = false
-                    func settle(ok: Bool, _ why: String) {
-                        guard !done else { return }
-                        done = true
-                        opening -= 1
-                        if ok {
-                            succeeded += 1
-                        } else {
-                            failed += 1
-                            if failureSamples.count < 3 { failureSamples.append(why) }
-                        }
-                        openMore()
-                    }
-                    stream.onEvent = { [unowned stream] event, now in
-                        if first {
-                            first = false
-                            established.record(nanoseconds: now - stream.startedAt)
-                            settle(ok: true, "")
-                        }
-                        // Count streams, not events: only this stream's first `status` after the broadcast.
-                        if event.event == "status", !sawBroadcast, let at = broadcastAt {
-                            sawBroadcast = true
-                            broadcastReceived += 1
-                            broadcastLatency.record(nanoseconds: now - at)
-                        }
-                    }
-                    stream.onHead = { head in if head.status != 200 { settle(ok: false, "HTTP \(head.status)") } }
-                    stream.onClose = { error in
-                        if done && !first && error != nil { closedEarly += 1 }
-                        settle(ok: false, "\(error.map { "\($0)" } ?? "closed")")
-                    }
-                    streams.append(stream)
-                } catch {
-                    opening -= 1
-                    failed += 1
-                    if failureSamples.count < 3 { failureSamples.append("\(error)") }
-                }
+                open(index, attempt: 1)
             }
         }
         openMore()
@@ -115,6 +132,7 @@ public struct StreamsScenario {
         report.add("succeeded", .int(succeeded))
         report.add("failed", .int(failed))
         report.add("creationRetries", .int(creationRetries))
+        report.add("streamRetries", .int(streamRetries))
         if !failureSamples.isEmpty { report.add("failureSamples", .text(failureSamples.joined(separator: "; "))) }
         report.add("establish", .latency(established.summary))
         if let before, let after {
