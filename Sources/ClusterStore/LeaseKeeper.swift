@@ -18,6 +18,9 @@ public final class LeaseKeeper {
 
     /// The lease kept.
     public let lease: Lease
+    /// The store's answer to the last renewal that failed (nil once one succeeds): what an `unreachable`
+    /// loss was about, for its log line.
+    public private(set) var lastError: StoreError?
     private let store: SessionStore
     private let interval: Double
     private let ttl: Double
@@ -81,10 +84,12 @@ public final class LeaseKeeper {
             switch result {
             case .success(true):
                 self.failingSince = nil
+                self.lastError = nil
                 self.arm(after: self.interval)
             case .success(false):
                 self.lose(.taken)
-            case .failure:
+            case .failure(let error):
+                self.lastError = error
                 let since = self.failingSince ?? (self.elapsed - waited)  // the last renewal (or the start)
                 self.failingSince = since
                 if self.elapsed - since >= self.ttl { self.lose(.unreachable) } else { self.arm(after: self.interval) }

@@ -149,6 +149,7 @@ final class LeaseKeeperTests: XCTestCase {
         XCTAssertEqual(losses, [], "shorter than the TTL: keep trying")
         timers.advance(2)
         XCTAssertEqual(losses, [.unreachable])
+        XCTAssertNotNil(k.lastError, "what the store answered, for the log line")
         timers.advance(10)
         XCTAssertEqual(losses.count, 1, "reported once")
     }

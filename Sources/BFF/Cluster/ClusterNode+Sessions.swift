@@ -1,6 +1,7 @@
 import ClusterStore
 import EventHTTP
 import JSON
+import Logging
 import ViewModels
 
 /// Cluster mode's sessions (`ClusterNode` as the `SessionBackend`) and their ownership (see
@@ -114,7 +115,9 @@ extension ClusterNode {
             lease: lease, store: store, ttlSeconds: settings.leaseTTL, interval: interval,
             schedule: { seconds, work in renewals.schedule(after: seconds, work) },
             onLost: { [unowned owned] loss in
-                self.logger.warning("lease lost", metadata: ["session": "\(session.id)", "loss": "\(loss)"])
+                var metadata: Logger.Metadata = ["session": "\(session.id)", "loss": "\(loss)"]
+                if let error = owned.keeper?.lastError { metadata["error"] = "\(error)" }
+                self.logger.warning("lease lost", metadata: metadata)
                 owned.keeper = nil
                 self.leave(session)
             })
