@@ -84,8 +84,8 @@ final class SessionEnvironment: Sendable {
 
     /// A session reserved for `client` (the key `reserveSession(for:)` returned) is not created after all:
     /// both reservations are given back, and no session is counted as ended.
-    func cancelReservation(client: ClientAddress) {
-        clientLimits.released(client)
+    func cancelReservation(client: ClientAddress?) {
+        if let client { clientLimits.released(client) }
         liveSessions.subtract(1, ordering: .relaxed)
         metrics.sessions.decrement()
     }
@@ -93,9 +93,7 @@ final class SessionEnvironment: Sendable {
     /// A reserved session ended (or was never started) for `reason` (an `end` reason, `unused`, or
     /// `moved`); `client` is the key it was counted under, if it was created here.
     func sessionEnded(reason: String, client: ClientAddress? = nil) {
-        if let client { clientLimits.released(client) }
-        liveSessions.subtract(1, ordering: .relaxed)
-        metrics.sessions.decrement()
+        cancelReservation(client: client)
         metrics.sessionEnded(reason: reason)
     }
 }

@@ -6,8 +6,7 @@ import RedisClient
 enum BudgetScripts {
     /// Shared prologue: `now` in ms and the refilled bucket.
     private static let prologue = """
-        local t = redis.call('TIME')
-        local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+        \(LuaClock.now)
         local cap = tonumber(ARGV[1])
         local rate = tonumber(ARGV[2]) / 1000
         local b = redis.call('HMGET', KEYS[1], 'tokens', 'ts', 'until')

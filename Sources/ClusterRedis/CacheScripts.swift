@@ -8,8 +8,7 @@ enum CacheScripts {
         """
         local m = redis.call('HMGET', KEYS[1], 'v', 't')
         if not m[1] then return nil end
-        local t = redis.call('TIME')
-        local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+        \(LuaClock.now)
         return {m[1], now - tonumber(m[2])}
         """)
 
@@ -17,8 +16,7 @@ enum CacheScripts {
     /// Stores, releases the holder's lock, and publishes the wake-up in one step.
     static let fill = RedisScript(
         """
-        local t = redis.call('TIME')
-        local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+        \(LuaClock.now)
         redis.call('HSET', KEYS[1], 'v', ARGV[1], 't', tostring(now))
         redis.call('PEXPIRE', KEYS[1], ARGV[2])
         if redis.call('GET', KEYS[2]) == ARGV[3] then redis.call('DEL', KEYS[2]) end

@@ -12,8 +12,7 @@ enum ClientLedgerScripts {
     /// until now + counted ms ({0, live sessions now}). Checks everything before its first write.
     static let reserve = RedisScript(
         """
-        local t = redis.call('TIME')
-        local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+        \(LuaClock.now)
         local rate = tonumber(ARGV[1]) / 1000
         local burst = tonumber(ARGV[2])
         local maxLive = tonumber(ARGV[3])
@@ -41,8 +40,7 @@ enum ClientLedgerScripts {
     static let refresh = RedisScript(
         """
         #!lua flags=allow-cross-slot-keys
-        local t = redis.call('TIME')
-        local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+        \(LuaClock.now)
         local counted = tonumber(ARGV[1])
         local at = 2
         local kept = 0

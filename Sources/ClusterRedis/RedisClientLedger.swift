@@ -101,20 +101,7 @@ public final class RedisClientLedger: Sendable {
         _ sessions: [(client: String, sessions: [String])], _ completion: @escaping (Result<Void, StoreError>) -> Void
     ) {
         let live = sessions.filter { !$0.sessions.isEmpty }
-        var groups: [[(client: String, sessions: [String])]] = []
-        if client.isSharded {
-            var order: [String] = []
-            var byMaster: [String: [(client: String, sessions: [String])]] = [:]
-            for entry in live {
-                let slot = RedisClient.slot(of: RedisArg(keys.clientSessions(entry.client)))
-                let at = client.master(forSlot: slot).map { "\($0)" } ?? "slot \(slot)"
-                if byMaster[at] == nil { order.append(at) }
-                byMaster[at, default: []].append(entry)
-            }
-            groups = order.map { byMaster[$0]! }
-        } else if !live.isEmpty {
-            groups = [live]
-        }
+        let groups = client.groupedByMaster(live) { RedisArg(keys.clientSessions($0.client)) }
         var calls: [[(client: String, sessions: [String])]] = []
         for g in groups {
             for start in stride(from: 0, to: g.count, by: Self.refreshBatch) {
@@ -145,9 +132,7 @@ public final class RedisClientLedger: Sendable {
         client.evalScript(
             ClientLedgerScripts.refresh, keys: batch.map { RedisArg(keys.clientSessions($0.client)) }, args: args
         ) { [self] r in
-            if splitOnRedirect, batch.count > 1, case .failure(.server(let message)) = r,
-                ["MOVED", "ASK", "CROSSSLOT", "TRYAGAIN"].contains(where: message.hasPrefix)
-            {
+            if splitOnRedirect, batch.count > 1, case .failure(let e) = r, e.isSlotRedirect {
                 var left = batch.count
                 var failure: StoreError?
                 for entry in batch {

@@ -156,7 +156,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
         client.loop.runSoon { [self] in
             let batch = pendingRenewals.value
             pendingRenewals.value = []
-            for group in groupByMaster(batch) {
+            for group in client.groupedByMaster(batch, key: { RedisArg(keys.lease($0.lease.sessionID)) }) {
                 for start in stride(from: 0, to: group.count, by: Self.renewBatch) {
                     renewNow(Array(group[start..<min(start + Self.renewBatch, group.count)]), splitOnRedirect: true)
                 }
@@ -166,20 +166,6 @@ public final class RedisSessionStore: SessionStore, Sendable {
 
     typealias Renewal = (lease: Lease, completion: (Result<Bool, StoreError>) -> Void)
 
-    /// `batch` in groups whose slots one master serves (one group on one Redis or Sentinel), in order.
-    private func groupByMaster(_ batch: [Renewal]) -> [[Renewal]] {
-        guard client.isSharded, batch.count > 1 else { return [batch] }
-        var order: [String] = []
-        var groups: [String: [Renewal]] = [:]
-        for r in batch {
-            let slot = RedisClient.slot(of: RedisArg(keys.lease(r.lease.sessionID)))
-            let at = client.master(forSlot: slot).map { "\($0)" } ?? "slot \(slot)"
-            if groups[at] == nil { order.append(at) }
-            groups[at, default: []].append(r)
-        }
-        return order.map { groups[$0]! }
-    }
-
     /// One `renewMany` call for `batch` (1 to `renewBatch` leases), each completion with its own answer;
     /// a batch over several slots that Redis redirects is sent again one slot at a time.
     private func renewNow(_ batch: [Renewal], splitOnRedirect: Bool) {
@@ -187,9 +173,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
             SessionScripts.renewMany, keys: batch.map { RedisArg(keys.lease($0.lease.sessionID)) },
             args: [RedisArg(limits.leaseMilliseconds)] + batch.map { RedisArg("\($0.lease.holder)|\($0.lease.token)") }
         ) { [self] r in
-            if splitOnRedirect, case .failure(.server(let message)) = r,
-                ["MOVED", "ASK", "CROSSSLOT", "TRYAGAIN"].contains(where: message.hasPrefix)
-            {
+            if splitOnRedirect, case .failure(let e) = r, e.isSlotRedirect {
                 var bySlot: [Int: [Renewal]] = [:]
                 for item in batch {
                     bySlot[RedisClient.slot(of: RedisArg(keys.lease(item.lease.sessionID))), default: []].append(item)

@@ -50,8 +50,7 @@ enum SessionScripts {
     /// of open streams `KEYS[key]` whose deadline passed are dropped.
     private static func pruneStreams(key: Int) -> String {
         """
-        local t = redis.call('TIME')
-        local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+        \(LuaClock.now)
         redis.call('ZREMRANGEBYSCORE', KEYS[\(key)], '-inf', string.format('%.0f', now))
         """
     }

@@ -37,12 +37,10 @@ public enum LoadSession {
                         failures.append("201 without an id: \(response.text.prefix(100))")
                     }
                 case .success(let response)
-                where [429, 503].contains(response.status) && attempt < maxAttempts
-                    && response.header("Retry-After").flatMap(Double.init) != nil:
-                    let wait = min(5, response.header("Retry-After").flatMap(Double.init) ?? 1)
+                where [429, 503].contains(response.status) && attempt < maxAttempts && retryDelay(response) != nil:
                     retries += 1
                     inFlight += 1  // its place is kept while it waits
-                    loop.schedule(after: wait * Double.random(in: 0.5...1.5)) {
+                    loop.schedule(after: retryDelay(response)!) {
                         inFlight -= 1
                         submit(i, attempt: attempt + 1)
                     }
@@ -71,6 +69,12 @@ public enum LoadSession {
                     + (failures.first ?? "timeout"))
         }
         return ids
+    }
+
+    /// How long a client waits before it asks again after `response`: its `Retry-After` (at most 5 s), ± 50 %
+    /// so the clients refused together do not come back together; nil without a `Retry-After`.
+    public static func retryDelay(_ response: WireResponse) -> Double? {
+        response.header("Retry-After").flatMap(Double.init).map { min(5, $0) * Double.random(in: 0.5...1.5) }
     }
 
     /// Deletes `ids` through `pool`, waiting up to `timeout` seconds; returns how many succeeded.

@@ -90,11 +90,11 @@ public struct StreamsScenario {
                 }
                 stream.onHead = { head in
                     guard head.status != 200 else { return }
-                    if head.status == 503, attempt < 10, let wait = head.header("Retry-After").flatMap(Double.init) {
+                    if head.status == 503, attempt < 10, let wait = LoadSession.retryDelay(head) {
                         guard !done else { return }
                         done = true
                         streamRetries += 1
-                        loop.schedule(after: min(5, wait) * Double.random(in: 0.5...1.5)) {
+                        loop.schedule(after: wait) {
                             open(index, attempt: attempt + 1)
                         }
                         return

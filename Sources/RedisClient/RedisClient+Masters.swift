@@ -24,6 +24,23 @@ extension RedisClient {
         }
     }
 
+    /// `items` in groups whose keys (`key(item)`) one master serves, in their order: one group on one Redis
+    /// or a Sentinel's master, one per master on a Redis Cluster (by this loop's slot map, which may be out
+    /// of date: a call over a group then fails with `isSlotRedirect`). For multi-key scripts flagged
+    /// `allow-cross-slot-keys`. Loop thread only.
+    public func groupedByMaster<T>(_ items: [T], key: (T) -> RedisArg) -> [[T]] {
+        guard isSharded, items.count > 1 else { return items.isEmpty ? [] : [items] }
+        var order: [String] = []
+        var groups: [String: [T]] = [:]
+        for item in items {
+            let slot = Self.slot(of: key(item))
+            let at = master(forSlot: slot).map { "\($0)" } ?? "slot \(slot)"
+            if groups[at] == nil { order.append(at) }
+            groups[at, default: []].append(item)
+        }
+        return order.map { groups[$0]! }
+    }
+
     /// True when the master serving `key`'s slot is known and this loop's connection to it is ready: a
     /// command for `key` would be sent now (not failed at once as unavailable). Loop thread only.
     /// Commands this loop's connection to the master of `key`'s slot has outstanding (0 without one). Loop

@@ -24,6 +24,13 @@ public enum RedisError: Error, Sendable, Hashable, CustomStringConvertible {
         return message.split(separator: " ", maxSplits: 1).first.map(String.init)
     }
 
+    /// True for the answers a multi-key call gets when its keys' slots are not all where the caller's slot
+    /// map put them (`MOVED`, `ASK`, `CROSSSLOT`, `TRYAGAIN`): sent again one slot at a time, it succeeds.
+    public var isSlotRedirect: Bool {
+        guard let code = serverCode else { return false }
+        return ["MOVED", "ASK", "CROSSSLOT", "TRYAGAIN"].contains(code)
+    }
+
     /// A readable description (never contains a password).
     public var description: String {
         switch self {
