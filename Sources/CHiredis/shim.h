@@ -14,6 +14,7 @@
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <netdb.h>
+#include <sys/ioctl.h>
 
 // By their path under the include root (Debian and Homebrew install them in `hiredis/`), not through
 // hiredis.pc: its cflags add -D_FILE_OFFSET_BITS=64, which SwiftPM refuses for a system library
@@ -143,6 +144,24 @@ static inline int chiredis_attach_raw(redisAsyncContext *ac, struct event_base *
 /// Queues a formatted command on a raw context's output buffer (no callback is registered).
 static inline int chiredis_append_raw(redisAsyncContext *ac, const char *cmd, size_t len) {
     return redisAppendFormattedCommand(&ac->c, cmd, len);
+}
+
+/// Reads and dispatches what the socket of a connected (not raw) context already holds, up to `maxReads`
+/// reads of hiredis's 16 KB each, as its read event would over as many loop iterations. Called before a
+/// command is failed by its time-out: after a busy loop iteration its reply may be sitting in the socket
+/// (one read event reads 16 KB) while its timer fires. The context may be freed meanwhile (a reply's
+/// callback dropped it, or the read met EOF): the caller looks again at its own state afterwards.
+static inline void chiredis_read_available(redisAsyncContext *ac, int maxReads) {
+    chiredis_events *e = (chiredis_events *)ac->ev.data;
+    if (e == NULL || e->raw != NULL || !(ac->c.flags & REDIS_CONNECTED)) return;
+    e->busy = 1;
+    for (int i = 0; i < maxReads && !e->dead; i++) {
+        int available = 0;
+        if (ioctl(ac->c.fd, FIONREAD, &available) != 0 || available <= 0) break;
+        redisAsyncHandleRead(ac);
+    }
+    e->busy = 0;
+    if (e->dead) free(e);
 }
 
 /// The reply's elements without pointer arithmetic in Swift.

@@ -171,7 +171,8 @@ public final class RedisSessionStore: SessionStore, Sendable {
     private func renewNow(_ batch: [Renewal], splitOnRedirect: Bool) {
         client.evalScript(
             SessionScripts.renewMany, keys: batch.map { RedisArg(keys.lease($0.lease.sessionID)) },
-            args: [RedisArg(limits.leaseMilliseconds)] + batch.map { RedisArg("\($0.lease.holder)|\($0.lease.token)") }
+            args: [RedisArg(limits.leaseMilliseconds)] + batch.map { RedisArg("\($0.lease.holder)|\($0.lease.token)") },
+            lane: .leases
         ) { [self] r in
             if splitOnRedirect, case .failure(let e) = r, e.isSlotRedirect {
                 var bySlot: [Int: [Renewal]] = [:]
@@ -194,7 +195,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
     public func release(_ lease: Lease, completion: @escaping (Result<Bool, StoreError>) -> Void) {
         client.evalScript(
             SessionScripts.release, keys: [RedisArg(keys.lease(lease.sessionID))],
-            args: [RedisArg("\(lease.holder)|\(lease.token)")]
+            args: [RedisArg("\(lease.holder)|\(lease.token)")], lane: .leases
         ) { r in completion(r.store { $0.int.map { $0 == 1 } }) }
     }
 

@@ -1,17 +1,18 @@
 import EventHTTP
 
-/// The client's connections: one per master (and one per master for `WAIT`), made when a master is
-/// learnt, watched, and retired when it is no longer a master. Loop thread only, like the client.
+/// The client's connections: one per master and lane (`RedisLane`; the command connection made when a
+/// master is learnt, the others on first use), watched, and retired when it is no longer a master. Loop
+/// thread only, like the client.
 extension RedisClient {
     /// This loop's command connection to `address`, if it has one.
     func connectionIfAny(to address: RedisAddress) -> RedisConnection? { pool[address] }
 
     func setReplicaCount(_ n: Int, of master: RedisAddress) { replicaCounts[master] = n }
 
-    /// This loop's connection to `address` (made and started if there is none).
-    func connection(to address: RedisAddress, forWait: Bool) -> RedisConnection {
-        let separate = forWait && options.separateWaitConnection
-        if let c = separate ? waitPool[address] : pool[address] { return c }
+    /// This loop's connection to `address` for `lane` (made and started if there is none).
+    func connection(to address: RedisAddress, lane wanted: RedisLane) -> RedisConnection {
+        let lane = wanted == .replicated && !options.separateWaitConnection ? .commands : wanted
+        if let c = lane == .commands ? pool[address] : lanePools[lane]?[address] { return c }
         let c = RedisConnection(loop: loop, configuration: topology.configuration(for: address), logger: logger)
         c.healthCheckInterval = topology.node.healthCheckInterval
         c.onRoundTrip = onRoundTrip
@@ -20,7 +21,7 @@ extension RedisClient {
             guard let self, let c else { return }
             self.connectionChanged(c, at: address, state)
         }
-        if separate { waitPool[address] = c } else { pool[address] = c }
+        if lane == .commands { pool[address] = c } else { lanePools[lane, default: [:]][address] = c }
         fresh.insert(ObjectIdentifier(c))
         c.start()
         return c
@@ -71,14 +72,16 @@ extension RedisClient {
     func topologyChanged() {
         guard !closed else { return }
         let masters = Set(locator.masters)
-        for m in masters { _ = connection(to: m, forWait: false) }
+        for m in masters { _ = connection(to: m, lane: .commands) }
         for (address, c) in pool where !masters.contains(address) {
             pool[address] = nil
             retire(c)
         }
-        for (address, c) in waitPool where !masters.contains(address) {
-            waitPool[address] = nil
-            retire(c)
+        for (lane, connections) in lanePools {
+            for (address, c) in connections where !masters.contains(address) {
+                lanePools[lane]?[address] = nil
+                retire(c)
+            }
         }
         updateReadiness()
         for observe in topologyObservers { observe() }

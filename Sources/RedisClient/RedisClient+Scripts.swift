@@ -3,15 +3,15 @@ extension RedisClient {
     /// cluster: hash tags). When its master answers `NOSCRIPT` (a restarted, flushed or new master after
     /// a failover) it sends `SCRIPT LOAD` and `EVALSHA` again on that connection, pipelined, once: a script
     /// that got `NOSCRIPT` did not run, so it never runs twice. A script that timed out or whose connection
-    /// was lost is never retried (it may have run). Loop thread only.
+    /// was lost is never retried (it may have run). It takes `lane`'s connection. Loop thread only.
     public func evalScript(
         _ script: RedisScript, keys: [RedisArg], args: [RedisArg], timeout: Double? = nil,
-        _ callback: @escaping Callback
+        lane: RedisLane = .commands, _ callback: @escaping Callback
     ) {
         precondition(loop.inEventLoop, "RedisClient.evalScript off its loop")
         let request = Request(
             args: Self.evalSHA(script, keys, args), slot: keys.first.map(Self.slot(of:)), deadline: deadline(timeout),
-            script: script
+            script: script, lane: lane
         ) { r, _ in callback(r) }
         route(request)
     }

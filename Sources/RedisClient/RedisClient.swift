@@ -63,8 +63,10 @@ public final class RedisClient: Sendable {
     /// The client's mutable state (its loop only).
     struct State {
         let locator: any RedisMasterLocator
+        /// The command connections (`RedisLane.commands`): readiness and admission look at these.
         var pool: [RedisAddress: RedisConnection] = [:]
-        var waitPool: [RedisAddress: RedisConnection] = [:]
+        /// The connections of the other lanes (`.replicated`, `.leases`), made on first use.
+        var lanePools: [RedisLane: [RedisAddress: RedisConnection]] = [:]
         /// Connections that were never ready yet: commands for them wait (see `Waiter`).
         var fresh: Set<ObjectIdentifier> = []
         var waiters: [ObjectIdentifier: [Waiter]] = [:]
@@ -83,9 +85,9 @@ public final class RedisClient: Sendable {
         get { state.value.pool }
         _modify { yield &state.value.pool }
     }
-    var waitPool: [RedisAddress: RedisConnection] {
-        get { state.value.waitPool }
-        _modify { yield &state.value.waitPool }
+    var lanePools: [RedisLane: [RedisAddress: RedisConnection]] {
+        get { state.value.lanePools }
+        _modify { yield &state.value.lanePools }
     }
     var fresh: Set<ObjectIdentifier> {
         get { state.value.fresh }
@@ -168,26 +170,32 @@ public final class RedisClient: Sendable {
         state.value.watchTimer?.cancel()
         state.value.roleTimer?.cancel()
         locator.close()
-        for c in Array(pool.values) + Array(waitPool.values) {
+        for c in Array(pool.values) + lanePools.values.flatMap(\.values) {
             c.onStateChange = nil
             failWaiters(of: c, .connectionLost("closed"))
             c.close()
         }
         pool = [:]
-        waitPool = [:]
+        lanePools = [:]
         readyFlag.store(false, ordering: .relaxed)
     }
 
     /// Sends `args`, routed by the slot of `key` (nil: any master, for keyless commands). `timeout`
     /// (default: the command time-out) bounds the whole command, redirections included. Loop thread only.
-    public func send(_ args: [RedisArg], key: RedisArg?, timeout: Double? = nil, _ callback: @escaping Callback) {
-        send(args, slot: key.map(Self.slot(of:)), timeout: timeout, callback)
+    public func send(
+        _ args: [RedisArg], key: RedisArg?, timeout: Double? = nil, lane: RedisLane = .commands,
+        _ callback: @escaping Callback
+    ) {
+        send(args, slot: key.map(Self.slot(of:)), timeout: timeout, lane: lane, callback)
     }
 
-    /// Sends `args` to the master of `slot` (nil: any master). Loop thread only.
-    public func send(_ args: [RedisArg], slot: Int?, timeout: Double? = nil, _ callback: @escaping Callback) {
+    /// Sends `args` to the master of `slot` (nil: any master), on `lane`'s connection. Loop thread only.
+    public func send(
+        _ args: [RedisArg], slot: Int?, timeout: Double? = nil, lane: RedisLane = .commands,
+        _ callback: @escaping Callback
+    ) {
         precondition(loop.inEventLoop, "RedisClient.send off its loop")
-        route(Request(args: args, slot: slot, deadline: deadline(timeout)) { r, _ in callback(r) })
+        route(Request(args: args, slot: slot, deadline: deadline(timeout), lane: lane) { r, _ in callback(r) })
     }
 
     /// Loads `scripts` on every master as soon as this loop's command connection to it is ready (now, and
@@ -233,17 +241,21 @@ public final class RedisClient: Sendable {
         var script: RedisScript?
         var scriptLoaded = false
         var wait: (replicas: Int, timeout: Double)?
+        /// The connection it takes (a replicated command takes `.replicated` whatever this says).
+        var lane: RedisLane
         var done: (Result<RESPValue, RedisError>, Int?) -> Void
 
         init(
             args: [RedisArg], slot: Int?, deadline: UInt64, script: RedisScript? = nil,
-            wait: (replicas: Int, timeout: Double)? = nil, done: @escaping (Result<RESPValue, RedisError>, Int?) -> Void
+            wait: (replicas: Int, timeout: Double)? = nil, lane: RedisLane = .commands,
+            done: @escaping (Result<RESPValue, RedisError>, Int?) -> Void
         ) {
             self.args = args
             self.slot = slot
             self.deadline = deadline
             self.script = script
             self.wait = wait
+            self.lane = lane
             self.done = done
         }
     }
@@ -268,7 +280,7 @@ public final class RedisClient: Sendable {
             locator.suspect("no master known")
             return unavailable(request, nil, "no master known" + (request.slot.map { " for slot \($0)" } ?? ""))
         }
-        let connection = self.connection(to: address, forWait: request.wait != nil)
+        let connection = self.connection(to: address, lane: request.wait != nil ? .replicated : request.lane)
         switch connection.state {
         case .ready: write(request, on: connection, at: address)
         case .connecting where fresh.contains(ObjectIdentifier(connection)): hold(request, for: connection)

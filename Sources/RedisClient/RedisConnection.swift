@@ -333,11 +333,22 @@ public final class RedisConnection: @unchecked Sendable {
     /// One command's time-out: it alone fails, unless the connection made no progress at all for a whole
     /// `stallTimeout` (then it is dropped first, so the caller sees the new state).
     private func timedOut(_ id: UInt) {
+        guard pending[id] != nil else { return }
+        readAvailable()  // its reply may be in the socket already, unread behind a busy loop iteration
         guard let p = pending.removeValue(forKey: id) else { return }
         abandoned.insert(id)
         onEvent?(.timedOut)
         if !checkStall() { armStallCheck() }
         p.callback(.failure(.timeout))
+    }
+
+    /// Reads and dispatches the replies the socket already holds (up to 1 MB), so that a time-out or a
+    /// stall is judged on what Redis answered, not on what this loop has found time to read: one read
+    /// event reads 16 KB, and after a long loop iteration the timers of commands whose replies wait in
+    /// the socket would fire first. The context may be gone afterwards (a callback dropped it).
+    private func readAvailable() {
+        guard let ctx = context else { return }
+        chiredis_read_available(ctx, 64)
     }
 
     /// Seconds since the connection last made progress: its last reply, or when it last got busy.
@@ -346,6 +357,8 @@ public final class RedisConnection: @unchecked Sendable {
     /// Drops the connection when commands wait and nothing was answered for `stallTimeout`; true if it did.
     private func checkStall() -> Bool {
         let limit = stallTimeout ?? configuration.commandTimeout
+        guard inFlight > 0, context != nil, secondsWithoutProgress >= limit * 0.999 else { return false }
+        readAvailable()  // replies that came while the loop was busy are progress
         guard inFlight > 0, context != nil, secondsWithoutProgress >= limit * 0.999 else { return false }
         onEvent?(.stalled)
         dropContext(reason: "no reply for \(limit) s while commands waited", reconnect: true)

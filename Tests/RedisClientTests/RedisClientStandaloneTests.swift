@@ -65,6 +65,33 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
         XCTAssertEqual(closed, .failure(.notConnected))
     }
 
+    /// Lease renewals take a connection of their own (`RedisLane.leases`): while the command connection
+    /// is full (`maxInFlight` 2, both held by `BLPOP`s that block it in Redis for 1.5 s), a command on it
+    /// is refused with `.overloaded` and a script on the lease lane is answered at once. Before, the
+    /// renewal shared the command connection and was refused too (issue 20: 6,379 renewals refused in
+    /// one 6 × 8,000-stream run, sessions lost for it).
+    func testTheLeaseLaneIsNotCrowdedOutByTheCommandConnection() async throws {
+        let c = TopologyTesting.client(server.url, on: loop, commandTimeout: 3, maxInFlight: 2)
+        c.startFromAnyThread()
+        let ready = await TopologyTesting.eventually { c.isReady }
+        XCTAssertTrue(ready)
+        let started = Date()
+        let crowded = await withCheckedContinuation { k in
+            loop.execute {
+                for _ in 0..<2 { c.send(["BLPOP", "nothing:here", "1.5"], key: "nothing:here") { _ in } }
+                c.send(["INCR", "crowded"], key: "crowded") { k.resume(returning: $0) }
+            }
+        }
+        XCTAssertEqual(crowded, .failure(.overloaded), "the command connection is full")
+        let script = RedisScript("return redis.call('INCR', KEYS[1])")
+        let renewed = await withCheckedContinuation { k in
+            loop.execute { c.evalScript(script, keys: ["lease:x"], args: [], lane: .leases) { k.resume(returning: $0) } }
+        }
+        XCTAssertEqual(renewed, .success(.integer(1)), "the lease lane answered")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 1.2, "without waiting for the BLPOPs")
+        await c.closeFromAnyThread()
+    }
+
     /// Sharded and classic channels and patterns on one subscription connection; an unsubscribe is
     /// confirmed, after which a publish reaches nobody.
     func testShardedClassicAndPatternSubscriptions() async throws {

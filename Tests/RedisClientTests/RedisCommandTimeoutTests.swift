@@ -139,6 +139,36 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
         await c.closeFromAnyThread()
     }
 
+    /// A command is failed by its time-out only if its reply has not come, not because this loop was too
+    /// busy to read it: 40 replies of 40 KB each (1.6 MB) arrive while the loop is stuck in one 0.5 s
+    /// callback past their 0.15 s time-out. One read event reads 16 KB, and the 40 timers fired in the
+    /// same iteration: before, nearly all 40 failed with `.timeout` though Redis had answered them all.
+    func testRepliesWaitingInTheSocketAreNotTimedOut() async throws {
+        let c = await connect(timeout: 2)
+        let value = String(repeating: "v", count: 40_000)
+        let set = await c.send(["SET", "big", RedisArg(value)])
+        XCTAssertEqual(set, .success(.simpleString("OK")))
+        let replies = Replies()
+        let events = Events()
+        let loop: EventLoop = self.loop
+        loop.execute {
+            c.onEvent = { events.add($0) }
+            for i in 0..<40 { c.send(["GET", "big"], timeout: 0.15) { replies.set(i, $0) } }
+            // After the commands' flush (queued first): the loop is busy for 0.5 s, as in a loop iteration
+            // that serves a burst of requests; Redis answers meanwhile.
+            loop.runSoon { usleep(500_000) }
+        }
+        await waitFor(replies, count: 40)
+        let all = replies.all
+        XCTAssertEqual(all.count, 40)
+        let answered = all.values.filter { (try? $0.get().string) == value }.count
+        let timedOut = all.values.filter { $0 == .failure(.timeout) }.count
+        XCTAssertEqual(answered, 40, "every reply was in the socket (\(timedOut) failed as timed out)")
+        XCTAssertEqual(events.all, [], "no time-out, no stall reset")
+        XCTAssertEqual(c.state, .ready)
+        await c.closeFromAnyThread()
+    }
+
     /// Events reported by `onEvent` (on the loop), read by the test.
     final class Events: @unchecked Sendable {
         private let lock = NSLock()

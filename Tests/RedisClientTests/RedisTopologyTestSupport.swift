@@ -10,7 +10,7 @@ enum TopologyTesting {
     /// A client (not started) for `url` with short time-outs, so a failover test runs in seconds.
     static func client(
         _ url: String, on loop: EventLoop, commandTimeout: Double = 1,
-        configure: (inout RedisClientOptions) -> Void = { _ in }
+        maxInFlight: Int? = nil, configure: (inout RedisClientOptions) -> Void = { _ in }
     ) -> RedisClient {
         var topology = RedisTopology(url: url)!
         topology.node.commandTimeout = commandTimeout
@@ -18,6 +18,7 @@ enum TopologyTesting {
         topology.node.reconnectBase = 0.02
         topology.node.reconnectMax = 0.2
         topology.node.healthCheckInterval = 0.25
+        if let maxInFlight { topology.node.maxInFlight = maxInFlight }
         var options = RedisClientOptions()
         options.failoverPollInterval = 0.1
         options.probeInterval = 0.25
