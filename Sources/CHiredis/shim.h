@@ -146,22 +146,13 @@ static inline int chiredis_append_raw(redisAsyncContext *ac, const char *cmd, si
     return redisAppendFormattedCommand(&ac->c, cmd, len);
 }
 
-/// Reads and dispatches what the socket of a connected (not raw) context already holds, up to `maxReads`
-/// reads of hiredis's 16 KB each, as its read event would over as many loop iterations. Called before a
-/// command is failed by its time-out: after a busy loop iteration its reply may be sitting in the socket
-/// (one read event reads 16 KB) while its timer fires. The context may be freed meanwhile (a reply's
-/// callback dropped it, or the read met EOF): the caller looks again at its own state afterwards.
-static inline void chiredis_read_available(redisAsyncContext *ac, int maxReads) {
-    chiredis_events *e = (chiredis_events *)ac->ev.data;
-    if (e == NULL || e->raw != NULL || !(ac->c.flags & REDIS_CONNECTED)) return;
-    e->busy = 1;
-    for (int i = 0; i < maxReads && !e->dead; i++) {
-        int available = 0;
-        if (ioctl(ac->c.fd, FIONREAD, &available) != 0 || available <= 0) break;
-        redisAsyncHandleRead(ac);
-    }
-    e->busy = 0;
-    if (e->dead) free(e);
+/// Bytes received on the context's socket that it has not read yet (0 if none or unknown). A command's
+/// timer may fire while its reply waits there: one read event reads 16 KB, and after a long loop iteration
+/// the timers run in the same iteration as that one read. Redis has answered; the loop has not got to it.
+static inline int chiredis_unread_bytes(const redisAsyncContext *ac) {
+    int available = 0;
+    if (ac == NULL || ac->c.fd < 0 || ioctl(ac->c.fd, FIONREAD, &available) != 0) return 0;
+    return available;
 }
 
 /// The reply's elements without pointer arithmetic in Swift.

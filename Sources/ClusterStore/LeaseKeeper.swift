@@ -27,10 +27,17 @@ public final class LeaseKeeper {
     private let schedule: Schedule
     private let onLost: (Loss) -> Void
     private var cancelTimer: (() -> Void)?
-    private var failingSince: Double?
+    /// Time (the sum of the delays armed so far, see `elapsed`) at which the last renewal that succeeded was
+    /// sent: the lease is certainly ours until `ttl` after it. The start counts as one.
+    private var renewedAt = 0.0
+    /// Time since `start` as the timers tell it: the sum of the delays armed, at each tick.
     private var elapsed = 0.0
-    /// The delay the pending renewal was armed with (the first may be shorter than `interval`).
+    /// The delay the pending timer was armed with (the first may be shorter than `interval`).
     private var armedFor = 0.0
+    /// A renewal is on its way (sent at `sentAt`); a tick meanwhile sends none, but sets `tickMissed`.
+    private var inFlight = false
+    private var sentAt = 0.0
+    private var tickMissed = false
     private var done = false
 
     /// Keeps `lease` in `store` (TTL `ttlSeconds`), renewing every `interval` (e.g. TTL / 3);
@@ -75,25 +82,41 @@ public final class LeaseKeeper {
         cancelTimer = schedule(delay) { [weak self] in self?.tick() }
     }
 
+    /// Renewals keep their cadence from when they are sent, not from when they are answered: on a store
+    /// that answers slowly (a loaded Redis, a starved loop), arming the next one only after the answer
+    /// spaced renewals by `interval` plus the round trip, and a lease whose renewals took more than
+    /// TTL − interval was lost though every one succeeded (issue 20). At most one is in flight: a tick
+    /// while one is on its way sends none, and the answer sends the missed one at once.
     private func tick() {
         guard !done else { return }
-        let waited = armedFor
-        elapsed += waited
+        elapsed += armedFor
+        arm(after: interval)
+        if inFlight {
+            tickMissed = true
+        } else {
+            send()
+        }
+    }
+
+    private func send() {
+        inFlight = true
+        tickMissed = false
+        sentAt = elapsed  // a missed tick's renewal is sent later than this: the lease is taken as older
         store.renew(lease) { [weak self] result in
-            guard let self, !self.done else { return }
+            guard let self else { return }
+            self.inFlight = false
+            guard !self.done else { return }
             switch result {
             case .success(true):
-                self.failingSince = nil
+                self.renewedAt = self.sentAt
                 self.lastError = nil
-                self.arm(after: self.interval)
             case .success(false):
-                self.lose(.taken)
+                return self.lose(.taken)
             case .failure(let error):
                 self.lastError = error
-                let since = self.failingSince ?? (self.elapsed - waited)  // the last renewal (or the start)
-                self.failingSince = since
-                if self.elapsed - since >= self.ttl { self.lose(.unreachable) } else { self.arm(after: self.interval) }
+                if self.elapsed - self.renewedAt >= self.ttl { return self.lose(.unreachable) }
             }
+            if self.tickMissed { self.send() }
         }
     }
 

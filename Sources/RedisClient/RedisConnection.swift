@@ -17,7 +17,9 @@ import Synchronization
 /// - Every command has its own time-out, armed with a loop timer (hiredis 0.14 has none). On time-out
 ///   the command alone fails with `.timeout`; its late reply is dropped when it comes (replies come in
 ///   order, matched by id). The commands behind it keep waiting for their own replies and time-outs:
-///   one slow command never fails the others (issue 20). The connection is dropped and re-made only
+///   one slow command never fails the others (issue 20). Neither a time-out nor a stall is declared while
+///   replies wait unread in the socket (`chiredis_unread_bytes`): Redis answered, this loop was busy.
+///   The connection is dropped and re-made only
 ///   when it makes no progress at all (no reply to anything) for a whole `commandTimeout` while
 ///   commands wait (`stallTimeout`), or when the socket fails.
 /// - At most `configuration.maxInFlight` commands (timed-out ones whose reply has not come yet
@@ -290,7 +292,7 @@ public final class RedisConnection: @unchecked Sendable {
             inFlight += 1
         }
         if let timeout {
-            p.timer = loop.schedule(after: timeout) { [weak self] in self?.timedOut(id) }
+            p.timer = loop.schedule(after: timeout) { [weak self] in self?.timedOut(id, after: timeout) }
         }
         pending[id] = p
         return id
@@ -332,23 +334,21 @@ public final class RedisConnection: @unchecked Sendable {
 
     /// One command's time-out: it alone fails, unless the connection made no progress at all for a whole
     /// `stallTimeout` (then it is dropped first, so the caller sees the new state).
-    private func timedOut(_ id: UInt) {
+    private func timedOut(_ id: UInt, after timeout: Double) {
         guard pending[id] != nil else { return }
-        readAvailable()  // its reply may be in the socket already, unread behind a busy loop iteration
+        if let ctx = context, chiredis_unread_bytes(ctx) > 0 {
+            // Redis has answered (this command or those before it); the loop has not read it yet. The read
+            // event runs before timers in a loop iteration: look again after it. Bounded by what Redis sent.
+            pending[id]?.timer = loop.schedule(after: max(0.005, timeout / 20)) { [weak self] in
+                self?.timedOut(id, after: timeout)
+            }
+            return
+        }
         guard let p = pending.removeValue(forKey: id) else { return }
         abandoned.insert(id)
         onEvent?(.timedOut)
         if !checkStall() { armStallCheck() }
         p.callback(.failure(.timeout))
-    }
-
-    /// Reads and dispatches the replies the socket already holds (up to 1 MB), so that a time-out or a
-    /// stall is judged on what Redis answered, not on what this loop has found time to read: one read
-    /// event reads 16 KB, and after a long loop iteration the timers of commands whose replies wait in
-    /// the socket would fire first. The context may be gone afterwards (a callback dropped it).
-    private func readAvailable() {
-        guard let ctx = context else { return }
-        chiredis_read_available(ctx, 64)
     }
 
     /// Seconds since the connection last made progress: its last reply, or when it last got busy.
@@ -357,9 +357,8 @@ public final class RedisConnection: @unchecked Sendable {
     /// Drops the connection when commands wait and nothing was answered for `stallTimeout`; true if it did.
     private func checkStall() -> Bool {
         let limit = stallTimeout ?? configuration.commandTimeout
-        guard inFlight > 0, context != nil, secondsWithoutProgress >= limit * 0.999 else { return false }
-        readAvailable()  // replies that came while the loop was busy are progress
-        guard inFlight > 0, context != nil, secondsWithoutProgress >= limit * 0.999 else { return false }
+        guard inFlight > 0, let ctx = context, secondsWithoutProgress >= limit * 0.999 else { return false }
+        guard chiredis_unread_bytes(ctx) == 0 else { return false }  // replies wait to be read: progress
         onEvent?(.stalled)
         dropContext(reason: "no reply for \(limit) s while commands waited", reconnect: true)
         return true

@@ -218,7 +218,10 @@ final class RedisPubSubConnection: @unchecked Sendable {
     private func overdue(_ id: UInt, kind: String?, limit: Double) {
         guard let head = expected[expectedHead...].first, head.id <= id else { return }
         let quiet = secondsSinceLastReply
-        if quiet >= limit * 0.999 {
+        if let ctx = context, chiredis_unread_bytes(ctx) > 0 {
+            // Redis has sent something the loop has not read yet: not a dead connection. Look again soon.
+            _ = loop.schedule(after: max(0.005, limit / 20)) { [weak self] in self?.overdue(id, kind: kind, limit: limit) }
+        } else if quiet >= limit * 0.999 {
             drop(reason: "no reply to \(kind ?? "a command") within \(limit) s", reconnect: true)
         } else {
             _ = loop.schedule(after: limit - quiet) { [weak self] in self?.overdue(id, kind: kind, limit: limit) }
