@@ -16,6 +16,8 @@ final class AppMetrics: Sendable {
     let coalesced: CoreMetrics.Counter
     /// `bff_event_loop_threads`: the event loops this process runs (see `CPUBudget`).
     let eventLoopThreads: Meter
+    /// `bff_event_loop_lag_seconds`: how late each loop ran a timer due every 0.5 s (`LoopSessions.lagProbe`).
+    let loopLag: CoreMetrics.Timer
     /// `bff_sessions_ended_total` by reason (the reasons are the contract's: deleted, expired, shutdown).
     private let ended: [String: CoreMetrics.Counter]
 
@@ -36,6 +38,7 @@ final class AppMetrics: Sendable {
         events = CoreMetrics.Counter(label: "bff_events_total", factory: f)
         coalesced = CoreMetrics.Counter(label: "bff_coalesced_state_frames_total", factory: f)
         eventLoopThreads = Meter(label: "bff_event_loop_threads", factory: f)
+        loopLag = CoreMetrics.Timer(label: "bff_event_loop_lag_seconds", factory: f)
         var ended: [String: CoreMetrics.Counter] = [:]
         clientRefusalCounters = Dictionary(
             uniqueKeysWithValues: ["rate", "live"].map {

@@ -110,6 +110,30 @@ final class LoopSessions: Sendable {
                 self.expireIdleSessions()
                 self.retired.reclaim(domain: self.env.hazards)
             })
+        timers.append(lagProbe())
+    }
+
+    /// How late the loop runs its timers (`bff_event_loop_lag_seconds`): a timer due every 0.5 s measures how
+    /// long after its time it ran. A loop stalled by a long callback or starved of CPU is late for every
+    /// deadline it keeps (lease renewals, Redis time-outs, keep-alives); over 1 s it is logged (at most every
+    /// 10 s per loop), so a lost lease or a time-out can be told apart from a slow Redis.
+    private func lagProbe() -> LoopTimer {
+        let every = 0.5
+        var due = monotonicNanos() &+ UInt64(every * 1e9)
+        var loggedAt: UInt64 = 0
+        let index = loop.index
+        let env = env
+        return loop.scheduleRepeating(every: every) {
+            let now = monotonicNanos()
+            let late = now > due ? Double(now - due) / 1e9 : 0
+            due = now &+ UInt64(every * 1e9)
+            env.metrics.loopLag.recordSeconds(late)
+            if late >= 1, now &- loggedAt >= 10_000_000_000 {
+                loggedAt = now
+                env.logger.warning(
+                    "event loop ran its timers late", metadata: ["loop": "\(index)", "seconds": "\(late)"])
+            }
+        }
     }
 
     func stopTimers() {
