@@ -41,6 +41,7 @@ nice -n "$REDIS_NICE" redis-server --port "$RP" --save '' --appendonly no --maxc
 PIDS+=($!)
 REDIS_PID=$!
 for _ in $(seq 50); do redis-cli -p "$RP" ping > /dev/null 2>&1 && break; sleep 0.1; done
+redis-cli -p "$RP" ping > /dev/null 2>&1 || { tail -3 "$OUT/redis.log" >&2; echo "redis-server did not start" >&2; exit 1; }
 NODE_PIDS=()
 for n in $(seq 1 "$NODES"); do
     "$BIN/bff" --port "${PORTS[$n]}" --redis-url "redis://127.0.0.1:$RP/0" --node-id "n$n" --test-hooks \

@@ -1,3 +1,5 @@
+import Primitives
+
 /// Keeps one session's lease: renews it every `interval` seconds and says when it is lost, so the
 /// owner stops running the session promptly (fencing keeps a late writer harmless anyway; this is
 /// about not working for nothing). `handOver` releases it at once for a graceful shutdown.
@@ -39,6 +41,25 @@ public final class LeaseKeeper {
     private var sentAt = 0.0
     private var tickMissed = false
     private var done = false
+    /// Wall-clock moments (monotonic seconds) for the log line of a loss: when the last renewal that
+    /// succeeded was sent, and when the one in flight was.
+    private var renewedAtClock: Double
+    private var sentAtClock = 0.0
+    /// How long the last answered renewal took (seconds), for the same line.
+    public private(set) var lastRoundTrip: Double?
+
+    /// What the keeper saw of its last renewals, in words, for the log line of a loss: the loop and the
+    /// store's pace tell a starved node from a slow store.
+    public var lastRenewals: String {
+        let now = Self.clock()
+        func seconds(_ x: Double) -> String { "\((x * 100).rounded() / 100) s" }
+        var out = "last renewed \(seconds(now - renewedAtClock)) ago"
+        if let lastRoundTrip { out += ", last answer after \(seconds(lastRoundTrip))" }
+        if inFlight { out += ", one in flight for \(seconds(now - sentAtClock))" }
+        return out
+    }
+
+    private static func clock() -> Double { Double(monotonicNanos()) / 1e9 }
 
     /// Keeps `lease` in `store` (TTL `ttlSeconds`), renewing every `interval` (e.g. TTL / 3);
     /// `onLost` runs once if it is lost.
@@ -52,6 +73,7 @@ public final class LeaseKeeper {
         self.interval = interval
         self.schedule = schedule
         self.onLost = onLost
+        renewedAtClock = Self.clock()
     }
 
     /// Starts renewing: the first renewal after `firstDelay` (at most `interval`; default
@@ -102,13 +124,17 @@ public final class LeaseKeeper {
         inFlight = true
         tickMissed = false
         sentAt = elapsed  // a missed tick's renewal is sent later than this: the lease is taken as older
+        let sentClock = Self.clock()
+        sentAtClock = sentClock
         store.renew(lease) { [weak self] result in
             guard let self else { return }
             self.inFlight = false
+            self.lastRoundTrip = Self.clock() - sentClock
             guard !self.done else { return }
             switch result {
             case .success(true):
                 self.renewedAt = self.sentAt
+                self.renewedAtClock = sentClock
                 self.lastError = nil
             case .success(false):
                 return self.lose(.taken)

@@ -163,6 +163,8 @@ final class LeaseKeeperTests: XCTestCase {
         timers.advance(2)
         XCTAssertEqual(losses, [.unreachable])
         XCTAssertNotNil(k.lastError, "what the store answered, for the log line")
+        XCTAssertTrue(k.lastRenewals.hasPrefix("last renewed "), k.lastRenewals)
+        XCTAssertTrue(k.lastRenewals.contains("last answer after "), k.lastRenewals)
         timers.advance(10)
         XCTAssertEqual(losses.count, 1, "reported once")
     }

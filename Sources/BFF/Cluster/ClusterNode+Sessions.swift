@@ -117,6 +117,7 @@ extension ClusterNode {
             onLost: { [unowned owned] loss in
                 var metadata: Logger.Metadata = ["session": "\(session.id)", "loss": "\(loss)"]
                 if let error = owned.keeper?.lastError { metadata["error"] = "\(error)" }
+                if let keeper = owned.keeper { metadata["renewals"] = "\(keeper.lastRenewals)" }
                 self.logger.warning("lease lost", metadata: metadata)
                 owned.keeper = nil
                 self.leave(session)
