@@ -192,10 +192,13 @@ public final class RedisSessionStore: SessionStore, Sendable {
         }
     }
 
+    /// On the command connection, not the lease lane: a hand-over followed by this loop acquiring the session
+    /// again must reach Redis in that order (an `acquire` by the holder itself keeps its token; a release
+    /// that came after it deleted the lease the new run was under, and another holder took the session).
     public func release(_ lease: Lease, completion: @escaping (Result<Bool, StoreError>) -> Void) {
         client.evalScript(
             SessionScripts.release, keys: [RedisArg(keys.lease(lease.sessionID))],
-            args: [RedisArg("\(lease.holder)|\(lease.token)")], lane: .leases
+            args: [RedisArg("\(lease.holder)|\(lease.token)")]
         ) { r in completion(r.store { $0.int.map { $0 == 1 } }) }
     }
 
