@@ -54,6 +54,10 @@ final class RedisPubSubConnection: @unchecked Sendable {
     /// Seconds since anything last came on this connection (a reply or a message); loop thread only.
     var secondsSinceLastReply: Double { Double(monotonicNanos() &- lastReplyAt) / 1e9 }
 
+    /// True when Redis has sent something this loop has not read yet (a stalled loop, not a deaf
+    /// connection); loop thread only.
+    var hasUnreadReplies: Bool { context.map { chiredis_unread_bytes($0) > 0 } ?? false }
+
     private struct Expect {
         var id: UInt
         /// The confirmation's kind and channel; nil for a plain reply (`AUTH`, `PING` before subscribing).
@@ -218,7 +222,7 @@ final class RedisPubSubConnection: @unchecked Sendable {
     private func overdue(_ id: UInt, kind: String?, limit: Double) {
         guard let head = expected[expectedHead...].first, head.id <= id else { return }
         let quiet = secondsSinceLastReply
-        if let ctx = context, chiredis_unread_bytes(ctx) > 0 {
+        if hasUnreadReplies {
             // Redis has sent something the loop has not read yet: not a dead connection. Look again soon.
             _ = loop.schedule(after: max(0.005, limit / 20)) { [weak self] in self?.overdue(id, kind: kind, limit: limit) }
         } else if quiet >= limit * 0.999 {

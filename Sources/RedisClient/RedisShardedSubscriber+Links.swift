@@ -46,29 +46,11 @@ extension RedisShardedSubscriber {
 
     /// Places every subscription on the connection of its master (moving those whose master changed)
     /// and writes the commands of those that are not subscribed yet; closes connections nobody needs.
+    /// O(subscriptions): for topology changes and the retry tick, not for each new subscription (`place`).
     func reconcile() {
         guard !closed else { return }
         dirty = false
-        for sub in subscriptions.values {
-            let want = target(of: sub.key)
-            if sub.link != want {
-                if let old = sub.link, let l = links[old] {
-                    l.channels.remove(sub.key)
-                    if sub.stage != .pending, l.connection.state == .ready {
-                        l.connection.send(sub.key.kind.unsubscribe, sub.key.name) { _ in }
-                    }
-                }
-                sub.link = want
-                sub.stage = .pending
-            }
-            guard let at = sub.link else {
-                dirty = true  // no master known for its slot yet: try again at the next tick
-                continue
-            }
-            let l = link(to: at)
-            l.channels.insert(sub.key)
-            if sub.stage == .pending, l.connection.state == .ready { issue(sub, on: l, at: at) }
-        }
+        for sub in subscriptions.values { place(sub) }
         let masters = Set(client.masters)
         for (address, l) in links where l.channels.isEmpty && !masters.contains(address) {
             guard !draining.values.contains(where: { $0.link == address }) else { continue }
@@ -76,6 +58,30 @@ extension RedisShardedSubscriber {
             links[address] = nil
         }
         updateHealth()
+    }
+
+    /// Puts `sub` on the connection of its master (moving it if its master changed) and writes its command
+    /// if it is not subscribed there yet; without a known master it waits for the retry tick (`dirty`).
+    func place(_ sub: Subscription) {
+        state.value.visited += 1
+        let want = target(of: sub.key)
+        if sub.link != want {
+            if let old = sub.link, let l = links[old] {
+                l.channels.remove(sub.key)
+                if sub.stage != .pending, l.connection.state == .ready {
+                    l.connection.send(sub.key.kind.unsubscribe, sub.key.name) { _ in }
+                }
+            }
+            sub.link = want
+            sub.stage = .pending
+        }
+        guard let at = sub.link else {
+            dirty = true  // no master known for its slot yet: try again at the next tick
+            return
+        }
+        let l = link(to: at)
+        l.channels.insert(sub.key)
+        if sub.stage == .pending, l.connection.state == .ready { issue(sub, on: l, at: at) }
     }
 
     /// Writes `sub`'s subscribe command; its confirmation runs `onSubscribed`.
@@ -89,7 +95,7 @@ extension RedisShardedSubscriber {
                 sub.stage = .confirmed
                 sub.everConfirmed = true
                 if again { self.client.report(.resubscribed(channel: sub.key.name, at: address)) }
-                self.updateHealth()
+                self.updateHealth(soon: true)  // thousands confirm at once after a reconnect
                 sub.onSubscribed?()
             case .failure(.server(let message)):
                 // `MOVED`: the slot is elsewhere now. Placed again once the map says where.

@@ -46,10 +46,12 @@ extension RedisShardedSubscriber {
         loop.schedule(after: seconds) { [weak self, weak l] in
             guard let self, let l, l.pendingProbe?.token == token else { return }
             let quiet = l.connection.secondsSinceLastReply
-            if quiet < limit * 0.999 {
-                l.pendingProbe = (
-                    token, self.probeTimer(l, at: address, token: token, after: limit - quiet, limit: limit)
-                )
+            // Unread bytes in the socket: Redis answered while this loop was busy (the probe may be among
+            // them). Called deaf, a connection carrying 11,615 channels was made again after a 6 s stall.
+            let unread = l.connection.hasUnreadReplies
+            if quiet < limit * 0.999 || unread {
+                let again = unread ? max(0.005, limit / 20) : limit - quiet
+                l.pendingProbe = (token, self.probeTimer(l, at: address, token: token, after: again, limit: limit))
                 return
             }
             l.pendingProbe = nil

@@ -103,9 +103,18 @@ public final class RedisShardedSubscriber: Sendable {
         var probeTimer: LoopTimer?
         var probeCounter = 0
         var closed = false
+        /// When `isHealthy` was last recomputed, and whether a deferred recomputation is queued.
+        var healthComputedAt: UInt64 = 0
+        var healthQueued = false
+        /// Subscriptions looked at so far by placements and health scans (tests: the work per channel).
+        var visited = 0
     }
 
-    private let state: LoopBound<State>
+    /// Subscriptions looked at so far by `place` and by health scans: grows by O(1) per channel added or
+    /// confirmed, not O(channels). Loop thread only; for tests.
+    var subscriptionsVisited: Int { state.value.visited }
+
+    let state: LoopBound<State>
     let nonce = String(UInt64.random(in: 0...UInt64.max), radix: 36)
     private let healthy = Atomic<Bool>(true)
 
@@ -240,9 +249,13 @@ public final class RedisShardedSubscriber: Sendable {
             existing.onSubscribed = onSubscribed
             return
         }
-        subscriptions[key] = Subscription(key: key, handler: handler, onSubscribed: onSubscribed)
-        dirty = true
-        reconcile()
+        let sub = Subscription(key: key, handler: handler, onSubscribed: onSubscribed)
+        subscriptions[key] = sub
+        guard !closed else { return }
+        // This one only: `reconcile` walks every subscription, and a node subscribes a channel per session
+        // and per streamed session (17,000 a node made that O(n²): a loop busy for minutes, issue 20).
+        place(sub)
+        updateHealth(soon: true)
     }
 
     private func remove(_ key: Key, _ onUnsubscribed: (() -> Void)?) {
@@ -274,18 +287,39 @@ public final class RedisShardedSubscriber: Sendable {
         }
     }
 
-    /// Recomputes `isHealthy` and tells `onHealthChange`.
-    func updateHealth() {
+    /// Recomputes `isHealthy` and tells `onHealthChange`. `problems` walks every subscription: with `soon`
+    /// (a subscription added or confirmed: thousands at once after a reconnect) it runs at most every
+    /// 0.1 s, the last call's recomputation deferred to the end of that window.
+    func updateHealth(soon: Bool = false) {
+        let t = monotonicNanos()
+        if soon, t &- state.value.healthComputedAt < Self.healthInterval {
+            guard !state.value.healthQueued else { return }
+            state.value.healthQueued = true
+            _ = loop.schedule(after: Double(Self.healthInterval) / 1e9) { [weak self] in
+                guard let self else { return }
+                self.state.value.healthQueued = false
+                self.updateHealth()
+            }
+            return
+        }
+        state.value.healthComputedAt = t
         let now = !closed && problems.isEmpty
         if healthy.exchange(now, ordering: .relaxed) != now { onHealthChange?(now) }
     }
+
+    /// Nanoseconds between two recomputations of `isHealthy` for added and confirmed subscriptions.
+    static let healthInterval: UInt64 = 100_000_000
 
     /// What is wrong, one sentence each (empty when healthy). Loop thread only.
     public var problems: [String] {
         var out: [String] = []
         let limit = UInt64(client.topology.node.commandTimeout * 1e9)
         let now = monotonicNanos()
-        let unplaced = subscriptions.values.filter { $0.stage != .confirmed && now &- $0.waitingSince > limit }.count
+        var unplaced = 0
+        for sub in subscriptions.values where sub.stage != .confirmed && now &- sub.waitingSince > limit {
+            unplaced += 1
+        }
+        state.value.visited += subscriptions.count
         if unplaced > 0 {
             out.append("\(unplaced) channels not subscribed for over \(client.topology.node.commandTimeout) s")
         }

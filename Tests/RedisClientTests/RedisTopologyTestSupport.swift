@@ -64,6 +64,8 @@ final class Inbox: @unchecked Sendable {
     func add(_ m: RedisMessage) { lock.withLock { messages.append(m) } }
     func confirmed(_ channel: String) { lock.withLock { confirmations[channel, default: 0] += 1 } }
     func confirmations(of channel: String) -> Int { lock.withLock { confirmations[channel] ?? 0 } }
+    /// Channels confirmed at least once.
+    var confirmedCount: Int { lock.withLock { confirmations.count } }
     func payloads(on channel: String) -> [String] {
         lock.withLock { messages.filter { $0.channel == channel }.map { String(decoding: $0.payload, as: UTF8.self) } }
     }
