@@ -74,7 +74,10 @@ final class RealServerTests: XCTestCase {
         XCTAssertEqual(Set(rows.map { ($0[0] + 1_000) / 2_000 }), Set(0..<500), "one line per scheduled input")
         let sorted = rows.map { Double($0[1]) }.sorted()
         XCTAssertEqual(sorted.last ?? 0, latency.max, accuracy: latency.max * 0.001 + 1)
-        XCTAssertEqual(sorted[249], latency.p50, accuracy: latency.p50 * 0.001 + 1)
+        // The histogram reports a bucket's highest equivalent value (up to one bucket, 0.1 %, above what was
+        // recorded) and the file truncates to whole µs: 271 in the file against 272.383 failed a 0.1 % + 1 µs
+        // bound once in CI. Two buckets' width plus the truncation.
+        XCTAssertEqual(sorted[249], latency.p50, accuracy: latency.p50 * 0.002 + 1)
     }
 
     func testLatencyRefusesASamplesPathItCannotWriteBeforeAnyLoad() throws {
