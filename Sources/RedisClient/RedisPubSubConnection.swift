@@ -224,7 +224,9 @@ final class RedisPubSubConnection: @unchecked Sendable {
         let quiet = secondsSinceLastReply
         if hasUnreadReplies {
             // Redis has sent something the loop has not read yet: not a dead connection. Look again soon.
-            _ = loop.schedule(after: max(0.005, limit / 20)) { [weak self] in self?.overdue(id, kind: kind, limit: limit) }
+            _ = loop.schedule(after: max(0.005, limit / 20)) { [weak self] in
+                self?.overdue(id, kind: kind, limit: limit)
+            }
         } else if quiet >= limit * 0.999 {
             drop(reason: "no reply to \(kind ?? "a command") within \(limit) s", reconnect: true)
         } else {

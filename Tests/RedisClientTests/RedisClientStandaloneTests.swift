@@ -85,7 +85,9 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
         XCTAssertEqual(crowded, .failure(.overloaded), "the command connection is full")
         let script = RedisScript("return redis.call('INCR', KEYS[1])")
         let renewed = await withCheckedContinuation { k in
-            loop.execute { c.evalScript(script, keys: ["lease:x"], args: [], lane: .leases) { k.resume(returning: $0) } }
+            loop.execute {
+                c.evalScript(script, keys: ["lease:x"], args: [], lane: .leases) { k.resume(returning: $0) }
+            }
         }
         XCTAssertEqual(renewed, .success(.integer(1)), "the lease lane answered")
         XCTAssertLessThan(Date().timeIntervalSince(started), 1.2, "without waiting for the BLPOPs")
