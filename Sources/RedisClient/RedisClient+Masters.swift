@@ -41,8 +41,6 @@ extension RedisClient {
         return order.map { groups[$0]! }
     }
 
-    /// True when the master serving `key`'s slot is known and this loop's connection to it is ready: a
-    /// command for `key` would be sent now (not failed at once as unavailable). Loop thread only.
     /// Commands this loop's connection to the master of `key`'s slot has outstanding (0 without one). Loop
     /// thread only.
     public func commandsInFlight(key: RedisArg) -> Int {
@@ -50,6 +48,8 @@ extension RedisClient {
         return connectionIfAny(to: m)?.inFlight ?? 0
     }
 
+    /// True when the master serving `key`'s slot is known and this loop's connection to it is ready: a
+    /// command for `key` would be sent now (not failed at once as unavailable). Loop thread only.
     public func canServe(key: RedisArg) -> Bool {
         guard let m = master(forSlot: Self.slot(of: key)) else { return false }
         return connectionIfAny(to: m)?.state == .ready

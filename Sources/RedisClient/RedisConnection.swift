@@ -336,10 +336,10 @@ public final class RedisConnection: @unchecked Sendable {
     /// `stallTimeout` (then it is dropped first, so the caller sees the new state).
     private func timedOut(_ id: UInt, after timeout: Double) {
         guard pending[id] != nil else { return }
-        if let ctx = context, chiredis_unread_bytes(ctx) > 0 {
+        if UnreadReplies.waiting(on: context) {
             // Redis has answered (this command or those before it); the loop has not read it yet. The read
             // event runs before timers in a loop iteration: look again after it. Bounded by what Redis sent.
-            pending[id]?.timer = loop.schedule(after: max(0.005, timeout / 20)) { [weak self] in
+            pending[id]?.timer = loop.schedule(after: UnreadReplies.recheckDelay(timeout)) { [weak self] in
                 self?.timedOut(id, after: timeout)
             }
             return
@@ -357,8 +357,8 @@ public final class RedisConnection: @unchecked Sendable {
     /// Drops the connection when commands wait and nothing was answered for `stallTimeout`; true if it did.
     private func checkStall() -> Bool {
         let limit = stallTimeout ?? configuration.commandTimeout
-        guard inFlight > 0, let ctx = context, secondsWithoutProgress >= limit * 0.999 else { return false }
-        guard chiredis_unread_bytes(ctx) == 0 else { return false }  // replies wait to be read: progress
+        guard inFlight > 0, context != nil, secondsWithoutProgress >= limit * 0.999 else { return false }
+        guard !UnreadReplies.waiting(on: context) else { return false }  // replies wait to be read: progress
         onEvent?(.stalled)
         dropContext(reason: "no reply for \(limit) s while commands waited", reconnect: true)
         return true

@@ -56,7 +56,7 @@ final class RedisPubSubConnection: @unchecked Sendable {
 
     /// True when Redis has sent something this loop has not read yet (a stalled loop, not a deaf
     /// connection); loop thread only.
-    var hasUnreadReplies: Bool { context.map { chiredis_unread_bytes($0) > 0 } ?? false }
+    var hasUnreadReplies: Bool { UnreadReplies.waiting(on: context) }
 
     private struct Expect {
         var id: UInt
@@ -224,7 +224,7 @@ final class RedisPubSubConnection: @unchecked Sendable {
         let quiet = secondsSinceLastReply
         if hasUnreadReplies {
             // Redis has sent something the loop has not read yet: not a dead connection. Look again soon.
-            _ = loop.schedule(after: max(0.005, limit / 20)) { [weak self] in
+            _ = loop.schedule(after: UnreadReplies.recheckDelay(limit)) { [weak self] in
                 self?.overdue(id, kind: kind, limit: limit)
             }
         } else if quiet >= limit * 0.999 {

@@ -50,7 +50,7 @@ extension RedisShardedSubscriber {
             // them). Called deaf, a connection carrying 11,615 channels was made again after a 6 s stall.
             let unread = l.connection.hasUnreadReplies
             if quiet < limit * 0.999 || unread {
-                let again = unread ? max(0.005, limit / 20) : limit - quiet
+                let again = unread ? UnreadReplies.recheckDelay(limit) : limit - quiet
                 l.pendingProbe = (token, self.probeTimer(l, at: address, token: token, after: again, limit: limit))
                 return
             }
