@@ -24,7 +24,8 @@ struct SessionOwnerCommand: ParsableCommand {
             and the session's open event streams on every node. No owner means the lease expired (its node \
             died) or was released (SIGTERM): the next request, or a node streaming the session, takes it over.
             Exit status: 0 the session exists, 1 no such session (never created, expired or deleted), \
-            69 Redis not reachable, 64 bad arguments. The Redis password is never printed.
+            69 Redis not reachable, 64 bad arguments. The Redis password is never printed. An id that starts \
+            with "-" (one in 64 does) goes after "--": bff session-owner --redis-url URL -- -AbC….
             """)
 
     @Argument(help: "The session id (the `id` of POST /api/sessions, or from a URL or log line).") var id: String

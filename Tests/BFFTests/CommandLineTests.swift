@@ -108,7 +108,7 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(try events.next()?.event, "snapshot")
 
         func owner(_ id: String, url: String? = nil) throws -> (Int32?, JSONValue?, ChildProcess) {
-            let p = try ChildProcess(bff, ["session-owner", id, "--redis-url", url ?? redis.url, "--json"])
+            let p = try ChildProcess(bff, ["session-owner", "--redis-url", url ?? redis.url, "--json", "--", id])
             let code = p.waitForExit(timeout: 10)
             let line = p.waitForLine(containing: "{", timeout: 1)
             return (code, try line.map { try JSONValue.parse(Array($0.utf8)) }, p)
@@ -120,7 +120,7 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(report?["streams"]?.arrayValue?.first?["node"], "beta", "the open stream is on beta")
         XCTAssertGreaterThan(report?["leaseExpiresInMs"]?.intValue ?? 0, 0)
 
-        let text = try ChildProcess(bff, ["session-owner", id], environment: ["REDIS_URL": redis.url])
+        let text = try ChildProcess(bff, ["session-owner", "--", id], environment: ["REDIS_URL": redis.url])
         XCTAssertEqual(text.waitForExit(timeout: 10), 0)
         XCTAssertNotNil(text.waitForLine(containing: "owner alpha (lease holder alpha#", timeout: 1))
 
