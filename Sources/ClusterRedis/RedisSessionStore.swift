@@ -16,7 +16,8 @@ import RedisClient
 /// scripts write the expiry they read: a write for `WAIT` to cover). See docs/CLUSTER.md, "Replica acks".
 ///
 /// Threading: bound to its client's loop; call it there, completions run there.
-/// Each operation is one round trip (one script or one command), plus its `WAIT`.
+/// Each operation is one round trip (one script or one command), plus its `WAIT`; commits and lease
+/// renewals are sent in batches (`commit`, `renew`).
 /// Stream deadlines are on Redis's clock (`TIME`), one clock for every node.
 public final class RedisSessionStore: SessionStore, Sendable {
     /// The loop-bound client used.
@@ -42,6 +43,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
         self.replicaAcks = max(0, replicaAcks)
         self.replicaTimeout = replicaTimeout ?? client.topology.node.commandTimeout
         pendingRenewals = LoopBound([], loop: client.loop)
+        commitQueue = LoopBound(CommitQueue(), loop: client.loop)
         client.preload(SessionScripts.all)
     }
 
@@ -54,16 +56,27 @@ public final class RedisSessionStore: SessionStore, Sendable {
         _ script: RedisScript, keys: [RedisArg], args: [RedisArg],
         _ done: @escaping (Result<RESPValue, StoreError>) -> Void
     ) {
+        replicated(script, keys: keys, args: args) { r, _ in done(r) }
+    }
+
+    /// `replicated`, also saying whether Redis redirected the call (`isSlotRedirect`: nothing of it ran).
+    func replicated(
+        _ script: RedisScript, keys: [RedisArg], args: [RedisArg],
+        _ done: @escaping (Result<RESPValue, StoreError>, _ redirected: Bool) -> Void
+    ) {
         guard replicaAcks > 0 else {
-            return client.evalScript(script, keys: keys, args: args) { r in done(r.mapError(\.storeError)) }
+            return client.evalScript(script, keys: keys, args: args) { r in
+                if case .failure(let e) = r { return done(.failure(e.storeError), e.isSlotRedirect) }
+                done(r.mapError(\.storeError), false)
+            }
         }
         client.evalScript(script, keys: keys, args: args, waitForReplicas: replicaAcks, replicaTimeout: replicaTimeout)
         {
             r in
             switch r {
-            case .success(let v) where v.isAcknowledged: done(.success(v.reply))
-            case .success(let v): done(.failure(.notReplicated(acknowledged: v.replicas, wanted: v.wanted)))
-            case .failure(let e): done(.failure(e.storeError))
+            case .success(let v) where v.isAcknowledged: done(.success(v.reply), false)
+            case .success(let v): done(.failure(.notReplicated(acknowledged: v.replicas, wanted: v.wanted)), false)
+            case .failure(let e): done(.failure(e.storeError), e.isSlotRedirect)
             }
         }
     }
@@ -136,6 +149,9 @@ public final class RedisSessionStore: SessionStore, Sendable {
         return 1
         """
 
+    /// Commits waiting to be sent and the batches in flight, per master (the client's loop only).
+    let commitQueue: LoopBound<CommitQueue>
+
     /// Renewals asked for in this loop iteration, sent together when it ends (the client's loop only).
     private let pendingRenewals: LoopBound<[(lease: Lease, completion: (Result<Bool, StoreError>) -> Void)]>
 
@@ -170,8 +186,10 @@ public final class RedisSessionStore: SessionStore, Sendable {
     /// a batch over several slots that Redis redirects is sent again one slot at a time.
     private func renewNow(_ batch: [Renewal], splitOnRedirect: Bool) {
         client.evalScript(
-            SessionScripts.renewMany, keys: batch.map { RedisArg(keys.lease($0.lease.sessionID)) },
-            args: [RedisArg(limits.leaseMilliseconds)] + batch.map { RedisArg("\($0.lease.holder)|\($0.lease.token)") },
+            SessionScripts.renewMany, keys: [RedisArg(keys.lease(batch[0].lease.sessionID))],
+            args: [RedisArg(limits.leaseMilliseconds), RedisArg(batch.count)]
+                + batch.map { RedisArg(keys.lease($0.lease.sessionID)) }
+                + batch.map { RedisArg("\($0.lease.holder)|\($0.lease.token)") },
             lane: .leases
         ) { [self] r in
             if splitOnRedirect, case .failure(let e) = r, e.isSlotRedirect {
@@ -200,47 +218,6 @@ public final class RedisSessionStore: SessionStore, Sendable {
             SessionScripts.release, keys: [RedisArg(keys.lease(lease.sessionID))],
             args: [RedisArg("\(lease.holder)|\(lease.token)")]
         ) { r in completion(r.store { $0.int.map { $0 == 1 } }) }
-    }
-
-    /// With `replicaAcks` > 0 the script publishes nothing: once the replicas confirmed the commit, its
-    /// events are published here (`SPUBLISH`, in commit order: commits of one session go out on one
-    /// connection and are confirmed in order), before the completion runs (which may show them to this
-    /// node's own streams). A commit they did not confirm is never published (`.notReplicated`).
-    public func commit(_ commit: SessionCommit, completion: @escaping (Result<CommitResult, StoreError>) -> Void) {
-        if let e = limits.check(commit) { return completion(.failure(e)) }
-        let id = commit.lease.sessionID
-        let key = commit.idempotencyKey
-        let channel = keys.channel(id)
-        var args: [RedisArg] = [
-            RedisArg(Int(commit.lease.token)), RedisArg(bytes: commit.state), RedisArg(limits.historyEvents),
-            RedisArg(limits.idleTimeout), commit.isInput ? "1" : "0", RedisArg(limits.idempotencySeconds),
-            commit.isInput && key != nil ? "1" : "0", replicaAcks > 0 ? "" : RedisArg(channel),
-            RedisArg(commit.events.count),
-        ]
-        args += commit.events.map { RedisArg(bytes: $0) }
-        replicated(
-            SessionScripts.commit,
-            keys: [
-                RedisArg(keys.session(id)), RedisArg(keys.events(id)), RedisArg(keys.idempotency(id, key ?? "")),
-            ],
-            args: args
-        ) { [self] r in
-            let result = r.storeMap { v -> CommitResult? in
-                guard let a = v.array, a.count == 2, let input = a[0].int, let ids = a[1].array else { return nil }
-                let eventIDs = ids.compactMap { $0.string.flatMap { UInt64($0) } }
-                guard eventIDs.count == ids.count else { return nil }
-                return CommitResult(eventIDs: eventIDs, inputSeq: input < 0 ? nil : UInt64(input))
-            }
-            if replicaAcks > 0, case .success(let c) = result {
-                for (eventID, bytes) in zip(c.eventIDs, commit.events) {
-                    let message = RedisSessionEventFeed.encode(StoredEvent(id: eventID, payload: bytes))
-                    client.send(["SPUBLISH", RedisArg(channel), RedisArg(bytes: message)], key: RedisArg(channel)) {
-                        _ in
-                    }
-                }
-            }
-            completion(result)
-        }
     }
 
     public func load(sessionID: String, completion: @escaping (Result<SessionSnapshot, StoreError>) -> Void) {

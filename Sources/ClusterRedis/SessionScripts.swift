@@ -5,7 +5,10 @@ import RedisClient
 enum SessionScripts {
     /// Every script here (loaded on each master as soon as it is connected: `RedisClient.preload`).
     static var all: [RedisScript] {
-        [create, acquire, admitStream, renewStreams, renewMany, release, commit, replay, acknowledgedInputSeq, delete]
+        [
+            create, acquire, admitStream, renewStreams, renewMany, release, commitMany, replay, acknowledgedInputSeq,
+            delete,
+        ]
     }
 
     /// KEYS: session, lease. ARGV: holder, state, lease ms, idle s. Creates with fence 1.
@@ -95,16 +98,25 @@ enum SessionScripts {
         return {string.sub(cur, 1, sep - 1), seq}
         """)
 
-    /// KEYS: lease 1 … lease n. ARGV: lease ms, "holder|token" 1 … n. Each lease whose value is exactly
-    /// its "holder|token" gets the lease TTL again: {1 if renewed, 0 if the lease is not ours, …}.
-    /// `allow-cross-slot-keys` (Redis 7): on a cluster the leases of one call may be in several slots of
-    /// one master (`RedisSessionStore.renew` groups them by master), not one call per slot.
+    /// KEYS: the first lease (it routes the call). ARGV: lease ms, n, lease 1 … lease n, "holder|token" 1 … n.
+    /// Each lease whose value is exactly its "holder|token" gets the lease TTL again: {1 if renewed, 0 if
+    /// the lease is not ours, …}. On a Redis Cluster the leases of one call may be in several slots of one
+    /// master (`RedisSessionStore.renew` groups them by master): as in `commitMany`, they are arguments (a
+    /// script's declared keys must share a slot), every lease is read first, and if one is not served here
+    /// the call fails with `CROSSSLOT` before any renewal (the caller sends it again per slot).
     static let renewMany = RedisScript(
         """
         #!lua flags=allow-cross-slot-keys
+        local n = tonumber(ARGV[2])
+        local values = {}
+        for i = 1, n do
+          local v = redis.pcall('GET', ARGV[2 + i])
+          if type(v) == 'table' and v.err then return redis.error_reply('CROSSSLOT renewal batch: ' .. v.err) end
+          values[i] = v
+        end
         local out = {}
-        for i, k in ipairs(KEYS) do
-          if redis.call('GET', k) == ARGV[i + 1] then out[i] = redis.call('PEXPIRE', k, ARGV[1]) else out[i] = 0 end
+        for i = 1, n do
+          if values[i] == ARGV[2 + n + i] then out[i] = redis.call('PEXPIRE', ARGV[2 + i], ARGV[1]) else out[i] = 0 end
         end
         return out
         """)
@@ -116,47 +128,82 @@ enum SessionScripts {
         return redis.call('DEL', KEYS[1])
         """)
 
-    /// KEYS: session, events, idempotency key (or any key of the session when unused).
-    /// ARGV: token, state, history max, idle s, is input (0/1), idempotency s, has key (0/1),
-    /// channel ("" to publish nothing), n, event 1 … event n.
-    /// Fenced: nothing happens unless `fence` equals the token (one `HMGET` reads fence, seq and
-    /// inputSeq; one `HSET` writes state, seq and the next inputSeq). Then, for each event, the id is
-    /// max(seq + 1, token * 2^32 + 1), and XADD and SPUBLISH carry the same id and bytes (one
-    /// atomic step: a live reader and a replaying reader see the same event; the channel has the
-    /// session's hash tag, so the message stays in the script's slot and shard). With replica acks the
-    /// caller publishes itself, once replicas hold the commit (no channel here). Returns
-    /// {inputSeq or -1, {ids as strings}}.
-    static let commit = RedisScript(
+    /// A batch of commits, each for itself (`RedisSessionStore.commit`: the commits of one loop iteration
+    /// to one master, in the order they were asked for).
+    /// KEYS: the first commit's session (it routes the call). ARGV: history max, idle s, idempotency s, the
+    /// number of commits, then for each: session, events, idempotency key (or any key of the session when
+    /// unused), token, state, is input (0/1), has key (0/1), channel ("" to publish nothing), n, event 1 …
+    /// event n. On a Redis Cluster a script's declared keys must share one slot (`CROSSSLOT` otherwise,
+    /// `allow-cross-slot-keys` or not): the other sessions' keys are arguments, which the flag lets the
+    /// script use when this master serves their slots. Every session is read first (`pcall`): if one is
+    /// not served here (the caller's slot map is out of date, a slot is moving), the call fails with
+    /// `CROSSSLOT` before anything is written, and the caller sends the batch again one slot at a time.
+    /// Each commit is fenced on its own: nothing of it happens unless its session's `fence` equals its token
+    /// (one `HMGET` reads fence, seq and inputSeq; one `HSET` writes state, seq and the next inputSeq; a
+    /// second commit of the same session in the batch sees the first one's), and a refused commit leaves the
+    /// others as they are. For each event the id is max(seq + 1, token * 2^32 + 1), and XADD and SPUBLISH
+    /// carry the same id and bytes (one atomic step: a live reader and a replaying reader see the same
+    /// event; the channel has the session's hash tag, so the message stays in its slot and shard). With
+    /// replica acks the caller publishes itself, once replicas hold the batch (no channel here). Returns one
+    /// answer per commit: {inputSeq or -1, {ids as strings}}, or the error `GONE` or `FENCED` for that
+    /// commit alone.
+    static let commitMany = RedisScript(
         #"""
-        local m = redis.call('HMGET', KEYS[1], 'fence', 'seq', 'inputSeq')
-        local fence = m[1]
-        if not fence then return redis.error_reply('GONE session') end
-        if fence ~= ARGV[1] then return redis.error_reply('FENCED token ' .. ARGV[1] .. ' is not ' .. fence) end
-        local seq = tonumber(m[2])
-        local first = tonumber(ARGV[1]) * 4294967296 + 1
-        local n = tonumber(ARGV[9])
-        local ids = {}
-        for i = 1, n do
-          local id = seq + 1
-          if id < first then id = first end
-          seq = id
-          local sid = string.format('%.0f', id)
-          redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[3], sid .. '-0', 'd', ARGV[9 + i])
-          if ARGV[8] ~= '' then redis.call('SPUBLISH', ARGV[8], sid .. '\n' .. ARGV[9 + i]) end
-          ids[i] = sid
+        #!lua flags=allow-cross-slot-keys
+        local count = tonumber(ARGV[4])
+        local at, read = {}, {}
+        local a = 5
+        for c = 1, count do
+          at[c] = a
+          local key = ARGV[a]
+          if not read[key] then
+            local m = redis.pcall('HMGET', key, 'fence', 'seq', 'inputSeq')
+            if m.err then return redis.error_reply('CROSSSLOT commit batch: ' .. m.err) end
+            read[key] = m
+          end
+          a = a + 9 + tonumber(ARGV[a + 8])
         end
-        local inputSeq = -1
-        if ARGV[5] == '1' then
-          inputSeq = tonumber(m[3]) + 1
-          local text = string.format('%.0f', inputSeq)
-          redis.call('HSET', KEYS[1], 'state', ARGV[2], 'seq', string.format('%.0f', seq), 'inputSeq', text)
-          if ARGV[7] == '1' then redis.call('SET', KEYS[3], text, 'EX', ARGV[6]) end
-        else
-          redis.call('HSET', KEYS[1], 'state', ARGV[2], 'seq', string.format('%.0f', seq))
+        local out = {}
+        for c = 1, count do
+          local a = at[c]
+          local key, token, n = ARGV[a], ARGV[a + 3], tonumber(ARGV[a + 8])
+          local m = read[key]
+          local fence = m[1]
+          if not fence then
+            out[c] = redis.error_reply('GONE session')
+          elseif fence ~= token then
+            out[c] = redis.error_reply('FENCED token ' .. token .. ' is not ' .. fence)
+          else
+            local seq = tonumber(m[2])
+            local first = tonumber(token) * 4294967296 + 1
+            local channel = ARGV[a + 7]
+            local ids = {}
+            for i = 1, n do
+              local id = seq + 1
+              if id < first then id = first end
+              seq = id
+              local sid = string.format('%.0f', id)
+              local event = ARGV[a + 8 + i]
+              redis.call('XADD', ARGV[a + 1], 'MAXLEN', ARGV[1], sid .. '-0', 'd', event)
+              if channel ~= '' then redis.call('SPUBLISH', channel, sid .. '\n' .. event) end
+              ids[i] = sid
+            end
+            m[2] = string.format('%.0f', seq)
+            local inputSeq = -1
+            if ARGV[a + 5] == '1' then
+              inputSeq = tonumber(m[3]) + 1
+              m[3] = string.format('%.0f', inputSeq)
+              redis.call('HSET', key, 'state', ARGV[a + 4], 'seq', m[2], 'inputSeq', m[3])
+              if ARGV[a + 6] == '1' then redis.call('SET', ARGV[a + 2], m[3], 'EX', ARGV[3]) end
+            else
+              redis.call('HSET', key, 'state', ARGV[a + 4], 'seq', m[2])
+            end
+            redis.call('EXPIRE', key, ARGV[2])
+            if n > 0 then redis.call('EXPIRE', ARGV[a + 1], ARGV[2]) end
+            out[c] = {inputSeq, ids}
+          end
         end
-        redis.call('EXPIRE', KEYS[1], ARGV[4])
-        if n > 0 then redis.call('EXPIRE', KEYS[2], ARGV[4]) end
-        return {inputSeq, ids}
+        return out
         """#)
 
     /// KEYS: session, events. ARGV: last event id, limit, touch (0/1).

@@ -33,12 +33,20 @@ extension RedisClient {
         var order: [String] = []
         var groups: [String: [T]] = [:]
         for item in items {
-            let slot = Self.slot(of: key(item))
-            let at = master(forSlot: slot).map { "\($0)" } ?? "slot \(slot)"
+            let at = masterName(serving: key(item))
             if groups[at] == nil { order.append(at) }
             groups[at, default: []].append(item)
         }
         return order.map { groups[$0]! }
+    }
+
+    /// A name for the master that serves `key`'s slot by this loop's slot map ("slot N" while none is
+    /// known): equal for keys one master serves, on any topology (one name on one Redis or a Sentinel's
+    /// master). For grouping work per master. Loop thread only.
+    public func masterName(serving key: RedisArg) -> String {
+        guard isSharded else { return "master" }
+        let slot = Self.slot(of: key)
+        return master(forSlot: slot).map { "\($0)" } ?? "slot \(slot)"
     }
 
     /// Commands this loop's connection to the master of `key`'s slot has outstanding (0 without one). Loop

@@ -58,6 +58,66 @@ final class ClusterAdmissionTests: ClusterTestCase {
         XCTAssertGreaterThanOrEqual(Double(refusals?.split(separator: " ").last ?? "") ?? 0, 2)
     }
 
+    /// Commits queued behind a batch in flight count as waiting work: with Redis stopped, one input's
+    /// commit is on the connection and two more wait in the store for its answer (group commit); the
+    /// connection holds one command, but a creation is refused at once, and every input is acknowledged
+    /// once Redis continues.
+    func testCommitsQueuedBehindABatchInFlightCountForAdmission() throws {
+        let a = try node("a", threads: 1, commandTimeout: 10) { $0.admissionInFlight = 3 }
+        var created: WireResponse?
+        try waitUntil("a session created", within: 10) {
+            created = try WireConnection(port: a.port).request("POST", "/api/sessions")
+            return created?.status == 201
+        }
+        let id = try XCTUnwrap(created?.json?["id"]?.stringValue)
+        let cluster = try XCTUnwrap(a.app.backend as? ClusterNode)
+        let key = cluster.keys.session(id)
+        try waitUntil("the connection is idle", within: 10) { self.inFlight(cluster, key: key) == 0 }
+        redis.signal(SIGSTOP)
+        var resumed = false
+        defer { if !resumed { redis.signal(SIGCONT) } }
+        let waiting = DispatchGroup()
+        let answers = Lock<[Int]>([])
+        func post(_ value: String) {
+            waiting.enter()
+            Thread.detachNewThread {
+                let status =
+                    (try? WireConnection(port: a.port, timeout: 20).request(
+                        "POST", "/api/sessions/\(id)/greeting/name", headers: [("Content-Type", "application/json")],
+                        body: Array("{\"value\":\"\(value)\"}".utf8)))?.status
+                answers.withLock { $0.append(status ?? 0) }
+                waiting.leave()
+            }
+        }
+        post("a")
+        try waitUntil("the first commit is on the connection", within: 10) { self.inFlight(cluster, key: key) == 1 }
+        post("b")
+        post("c")
+        try waitUntil("two commits wait behind it", within: 10) { self.queued(cluster, key: key) == 2 }
+        XCTAssertEqual(inFlight(cluster, key: key), 1, "the connection holds the first batch only")
+        let started = Date()
+        let refused = try WireConnection(port: a.port, timeout: 20).request("POST", "/api/sessions")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 1, "answered before any Redis round trip")
+        XCTAssertTrue(refused.problem(503).contains("busy"), refused.text)
+        redis.signal(SIGCONT)
+        resumed = true
+        XCTAssertEqual(waiting.wait(timeout: .now() + 20), .success)
+        XCTAssertEqual(answers.withLock { $0 }, [202, 202, 202], "every input acknowledged")
+    }
+
+    /// Commits loop 0's store holds for the master of `key`, behind its batch in flight (read on that loop).
+    func queued(_ cluster: ClusterNode, key: String) -> Int {
+        let store = cluster.stores[0]
+        let n = Lock(0)
+        let done = DispatchSemaphore(value: 0)
+        store.loop.execute {
+            n.withLock { $0 = store.commitsWaiting(key: key) }
+            done.signal()
+        }
+        done.wait()
+        return n.withLock { $0 }
+    }
+
     /// Commands loop 0's connection to the master of `key` has outstanding (read on that loop).
     func inFlight(_ cluster: ClusterNode, key: String) -> Int {
         let client = cluster.clients[0]

@@ -57,14 +57,14 @@ final class ClusterSpreadTests: ClusterTestCase {
         }
         let seen = try monitor(for: 2.3)
 
-        // A's renewals: EVALSHA sha n lease 1 … lease n, then n + 1 arguments (the lease ms and one
-        // "holder|token" per lease; a release has one argument per key): each lease at its call's time.
+        // A's renewals: EVALSHA sha 1 lease-1 ms n lease 1 … lease n, "holder|token" 1 … n (the first lease
+        // routes the call; a release has one argument): each lease at its call's time.
         // B's checks: EVALSHA sha 4 session events streams lease …: the session key at its call's time.
         let renewals = seen.flatMap { c -> [(time: Double, key: String)] in
-            guard c.args.first == "EVALSHA", c.args.count >= 4, let n = Int(c.args[2]), n >= 1,
-                c.args.count == 3 + n + n + 1, c.args[3..<3 + n].allSatisfy({ $0.hasSuffix(":lease") })
+            guard c.args.first == "EVALSHA", c.args.count >= 8, c.args[2] == "1", let n = Int(c.args[5]), n >= 1,
+                c.args.count == 6 + n + n, c.args[6..<6 + n].allSatisfy({ $0.hasSuffix(":lease") })
             else { return [] }
-            return c.args[3..<3 + n].map { (c.time, $0) }
+            return c.args[6..<6 + n].map { (c.time, $0) }
         }
         let checks = seen.filter { $0.args.first == "EVALSHA" && $0.args.count >= 7 && $0.args[2] == "4" }
             .filter { $0.args[5].hasSuffix(":streams") }.map { (time: $0.time, key: $0.args[3]) }

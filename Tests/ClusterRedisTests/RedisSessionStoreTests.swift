@@ -200,6 +200,93 @@ final class RedisSessionStoreTests: XCTestCase {
         XCTAssertEqual(last - after, 1)
     }
 
+    /// `EVALSHA` calls Redis has answered so far.
+    func evalCalls() async throws -> Int {
+        let stats = try await connection.send(["INFO", "commandstats"]).get().string ?? ""
+        let line = stats.split(separator: "\r\n").first { $0.hasPrefix("cmdstat_evalsha:") } ?? ""
+        return Int(line.split(separator: "=")[1].prefix { $0.isNumber }) ?? -1
+    }
+
+    /// Commits asked for in one loop iteration are one `EVALSHA` (`commitMany`), each fenced and answered
+    /// for itself: two sessions' commits succeed with their own ids and `inputSeq`, a third whose token is
+    /// stale is refused and leaves its session as it was.
+    func testCommitsOfOneLoopIterationAreOneRoundTripEachFencedForItself() async throws {
+        let h = harness()
+        let a = try await h.create("c1", "node-a").get()
+        let b = try await h.create("c2", "node-a").get()
+        _ = try await h.create("c3", "node-a").get()
+        _ = try await h.commit(a, ["warm-up"], state: "a1", input: true).get()  // NOSCRIPT, then loaded
+        let stale = Lease(sessionID: "c3", holder: "node-a", token: 7)
+        let commits = [
+            SessionCommit(lease: a, events: [Array("a-event".utf8)], state: Array("a2".utf8), isInput: true),
+            SessionCommit(
+                lease: b, events: [Array("b1".utf8), Array("b2".utf8)], state: Array("b".utf8), isInput: true),
+            SessionCommit(lease: stale, events: [Array("c".utf8)], state: Array("c-new".utf8), isInput: true),
+        ]
+        let before = try await evalCalls()
+        let answers: [Result<CommitResult, StoreError>] = await h.call { store, done in
+            var got: [Int: Result<CommitResult, StoreError>] = [:]
+            for (i, c) in commits.enumerated() {
+                store.commit(c) { r in
+                    got[i] = r
+                    if got.count == commits.count { done((0..<commits.count).map { got[$0]! }) }
+                }
+            }
+        }
+        let after = try await evalCalls()
+        XCTAssertEqual(after - before, 1, "three commits, one round trip")
+        let first = UInt64(1) << 32 + 1
+        XCTAssertEqual(answers[0], .success(CommitResult(eventIDs: [first + 1], inputSeq: 2)))
+        XCTAssertEqual(answers[1], .success(CommitResult(eventIDs: [first, first + 1], inputSeq: 1)))
+        XCTAssertEqual(answers[2], .failure(.fenced))
+        let c3 = try await h.load("c3").get()
+        XCTAssertEqual(
+            c3, SessionSnapshot(state: Array("s0".utf8), seq: 0, inputSeq: 0), "the refused commit wrote nothing")
+        let c2 = try await h.load("c2").get()
+        XCTAssertEqual(c2, SessionSnapshot(state: Array("b".utf8), seq: first + 1, inputSeq: 1))
+        let gone = SessionCommit(
+            lease: Lease(sessionID: "nope", holder: "node-a", token: 1), events: [], state: [], isInput: false)
+        let r = await h.call { store, done in store.commit(gone, completion: done) }
+        XCTAssertEqual(r, .failure(.gone))
+    }
+
+    /// While a batch of this loop's commits is in flight, commits asked for in later loop iterations wait
+    /// for its answer and then go together: Redis is paused (`CLIENT PAUSE`) while the first commit is out,
+    /// three more come one per iteration, and Redis answers two calls, not four; each commit is answered
+    /// for itself, in order.
+    func testCommitsWaitingForABatchInFlightGoTogether() async throws {
+        let h = harness()
+        let a = try await h.create("w1", "node-a").get()
+        _ = try await h.commit(a, ["warm-up"], state: "w", input: true).get()
+        let before = try await evalCalls()
+        _ = try await connection.send(["CLIENT", "PAUSE", "300", "ALL"]).get()
+        let commit: @Sendable (Int) -> SessionCommit = { n in
+            SessionCommit(lease: a, events: [Array("e\(n)".utf8)], state: Array("w\(n)".utf8), isInput: true)
+        }
+        let loop = self.loop!
+        let answers: [Result<CommitResult, StoreError>] = await h.call { store, done in
+            nonisolated(unsafe) var got: [Result<CommitResult, StoreError>] = []
+            nonisolated(unsafe) var ask: (Int) -> Void = { _ in }
+            ask = { n in
+                store.commit(commit(n)) { r in
+                    got.append(r)
+                    if got.count == 4 { done(got) }
+                }
+                if n < 4 { _ = loop.schedule(after: 0.01) { ask(n + 1) } }  // a later loop iteration
+            }
+            ask(1)
+        }
+        let after = try await evalCalls()
+        XCTAssertEqual(after - before, 2, "the first commit alone, then the three that waited for it")
+        XCTAssertEqual(answers.map { try? $0.get().inputSeq }, [2, 3, 4, 5], "each answered, in order")
+        let ids = answers.compactMap { try? $0.get().eventIDs.first }
+        XCTAssertEqual(ids, ids.sorted())
+        XCTAssertEqual(Set(ids).count, 4)
+        let stored = try await h.load("w1").get()
+        XCTAssertEqual(stored.inputSeq, 5)
+        XCTAssertEqual(stored.state, Array("w4".utf8))
+    }
+
     /// A streamed session's check is one round trip: `renewStreams` renews the idle expiry of the
     /// session and its history; an acquisition, granted or refused, does too (an input here).
     func testEveryAcquisitionAttemptAndStreamRenewalRenewTheIdleExpiry() async throws {

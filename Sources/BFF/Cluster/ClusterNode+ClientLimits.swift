@@ -50,10 +50,12 @@ extension ClusterNode {
     }
 
     /// True when loop `index` may start new work on the master of `key` (a creation, a stream): fewer than
-    /// `admissionInFlight` commands wait on its connection there. Else counted; the caller answers `.busy`
+    /// `admissionInFlight` commands wait on its connection there, counting the commits queued behind this
+    /// loop's batch in flight (`RedisSessionStore.commitsWaiting`). Else counted; the caller answers `.busy`
     /// before sending anything (loop `index` only).
     func admits(key: String, at index: Int) -> Bool {
-        guard clients[index].commandsInFlight(key: RedisArg(key)) >= settings.admissionInFlight else { return true }
+        let waiting = clients[index].commandsInFlight(key: RedisArg(key)) + stores[index].commitsWaiting(key: key)
+        guard waiting >= settings.admissionInFlight else { return true }
         metrics.admissionRefusals.increment()
         return false
     }

@@ -1,0 +1,167 @@
+import ClusterStore
+import EventHTTP
+import RedisClient
+
+/// Group commit: the commits of one loop iteration go to Redis as one script call (`commitMany`) per master,
+/// and while a master has a batch of this loop's in flight, the commits that come meanwhile wait for its
+/// answer and then go together. Redis's cost per call (reading the command, the script's set-up, writing
+/// the reply: ~30 µs here, against ~15 µs for a commit's own work) is then shared by every commit of the
+/// batch, and this node's by every input; at a low rate a commit goes out at the end of the iteration it
+/// was asked in (nothing waits for a timer), at a high rate the batches grow by themselves.
+///
+/// Each commit is fenced and answered for itself (a refused one leaves the others as they are); a batch that
+/// fails as a whole (time-out, connection lost, not replicated) fails each of its commits the same way, as
+/// pipelined commits on one connection would. Commits of one session keep their order: one loop, one queue
+/// per master, one connection to it, answers in order.
+extension RedisSessionStore {
+    /// The most commits in one call.
+    static let commitBatch = 64
+    /// The most bytes of state and events in one call (a batch holds at least one commit).
+    static let commitBatchBytes = 512 * 1024
+
+    /// With `replicaAcks` > 0 the script publishes nothing: once the replicas confirmed the batch, each
+    /// commit's events are published here (`SPUBLISH`, in commit order: commits of one session go out on one
+    /// connection and are confirmed in order), before its completion runs (which may show them to this
+    /// node's own streams). A commit they did not confirm is never published (`.notReplicated`). Loop only.
+    public func commit(_ commit: SessionCommit, completion: @escaping (Result<CommitResult, StoreError>) -> Void) {
+        if let e = limits.check(commit) { return completion(.failure(e)) }
+        precondition(client.loop.inEventLoop, "RedisSessionStore.commit off its loop")
+        let master = client.masterName(serving: RedisArg(keys.session(commit.lease.sessionID)))
+        commitQueue.value.waiting[master, default: []].append(PendingCommit(commit: commit, completion: completion))
+        scheduleCommits()
+    }
+
+    /// Commits waiting for the master of `key`'s slot to answer this loop's batch in flight: work asked for
+    /// and not yet on the connection, which admission control counts with the commands in flight there
+    /// (a stalled master would otherwise see one batch in flight and a queue growing behind it). Loop only.
+    public func commitsWaiting(key: String) -> Int {
+        commitQueue.value.waiting[client.masterName(serving: RedisArg(key))]?.count ?? 0
+    }
+
+    /// Sends the waiting commits of every master with no batch in flight, at the end of this loop iteration.
+    private func scheduleCommits() {
+        guard !commitQueue.value.scheduled else { return }
+        commitQueue.value.scheduled = true
+        client.loop.runSoon { [self] in
+            commitQueue.value.scheduled = false
+            for master in commitQueue.value.waiting.keys where commitQueue.value.inFlight[master, default: 0] == 0 {
+                let batch = commitQueue.value.waiting.removeValue(forKey: master) ?? []
+                var start = 0
+                while start < batch.count {
+                    var end = start + 1
+                    var bytes = batch[start].commit.byteCount
+                    while end < batch.count, end - start < Self.commitBatch,
+                        bytes + batch[end].commit.byteCount <= Self.commitBatchBytes
+                    {
+                        bytes += batch[end].commit.byteCount
+                        end += 1
+                    }
+                    send(Array(batch[start..<end]), master: master, splitOnRedirect: true)
+                    start = end
+                }
+            }
+        }
+    }
+
+    /// One `commitMany` call for `batch`; when it is answered, the commits that waited for it are sent.
+    /// A batch over several slots that Redis redirects (the slot map was out of date; nothing of it ran)
+    /// is sent again one slot at a time.
+    private func send(_ batch: [PendingCommit], master: String, splitOnRedirect: Bool) {
+        commitQueue.value.inFlight[master, default: 0] += 1
+        var args: [RedisArg] = [
+            RedisArg(limits.historyEvents), RedisArg(limits.idleTimeout), RedisArg(limits.idempotencySeconds),
+            RedisArg(batch.count),
+        ]
+        for item in batch {
+            let c = item.commit
+            let id = c.lease.sessionID
+            args += [
+                RedisArg(keys.session(id)), RedisArg(keys.events(id)),
+                RedisArg(keys.idempotency(id, c.idempotencyKey ?? "")), RedisArg(Int(c.lease.token)),
+                RedisArg(bytes: c.state), c.isInput ? "1" : "0", c.isInput && c.idempotencyKey != nil ? "1" : "0",
+                replicaAcks > 0 ? "" : RedisArg(keys.channel(id)), RedisArg(c.events.count),
+            ]
+            args += c.events.map { RedisArg(bytes: $0) }
+        }
+        let keyArgs = [RedisArg(keys.session(batch[0].commit.lease.sessionID))]
+        replicated(SessionScripts.commitMany, keys: keyArgs, args: args) { [self] r, redirected in
+            commitQueue.value.inFlight[master, default: 1] -= 1
+            if commitQueue.value.inFlight[master] == 0 { commitQueue.value.inFlight[master] = nil }
+            if commitQueue.value.waiting[master] != nil { scheduleCommits() }
+            if splitOnRedirect, redirected, batch.count > 1 {
+                var bySlot: [Int: [PendingCommit]] = [:]
+                var order: [Int] = []
+                for item in batch {
+                    let slot = RedisClient.slot(of: RedisArg(keys.session(item.commit.lease.sessionID)))
+                    if bySlot[slot] == nil { order.append(slot) }
+                    bySlot[slot, default: []].append(item)
+                }
+                if order.count > 1 {
+                    for slot in order { send(bySlot[slot]!, master: master, splitOnRedirect: false) }
+                    return
+                }
+            }
+            answer(batch, r)
+        }
+    }
+
+    /// Each commit's completion with its own answer (or the batch's failure), after publishing its events
+    /// when this store publishes them itself (replica acks).
+    private func answer(_ batch: [PendingCommit], _ r: Result<RESPValue, StoreError>) {
+        let answers: [RESPValue]
+        switch r {
+        case .failure(let e):
+            for item in batch { item.completion(.failure(e)) }
+            return
+        case .success(let v):
+            guard let a = v.array, a.count == batch.count else {
+                for item in batch { item.completion(.failure(.unavailable("unexpected reply: \(v)"))) }
+                return
+            }
+            answers = a
+        }
+        for (item, reply) in zip(batch, answers) {
+            let result = Self.commitResult(reply)
+            if replicaAcks > 0, case .success(let c) = result {
+                let channel = keys.channel(item.commit.lease.sessionID)
+                for (eventID, bytes) in zip(c.eventIDs, item.commit.events) {
+                    let message = RedisSessionEventFeed.encode(StoredEvent(id: eventID, payload: bytes))
+                    client.send(["SPUBLISH", RedisArg(channel), RedisArg(bytes: message)], key: RedisArg(channel)) {
+                        _ in
+                    }
+                }
+            }
+            item.completion(result)
+        }
+    }
+
+    /// One commit's answer in a `commitMany` reply: {inputSeq or -1, {ids}}, or its `GONE`/`FENCED` error.
+    static func commitResult(_ v: RESPValue) -> Result<CommitResult, StoreError> {
+        if case .error(let message) = v { return .failure(RedisError.server(message).storeError) }
+        guard let a = v.array, a.count == 2, let input = a[0].int, let ids = a[1].array else {
+            return .failure(.unavailable("unexpected reply: \(v)"))
+        }
+        let eventIDs = ids.compactMap { $0.string.flatMap { UInt64($0) } }
+        guard eventIDs.count == ids.count else { return .failure(.unavailable("unexpected reply: \(v)")) }
+        return .success(CommitResult(eventIDs: eventIDs, inputSeq: input < 0 ? nil : UInt64(input)))
+    }
+}
+
+/// A commit waiting for its batch, with its completion.
+struct PendingCommit {
+    let commit: SessionCommit
+    let completion: (Result<CommitResult, StoreError>) -> Void
+}
+
+/// What `RedisSessionStore.commit` keeps per master: the commits not sent yet, the batches in flight, and
+/// whether a send is scheduled for the end of this loop iteration.
+struct CommitQueue {
+    var waiting: [String: [PendingCommit]] = [:]
+    var inFlight: [String: Int] = [:]
+    var scheduled = false
+}
+
+extension SessionCommit {
+    /// The bytes of state and events this commit sends.
+    var byteCount: Int { events.reduce(state.count) { $0 + $1.count } }
+}

@@ -1,0 +1,149 @@
+import ClusterStore
+import EventHTTP
+import Foundation
+import RedisClient
+import RedisTestSupport
+import XCTest
+
+@testable import ClusterRedis
+
+/// Group commit on a real Redis Cluster (3 masters, no replicas): the commits of one loop iteration are one
+/// `commitMany` call per master, whose sessions sit in many slots of that master (`allow-cross-slot-keys`),
+/// and each commit lands in its own session on the master of its slot.
+final class RedisSessionStoreClusterTests: XCTestCase {
+    nonisolated(unsafe) static var cluster: RedisClusterProcesses?
+    nonisolated(unsafe) static var setUpError: Error?
+    let keys = ClusterKeys(prefix: "g")
+    var loop: EventLoop!
+    var client: RedisClient!
+    var subscriber: RedisShardedSubscriber!
+
+    override class func setUp() {
+        do { cluster = try RedisClusterProcesses(masters: 3, replicasPerMaster: 0) } catch { setUpError = error }
+    }
+
+    override class func tearDown() {
+        cluster?.stop()
+        cluster = nil
+    }
+
+    var cluster: RedisClusterProcesses! { Self.cluster }
+
+    override func setUp() async throws {
+        guard Self.cluster != nil else { throw XCTSkip("no cluster: \(String(describing: Self.setUpError))") }
+        XCTAssertTrue(cluster.waitUntilHealthy(timeout: 30))
+        loop = startedLoop()
+        (client, subscriber) = await startedClient(cluster.url, on: loop)
+        XCTAssertTrue(client.isReady)
+    }
+
+    override func tearDown() async throws {
+        if let client, let subscriber { await close(client, subscriber) }
+        loop?.stop()
+    }
+
+    /// `EVALSHA` calls the masters have answered so far.
+    func evalCalls() -> Int {
+        cluster.masterPorts.reduce(0) { sum, port in
+            let stats = RedisServerProcess.cli(port: port, ["INFO", "commandstats"])
+            let line = stats.split(whereSeparator: \.isNewline).first { $0.hasPrefix("cmdstat_evalsha:") } ?? ""
+            return sum + (Int(line.split(separator: "=").dropFirst().first?.prefix { $0.isNumber } ?? "") ?? 0)
+        }
+    }
+
+    /// `count` sessions created (prefix `prefix`), spread over every master and several slots of each.
+    func sessions(_ prefix: String, _ count: Int, _ h: SessionStoreHarness) async throws -> [Lease] {
+        var leases: [Lease] = []
+        for i in 0..<count { leases.append(try await h.create("\(prefix)\(i)", "node-a").get()) }
+        let slots = Set(leases.map { RedisSlot.of(keys.session($0.sessionID)) })
+        let masters = Set(slots.compactMap { cluster.masterPort(ofSlot: $0) })
+        XCTAssertEqual(masters.count, 3, "the sessions are spread over every master")
+        XCTAssertGreaterThan(slots.count, 2 * masters.count, "and over several slots of each")
+        return leases
+    }
+
+    func testCommitsOfOneIterationAreOneCallPerMasterAcrossSlots() async throws {
+        let h = SessionStoreHarness(loop: loop, store: RedisSessionStore(client: client, keys: keys)) { _ in }
+        let leases = try await sessions("c", 30, h)
+        _ = try await h.commit(leases[0], ["warm-up"], state: "w", input: true).get()  // the script loaded
+        let before = evalCalls()
+        let commits = leases.map {
+            SessionCommit(
+                lease: $0, events: [Array("e-\($0.sessionID)".utf8)], state: Array("state-\($0.sessionID)".utf8),
+                isInput: true)
+        }
+        let answers: [Result<CommitResult, StoreError>] = await h.call { s, done in
+            var got: [Int: Result<CommitResult, StoreError>] = [:]
+            for (i, c) in commits.enumerated() {
+                s.commit(c) { r in
+                    got[i] = r
+                    if got.count == commits.count { done((0..<commits.count).map { got[$0]! }) }
+                }
+            }
+        }
+        XCTAssertEqual(evalCalls() - before, 3, "one call per master, not one per commit or slot")
+        for (i, answer) in answers.enumerated() {
+            XCTAssertEqual(try answer.get().inputSeq, i == 0 ? 2 : 1, leases[i].sessionID)
+            let stored = try await h.load(leases[i].sessionID).get()
+            XCTAssertEqual(stored.state, Array("state-\(leases[i].sessionID)".utf8))
+        }
+    }
+
+    func testRenewalsOfOneIterationAreOneCallPerMasterAcrossSlots() async throws {
+        let h = SessionStoreHarness(loop: loop, store: RedisSessionStore(client: client, keys: keys)) { _ in }
+        let leases = try await sessions("r", 30, h)
+        _ = try await h.renew(leases[0]).get()  // the script loaded
+        for l in leases {
+            _ = await client.send(
+                ["PEXPIRE", RedisArg(keys.lease(l.sessionID)), "5000"], key: RedisArg(keys.lease(l.sessionID)))
+        }
+        let before = evalCalls()
+        let answers: [Result<Bool, StoreError>] = await h.call { s, done in
+            var got: [Int: Result<Bool, StoreError>] = [:]
+            for (i, l) in leases.enumerated() {
+                s.renew(l) { r in
+                    got[i] = r
+                    if got.count == leases.count { done((0..<leases.count).map { got[$0]! }) }
+                }
+            }
+        }
+        XCTAssertEqual(evalCalls() - before, 3, "one call per master, not one per lease or slot")
+        XCTAssertEqual(answers, Array(repeating: .success(true), count: leases.count))
+        for l in leases {
+            let ttl = await client.send(
+                ["PTTL", RedisArg(keys.lease(l.sessionID))], key: RedisArg(keys.lease(l.sessionID)))
+            XCTAssertGreaterThan((try ttl.get()).int ?? 0, 5000, "renewed to the lease TTL (10 s)")
+        }
+    }
+
+    /// A batch naming a session the master does not serve (a slot map out of date) fails as a whole with
+    /// `CROSSSLOT`, and the commit before it in the batch, on a session the master does serve, is not
+    /// written: nothing of a batch runs unless all of it can.
+    func testABatchWithASessionOfAnotherMasterWritesNothing() async throws {
+        let h = SessionStoreHarness(loop: loop, store: RedisSessionStore(client: client, keys: keys)) { _ in }
+        let leases = try await sessions("x", 12, h)
+        let master = { (l: Lease) in self.cluster.masterPort(ofSlot: RedisSlot.of(self.keys.session(l.sessionID))) }
+        let here = leases[0]
+        let elsewhere = try XCTUnwrap(leases.first { master($0) != master(here) })
+        func commitArgs(_ l: Lease) -> [RedisArg] {
+            let id = l.sessionID
+            return [
+                RedisArg(keys.session(id)), RedisArg(keys.events(id)), RedisArg(keys.idempotency(id, "")),
+                RedisArg(Int(l.token)), "new", "1", "0", "", "1", "event",
+            ]
+        }
+        let args: [RedisArg] = ["256", "1800", "300", "2"] + commitArgs(here) + commitArgs(elsewhere)
+        let r: Result<RESPValue, RedisError> = await withCheckedContinuation { k in
+            let client = self.client!
+            let route = RedisArg(keys.session(here.sessionID))
+            loop.execute {
+                client.evalScript(SessionScripts.commitMany, keys: [route], args: args) { k.resume(returning: $0) }
+            }
+        }
+        guard case .failure(let e) = r else { return XCTFail("\(r)") }
+        XCTAssertEqual(e.serverCode, "CROSSSLOT", "\(e)")
+        XCTAssertTrue(e.isSlotRedirect)
+        let stored = try await h.load(here.sessionID).get()
+        XCTAssertEqual(stored, SessionSnapshot(state: Array("s0".utf8), seq: 0, inputSeq: 0), "nothing written")
+    }
+}
