@@ -291,6 +291,21 @@ public final class RedisSessionStore: SessionStore, Sendable {
         ) { r in completion(r.storeMap { _ in () }) }
     }
 
+    /// Deletes the session of `lease` if it is unused across the cluster (`SessionScripts.deleteIfUnused`):
+    /// true if deleted; false if it was used (an input, a stream on any node) and nothing changed. Like
+    /// `delete`, confirmed by the replicas when `replicaAcks` > 0.
+    public func deleteIfUnused(_ lease: Lease, completion: @escaping (Result<Bool, StoreError>) -> Void) {
+        let id = lease.sessionID
+        replicated(
+            SessionScripts.deleteIfUnused,
+            keys: [
+                RedisArg(keys.session(id)), RedisArg(keys.events(id)), RedisArg(keys.lease(id)),
+                RedisArg(keys.streams(id)),
+            ],
+            args: [RedisArg(Int(lease.token))]
+        ) { r in completion(r.storeMap { $0.int.map { $0 == 1 } }) }
+    }
+
     public func admitStream(
         sessionID: String, member: String, limit: Int, ttlMilliseconds: Int,
         completion: @escaping (Result<Bool, StoreError>) -> Void

@@ -7,7 +7,7 @@ enum SessionScripts {
     static var all: [RedisScript] {
         [
             create, acquire, admitStream, renewStreams, renewMany, release, commitMany, replay, acknowledgedInputSeq,
-            delete,
+            delete, deleteIfUnused,
         ]
     }
 
@@ -61,7 +61,8 @@ enum SessionScripts {
     /// KEYS: session, streams. ARGV: member, limit, deadline ms, idle s.
     /// The cluster-wide stream limit: drops the members whose deadline (a score, Redis ms) passed,
     /// then adds `member` with the deadline now + ARGV[3] if it is there already or fewer than
-    /// `limit` remain. 1 if admitted, 0 if refused; `GONE` if the session does not exist.
+    /// `limit` remain. 1 if admitted, 0 if refused; `GONE` if the session does not exist. An admitted stream
+    /// marks the session `used` (a field of its hash): it is no longer an unused session (`deleteIfUnused`).
     static let admitStream = RedisScript(
         """
         if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('GONE session') end
@@ -72,6 +73,7 @@ enum SessionScripts {
         local ttl = tonumber(ARGV[3])
         redis.call('ZADD', KEYS[2], string.format('%.0f', now + ttl), ARGV[1])
         redis.call('PEXPIRE', KEYS[2], string.format('%.0f', math.max(tonumber(ARGV[4]) * 1000, ttl)))
+        redis.call('HSETNX', KEYS[1], 'used', '1')
         return 1
         """)
 
@@ -237,6 +239,23 @@ enum SessionScripts {
         local ttl = redis.call('PTTL', KEYS[1])
         if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
         return v
+        """)
+
+    /// KEYS: session, events, lease, streams. ARGV: token. The end of a session its owner found unused
+    /// (`--unused-session-timeout`: no input, no stream on this node): deleted, 1, if the token is current
+    /// and it is unused across the cluster too — no input ever (`inputSeq` 0), no stream ever admitted on
+    /// any node (`used`), none open now (the set of open streams, deadlines passed dropped first); else 0
+    /// and nothing changes (the caller releases the lease: a node streaming it takes it over).
+    static let deleteIfUnused = RedisScript(
+        """
+        local m = redis.call('HMGET', KEYS[1], 'fence', 'inputSeq', 'used')
+        if not m[1] then return redis.error_reply('GONE session') end
+        if m[1] ~= ARGV[1] then return redis.error_reply('FENCED token ' .. ARGV[1] .. ' is not ' .. m[1]) end
+        if m[2] ~= '0' or m[3] then return 0 end
+        \(pruneStreams(key: 4))
+        if redis.call('ZCARD', KEYS[4]) > 0 then return 0 end
+        redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+        return 1
         """)
 
     /// KEYS: session, events, lease, streams. ARGV: token. Deletes the session if the token is current.

@@ -105,7 +105,22 @@ extension ClusterNode {
             }
             let keeper = owned.keeper
             owned.keeper = nil  // the keeper's onLost refers back to `owned`
-            keeper?.handOver { r in if case .success(true) = r { metrics.handOvers.increment() } }
+            let handedOver: (Result<Bool, StoreError>) -> Void = { r in
+                if case .success(true) = r { metrics.handOvers.increment() }
+            }
+            // Unused here (`--unused-session-timeout`): gone for good if unused across the cluster too (the
+            // contract's unused session expires; Redis would keep it for the idle time-out and a later
+            // request would bring it back); else handed over like any other, to a node that streams it.
+            guard reason == "unused", let keeper else {
+                keeper?.handOver(completion: handedOver)
+                return
+            }
+            keeper.stop()
+            let lease = keeper.lease
+            store.deleteIfUnused(lease) { r in
+                if case .success(true) = r { return }
+                store.release(lease, completion: handedOver)
+            }
         }
         let renewals = state.value.renewals
         let interval = settings.leaseTTL / 3
