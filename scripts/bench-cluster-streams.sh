@@ -57,9 +57,10 @@ PIDS+=("$REDIS_PID")
 NODE_PIDS=()
 for n in $(seq 1 "$NODES"); do
     # `bff-load streams` creates every session before it opens any stream: at 600 at once the creations take
-    # minutes, and with the default --unused-session-timeout (60 s) the first sessions ended as unused and
-    # were taken over again when their streams came (24,000 per node). A browser opens its stream right
-    # after creating its session; the bench measures that, not the unused-session sweep.
+    # minutes, and with the default --unused-session-timeout (60 s) the first sessions would end as unused
+    # (they were taken over again when their streams came, 24,000 per node; since they are deleted, their
+    # streams would get 404). A browser opens its stream right after creating its session; the bench
+    # measures that, not the unused-session sweep.
     "$BIN/bff" --port "${PORTS[$n]}" --redis-url "redis://127.0.0.1:$RP/0" --node-id "n$n" --test-hooks \
         --cache-file none --log-level warning --unused-session-timeout 3600 > "$OUT/node$n.log" 2>&1 &
     PIDS+=($!)
