@@ -83,8 +83,8 @@ public final class StoredFormMemo {
     public private(set) var snapshot: [UInt8] = []
     /// How many times `refresh` encoded (tests).
     public private(set) var encodings = 0
-    /// True while the bytes above still describe the view model they were made from.
-    private var isCurrent: (() -> Bool)?
+    /// True while the bytes above still describe the view model it is given (the one they were made from).
+    private var isCurrent: ((any StoredFormSource) -> Bool)?
 
     public init() {}
 
@@ -94,10 +94,11 @@ public final class StoredFormMemo {
     /// `snapshot` is exactly `JSONValue.object(vm.snapshot).bytes`; `durable` is `durableStateBytes` (it
     /// parses to `vm.durableState`).
     public func refresh(_ vm: some ViewModel) {
-        if let isCurrent, isCurrent() { return }
+        let source = vm as? any StoredFormSource
+        if let isCurrent, let source, isCurrent(source) { return }
         encodings += 1
         snapshot = JSONValue.object(vm.snapshot).bytes
-        guard let source = vm as? any StoredFormSource else {
+        guard let source else {
             durable = vm.durableState.bytes
             isCurrent = nil
             return
@@ -110,17 +111,19 @@ public final class StoredFormMemo {
 /// A view model that can tell whether it changed since a moment (`StoredFormMemo`).
 protocol StoredFormSource: AnyObject {
     var durableStateBytes: [UInt8] { get }
-    /// A test, for later, of whether the stored form is still what it is now.
-    func unchangedSince() -> () -> Bool
+    /// A test, for later, of whether the stored form of the view model it is given (this one, then) is
+    /// still what this one's is now. It keeps no reference to this view model: a weak one gave every
+    /// store of a cluster-mode session a side table (~50 B each, the memos live as long as the session).
+    func unchangedSince() -> (any StoredFormSource) -> Bool
 }
 
 extension Store: StoredFormSource {
-    func unchangedSince() -> () -> Bool {
+    func unchangedSince() -> (any StoredFormSource) -> Bool {
         let state = self.state
         let effects = effectInputSeqs
-        return { [weak self] in
-            guard let self else { return false }
-            return self.state == state && self.effectInputSeqs == effects
+        return { source in
+            guard let store = source as? Store<Feature> else { return false }
+            return store.state == state && store.effectInputSeqs == effects
         }
     }
 }
