@@ -38,6 +38,19 @@ extension RedisSessionStore {
         commitQueue.value.waiting[client.masterName(serving: RedisArg(key))]?.count ?? 0
     }
 
+    /// Sends now, whatever is in flight, the commits waiting for the master of session `id`: called before
+    /// any other write of a session (an acquisition, a release, a deletion), which goes out on the same
+    /// connection right after and must reach Redis after every commit asked for before it. Without this a
+    /// release could overtake a commit waiting for its batch, and an acquisition by the same loop (its
+    /// snapshot) could miss one; commits are fenced, so nothing would be applied twice, but an input
+    /// acknowledged by a late commit could be missing from the state its session was restored from.
+    func sendCommitsBefore(sessionID id: String) {
+        guard client.loop.inEventLoop else { return }
+        let master = client.masterName(serving: RedisArg(keys.session(id)))
+        guard let batch = commitQueue.value.waiting.removeValue(forKey: master) else { return }
+        sendInBatches(batch, master: master)
+    }
+
     /// Sends the waiting commits of every master with no batch in flight, at the end of this loop iteration.
     private func scheduleCommits() {
         guard !commitQueue.value.scheduled else { return }
@@ -45,21 +58,25 @@ extension RedisSessionStore {
         client.loop.runSoon { [self] in
             commitQueue.value.scheduled = false
             for master in commitQueue.value.waiting.keys where commitQueue.value.inFlight[master, default: 0] == 0 {
-                let batch = commitQueue.value.waiting.removeValue(forKey: master) ?? []
-                var start = 0
-                while start < batch.count {
-                    var end = start + 1
-                    var bytes = batch[start].commit.byteCount
-                    while end < batch.count, end - start < Self.commitBatch,
-                        bytes + batch[end].commit.byteCount <= Self.commitBatchBytes
-                    {
-                        bytes += batch[end].commit.byteCount
-                        end += 1
-                    }
-                    send(Array(batch[start..<end]), master: master, splitOnRedirect: true)
-                    start = end
-                }
+                sendInBatches(commitQueue.value.waiting.removeValue(forKey: master) ?? [], master: master)
             }
+        }
+    }
+
+    /// `batch` in calls of at most `commitBatch` commits and `commitBatchBytes` bytes, in order.
+    private func sendInBatches(_ batch: [PendingCommit], master: String) {
+        var start = 0
+        while start < batch.count {
+            var end = start + 1
+            var bytes = batch[start].commit.byteCount
+            while end < batch.count, end - start < Self.commitBatch,
+                bytes + batch[end].commit.byteCount <= Self.commitBatchBytes
+            {
+                bytes += batch[end].commit.byteCount
+                end += 1
+            }
+            send(Array(batch[start..<end]), master: master, splitOnRedirect: true)
+            start = end
         }
     }
 

@@ -17,7 +17,8 @@ import RedisClient
 ///
 /// Threading: bound to its client's loop; call it there, completions run there.
 /// Each operation is one round trip (one script or one command), plus its `WAIT`; commits and lease
-/// renewals are sent in batches (`commit`, `renew`).
+/// renewals are sent in batches (`commit`, `renew`). An acquisition, a release or a deletion first sends
+/// the commits waiting for their batch (`sendCommitsBefore`): it reaches Redis after them.
 /// Stream deadlines are on Redis's clock (`TIME`), one clock for every node.
 public final class RedisSessionStore: SessionStore, Sendable {
     /// The loop-bound client used.
@@ -108,6 +109,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
         sessionID: String, holder: String, newToken: Bool,
         completion: @escaping (Result<LeaseGrant, StoreError>) -> Void
     ) {
+        sendCommitsBefore(sessionID: sessionID)
         replicated(
             SessionScripts.acquire,
             keys: [
@@ -214,6 +216,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
     /// again must reach Redis in that order (an `acquire` by the holder itself keeps its token; a release
     /// that came after it deleted the lease the new run was under, and another holder took the session).
     public func release(_ lease: Lease, completion: @escaping (Result<Bool, StoreError>) -> Void) {
+        sendCommitsBefore(sessionID: lease.sessionID)
         client.evalScript(
             SessionScripts.release, keys: [RedisArg(keys.lease(lease.sessionID))],
             args: [RedisArg("\(lease.holder)|\(lease.token)")]
@@ -281,6 +284,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
 
     public func delete(_ lease: Lease, completion: @escaping (Result<Void, StoreError>) -> Void) {
         let id = lease.sessionID
+        sendCommitsBefore(sessionID: id)
         replicated(
             SessionScripts.delete,
             keys: [
@@ -296,6 +300,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
     /// `delete`, confirmed by the replicas when `replicaAcks` > 0.
     public func deleteIfUnused(_ lease: Lease, completion: @escaping (Result<Bool, StoreError>) -> Void) {
         let id = lease.sessionID
+        sendCommitsBefore(sessionID: id)
         replicated(
             SessionScripts.deleteIfUnused,
             keys: [

@@ -287,6 +287,57 @@ final class RedisSessionStoreTests: XCTestCase {
         XCTAssertEqual(stored.state, Array("w4".utf8))
     }
 
+    /// A write of a session that must follow its commits (here an acquisition by the same holder with a
+    /// new token, which bumps the fence) does not overtake a commit waiting for its batch: the commit is
+    /// sent first and applied under its token, and the acquisition's snapshot includes it.
+    func testAnAcquisitionGoesAfterTheCommitsWaitingBeforeIt() async throws {
+        let h = harness()
+        let store = try XCTUnwrap(h.store as? RedisSessionStore)
+        let a = try await h.create("o1", "node-a").get()
+        _ = try await h.commit(a, ["warm-up"], state: "w", input: true).get()
+        _ = try await connection.send(["CLIENT", "PAUSE", "300", "ALL"]).get()
+        let commit: @Sendable (Int) -> SessionCommit = { n in
+            SessionCommit(lease: a, events: [Array("e\(n)".utf8)], state: Array("w\(n)".utf8), isInput: true)
+        }
+        let loop = self.loop!
+        typealias Outcome = (
+            first: Result<CommitResult, StoreError>, second: Result<CommitResult, StoreError>,
+            grant: Result<LeaseGrant, StoreError>
+        )
+        let outcome: Outcome = await withCheckedContinuation { k in
+            loop.execute {
+                nonisolated(unsafe) var first: Result<CommitResult, StoreError>?
+                nonisolated(unsafe) var second: Result<CommitResult, StoreError>?
+                nonisolated(unsafe) var grant: Result<LeaseGrant, StoreError>?
+                func check() {
+                    if let first, let second, let grant { k.resume(returning: (first, second, grant)) }
+                }
+                store.commit(commit(1)) {
+                    first = $0
+                    check()
+                }  // out at the end of this iteration
+                _ = loop.schedule(after: 0.01) {
+                    store.commit(commit(2)) {
+                        second = $0
+                        check()
+                    }  // waits for the first one's answer
+                    store.acquire(sessionID: "o1", holder: "node-a", newToken: true) {
+                        grant = $0
+                        check()
+                    }
+                }
+            }
+        }
+        XCTAssertEqual(try outcome.first.get().inputSeq, 2)
+        XCTAssertEqual(try outcome.second.get().inputSeq, 3, "applied under its token, before the new one")
+        guard case .success(.acquired(let lease, let snapshot)) = outcome.grant else {
+            return XCTFail("\(outcome.grant)")
+        }
+        XCTAssertEqual(lease.token, 2)
+        XCTAssertEqual(snapshot.inputSeq, 3, "the snapshot includes the commit asked for before")
+        XCTAssertEqual(snapshot.state, Array("w2".utf8))
+    }
+
     /// A streamed session's check is one round trip: `renewStreams` renews the idle expiry of the
     /// session and its history; an acquisition, granted or refused, does too (an input here).
     func testEveryAcquisitionAttemptAndStreamRenewalRenewTheIdleExpiry() async throws {
