@@ -105,16 +105,10 @@ extension RedisSessionStore {
             commitQueue.value.inFlight[master, default: 1] -= 1
             if commitQueue.value.inFlight[master] == 0 { commitQueue.value.inFlight[master] = nil }
             if commitQueue.value.waiting[master] != nil { scheduleCommits() }
-            if splitOnRedirect, redirected, batch.count > 1 {
-                var bySlot: [Int: [PendingCommit]] = [:]
-                var order: [Int] = []
-                for item in batch {
-                    let slot = RedisClient.slot(of: RedisArg(keys.session(item.commit.lease.sessionID)))
-                    if bySlot[slot] == nil { order.append(slot) }
-                    bySlot[slot, default: []].append(item)
-                }
-                if order.count > 1 {
-                    for slot in order { send(bySlot[slot]!, master: master, splitOnRedirect: false) }
+            if splitOnRedirect, redirected {
+                let bySlot = RedisClient.groupedBySlot(batch) { RedisArg(keys.session($0.commit.lease.sessionID)) }
+                if bySlot.count > 1 {
+                    for group in bySlot { send(group, master: master, splitOnRedirect: false) }
                     return
                 }
             }

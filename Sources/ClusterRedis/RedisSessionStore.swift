@@ -195,12 +195,9 @@ public final class RedisSessionStore: SessionStore, Sendable {
             lane: .leases
         ) { [self] r in
             if splitOnRedirect, case .failure(let e) = r, e.isSlotRedirect {
-                var bySlot: [Int: [Renewal]] = [:]
-                for item in batch {
-                    bySlot[RedisClient.slot(of: RedisArg(keys.lease(item.lease.sessionID))), default: []].append(item)
-                }
+                let bySlot = RedisClient.groupedBySlot(batch) { RedisArg(keys.lease($0.lease.sessionID)) }
                 if bySlot.count > 1 {
-                    for group in bySlot.values { renewNow(group, splitOnRedirect: false) }
+                    for group in bySlot { renewNow(group, splitOnRedirect: false) }
                     return
                 }
             }

@@ -40,6 +40,19 @@ extension RedisClient {
         return order.map { groups[$0]! }
     }
 
+    /// `items` in groups of one slot each (`key(item)`'s), in the order their slots first appear, each
+    /// group in the items' order: a batch Redis refused as crossing slots, sent again one slot at a time.
+    public static func groupedBySlot<T>(_ items: [T], key: (T) -> RedisArg) -> [[T]] {
+        var order: [Int] = []
+        var groups: [Int: [T]] = [:]
+        for item in items {
+            let slot = slot(of: key(item))
+            if groups[slot] == nil { order.append(slot) }
+            groups[slot, default: []].append(item)
+        }
+        return order.map { groups[$0]! }
+    }
+
     /// A name for the master that serves `key`'s slot by this loop's slot map ("slot N" while none is
     /// known): equal for keys one master serves, on any topology (one name on one Redis or a Sentinel's
     /// master). For grouping work per master. Loop thread only.

@@ -146,4 +146,57 @@ final class RedisSessionStoreClusterTests: XCTestCase {
         let stored = try await h.load(here.sessionID).get()
         XCTAssertEqual(stored, SessionSnapshot(state: Array("s0".utf8), seq: 0, inputSeq: 0), "nothing written")
     }
+    /// The client's slot map out of date (a session's slot moved to another master behind its back): a
+    /// batch it sends to the old master is refused with `CROSSSLOT` before anything is written, sent
+    /// again one slot at a time, and the moved session's call follows `MOVED`: every commit applied once.
+    func testABatchOverAStaleSlotMapIsSentAgainPerSlot() async throws {
+        let h = SessionStoreHarness(loop: loop, store: RedisSessionStore(client: client, keys: keys)) { _ in }
+        let leases = try await sessions("m", 30, h)
+        let master = { (l: Lease) in self.cluster.masterPort(ofSlot: RedisSlot.of(self.keys.session(l.sessionID))) }
+        let moving = leases[0]
+        let source = try XCTUnwrap(master(moving))
+        let staying = try XCTUnwrap(leases.dropFirst().first { master($0) == source })
+        let target = try XCTUnwrap(cluster.masterPorts.first { $0 != source })
+        _ = try await h.commit(staying, ["warm-up"], state: "w", input: true).get()  // the script loaded
+        // The slot moves from `source` to `target`; the client is not told.
+        let slot = RedisSlot.of(keys.session(moving.sessionID))
+        let cli = { (port: Int, args: [String]) in RedisServerProcess.cli(port: port, args) }
+        let sourceID = cli(source, ["CLUSTER", "MYID"])
+        let targetID = cli(target, ["CLUSTER", "MYID"])
+        XCTAssertEqual(cli(target, ["CLUSTER", "SETSLOT", "\(slot)", "IMPORTING", sourceID]), "OK")
+        XCTAssertEqual(cli(source, ["CLUSTER", "SETSLOT", "\(slot)", "MIGRATING", targetID]), "OK")
+        let keysInSlot = cli(source, ["CLUSTER", "GETKEYSINSLOT", "\(slot)", "100"])
+            .split(whereSeparator: \.isNewline).map(String.init)
+        XCTAssertFalse(keysInSlot.isEmpty)
+        XCTAssertEqual(cli(source, ["MIGRATE", "127.0.0.1", "\(target)", "", "0", "5000", "KEYS"] + keysInSlot), "OK")
+        for port in [target] + cluster.masterPorts.filter({ $0 != target }) {
+            _ = cli(port, ["CLUSTER", "SETSLOT", "\(slot)", "NODE", targetID])
+        }
+        func crossSlotErrors() -> Int {
+            let stats = cli(source, ["INFO", "errorstats"])
+            let line = stats.split(whereSeparator: \.isNewline).first { $0.hasPrefix("errorstat_CROSSSLOT:") } ?? ""
+            return Int(line.split(separator: "=").dropFirst().first?.prefix { $0.isNumber } ?? "") ?? 0
+        }
+        let refusedBefore = crossSlotErrors()
+        let commits = [staying, moving].map {
+            SessionCommit(
+                lease: $0, events: [Array("e".utf8)], state: Array("after-\($0.sessionID)".utf8), isInput: true)
+        }
+        let answers: [Result<CommitResult, StoreError>] = await h.call { s, done in
+            var got: [Int: Result<CommitResult, StoreError>] = [:]
+            for (i, c) in commits.enumerated() {
+                s.commit(c) { r in
+                    got[i] = r
+                    if got.count == commits.count { done((0..<commits.count).map { got[$0]! }) }
+                }
+            }
+        }
+        XCTAssertEqual(crossSlotErrors() - refusedBefore, 1, "the batch was refused once, as a whole")
+        XCTAssertEqual(try answers[0].get().inputSeq, 2, "the session that stayed")
+        XCTAssertEqual(try answers[1].get().inputSeq, 1, "the session that moved, after MOVED")
+        for l in [staying, moving] {
+            let stored = try await h.load(l.sessionID).get()
+            XCTAssertEqual(stored.state, Array("after-\(l.sessionID)".utf8), "applied once")
+        }
+    }
 }

@@ -159,11 +159,6 @@ final class RedisSessionStoreTests: XCTestCase {
         let b = try await h.create("r2", "node-a").get()
         let c = try await h.create("r3", "node-a").get()
         let stale = Lease(sessionID: "r3", holder: "node-a", token: 7)
-        func evalCalls() async throws -> Int {
-            let stats = try await connection.send(["INFO", "commandstats"]).get().string ?? ""
-            let line = stats.split(separator: "\r\n").first { $0.hasPrefix("cmdstat_evalsha:") } ?? ""
-            return Int(line.split(separator: "=")[1].prefix { $0.isNumber }) ?? -1
-        }
         func renewTogether() async -> [Result<Bool, StoreError>] {
             await h.call { store, done in
                 var got: [Int: Result<Bool, StoreError>] = [:]
