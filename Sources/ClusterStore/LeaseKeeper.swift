@@ -1,15 +1,62 @@
 import Primitives
 
+/// The timers of a loop's lease keepers: `arm` makes `keeper.timerFired()` run after about `seconds`; a
+/// keeper arms once when it starts and once each time its timer fires, so at most one timer of a keeper
+/// is pending. `disarm` (when the keeper stops) may cancel it, or leave it: a stopped keeper ignores it.
+/// A keeper is held weakly until its timer runs: one let go without `stop` renews nothing. One object
+/// for all of a loop's keepers, and no closure per timer: a loop keeping thousands of leases allocates
+/// nothing per renewal (`SlicedTimers` in the session layer; `ScheduledLeaseTimers` for tests and simple
+/// uses). Same thread as the keepers.
+public protocol LeaseTimers: AnyObject {
+    func arm(_ keeper: LeaseKeeper, after seconds: Double)
+    func disarm(_ keeper: LeaseKeeper)
+}
+
+/// What one loop's keepers share: the store, the lease TTL, the renewal interval and the timers (kept once
+/// per loop, not once per lease).
+public final class LeaseKeeping {
+    public let store: SessionStore
+    public let ttl: Double
+    public let interval: Double
+    public let timers: any LeaseTimers
+
+    /// Keepers renewing in `store` every `interval` seconds leases of TTL `ttlSeconds`, on `timers`.
+    public init(store: SessionStore, ttlSeconds: Double, interval: Double, timers: any LeaseTimers) {
+        self.store = store
+        self.ttl = ttlSeconds
+        self.interval = interval
+        self.timers = timers
+    }
+}
+
+/// `LeaseTimers` over a function that runs work after a delay and returns what cancels it (tests, tools).
+public final class ScheduledLeaseTimers: LeaseTimers {
+    /// Runs `work` after `seconds`; returns a function that cancels it.
+    public typealias Schedule = (_ seconds: Double, _ work: @escaping () -> Void) -> (() -> Void)
+    private let schedule: Schedule
+    private var cancels: [ObjectIdentifier: () -> Void] = [:]
+
+    public init(_ schedule: @escaping Schedule) { self.schedule = schedule }
+
+    public func arm(_ keeper: LeaseKeeper, after seconds: Double) {
+        disarm(keeper)
+        let id = ObjectIdentifier(keeper)
+        cancels[id] = schedule(seconds) { [weak self, weak keeper] in
+            self?.cancels[id] = nil
+            keeper?.timerFired()
+        }
+    }
+
+    public func disarm(_ keeper: LeaseKeeper) { cancels.removeValue(forKey: ObjectIdentifier(keeper))?() }
+}
+
 /// Keeps one session's lease: renews it every `interval` seconds and says when it is lost, so the
 /// owner stops running the session promptly (fencing keeps a late writer harmless anyway; this is
 /// about not working for nothing). `handOver` releases it at once for a graceful shutdown.
 ///
-/// Threading: loop-bound like its store; `schedule` must run work on that loop. Time is injected
-/// through `schedule`, so tests drive it by hand.
+/// Threading: loop-bound like its store; its timers run on that loop. Time is injected through the
+/// timers, so tests drive it by hand.
 public final class LeaseKeeper {
-    /// Runs `work` after `seconds`; returns a function that cancels it.
-    public typealias Schedule = (_ seconds: Double, _ work: @escaping () -> Void) -> (() -> Void)
-
     /// Why the lease was lost.
     public enum Loss: Sendable, Equatable {
         /// Another holder has it (or it expired and renewal was refused).
@@ -23,12 +70,8 @@ public final class LeaseKeeper {
     /// The store's answer to the last renewal that failed (nil once one succeeds): what an `unreachable`
     /// loss was about, for its log line.
     public private(set) var lastError: StoreError?
-    private let store: SessionStore
-    private let interval: Double
-    private let ttl: Double
-    private let schedule: Schedule
+    private let keeping: LeaseKeeping
     private let onLost: (Loss) -> Void
-    private var cancelTimer: (() -> Void)?
     /// Time (the sum of the delays armed so far, see `elapsed`) at which the last renewal that succeeded was
     /// sent: the lease is certainly ours until `ttl` after it. The start counts as one.
     private var renewedAt = 0.0
@@ -61,17 +104,10 @@ public final class LeaseKeeper {
 
     private static func clock() -> Double { Double(monotonicNanos()) / 1e9 }
 
-    /// Keeps `lease` in `store` (TTL `ttlSeconds`), renewing every `interval` (e.g. TTL / 3);
-    /// `onLost` runs once if it is lost.
-    public init(
-        lease: Lease, store: SessionStore, ttlSeconds: Double, interval: Double, schedule: @escaping Schedule,
-        onLost: @escaping (Loss) -> Void
-    ) {
+    /// Keeps `lease` as `keeping` says (its store, TTL, interval and timers); `onLost` runs once if it is lost.
+    public init(lease: Lease, keeping: LeaseKeeping, onLost: @escaping (Loss) -> Void) {
         self.lease = lease
-        self.store = store
-        self.ttl = ttlSeconds
-        self.interval = interval
-        self.schedule = schedule
+        self.keeping = keeping
         self.onLost = onLost
         renewedAtClock = Self.clock()
     }
@@ -82,26 +118,27 @@ public final class LeaseKeeper {
     /// long as they live: one burst of round trips per interval that stalls the loop and Redis. A
     /// random first delay (`Double.random(in: 0.5...1) * interval`) spreads them for good. Renewing
     /// earlier is always safe; a store outage still costs the lease only a TTL after the last renewal.
-    public func start(firstDelay: Double? = nil) { arm(after: min(max(firstDelay ?? interval, 0), interval)) }
+    public func start(firstDelay: Double? = nil) {
+        arm(after: min(max(firstDelay ?? keeping.interval, 0), keeping.interval))
+    }
 
     /// Stops renewing without releasing (the session was deleted or fenced).
     public func stop() {
         done = true
-        cancelTimer?()
-        cancelTimer = nil
+        keeping.timers.disarm(self)
     }
 
     /// Stops renewing and releases the lease at once, so another node takes over without waiting
     /// for the TTL; `completion` gets whether it was still ours.
     public func handOver(completion: @escaping (Result<Bool, StoreError>) -> Void) {
         stop()
-        store.release(lease, completion: completion)
+        keeping.store.release(lease, completion: completion)
     }
 
     private func arm(after delay: Double) {
         guard !done else { return }
         armedFor = delay
-        cancelTimer = schedule(delay) { [weak self] in self?.tick() }
+        keeping.timers.arm(self, after: delay)
     }
 
     /// Renewals keep their cadence from when they are sent, not from when they are answered: on a store
@@ -109,10 +146,11 @@ public final class LeaseKeeper {
     /// spaced renewals by `interval` plus the round trip, and a lease whose renewals took more than
     /// TTL − interval was lost though every one succeeded (issue 20). At most one is in flight: a tick
     /// while one is on its way sends none, and the answer sends the missed one at once.
-    private func tick() {
+    /// The timer armed last ran out (called by the timers only).
+    public func timerFired() {
         guard !done else { return }
         elapsed += armedFor
-        arm(after: interval)
+        arm(after: keeping.interval)
         if inFlight {
             tickMissed = true
         } else {
@@ -126,7 +164,7 @@ public final class LeaseKeeper {
         sentAt = elapsed  // a missed tick's renewal is sent later than this: the lease is taken as older
         let sentClock = Self.clock()
         sentAtClock = sentClock
-        store.renew(lease) { [weak self] result in
+        keeping.store.renew(lease) { [weak self] result in
             guard let self else { return }
             self.inFlight = false
             self.lastRoundTrip = Self.clock() - sentClock
@@ -140,7 +178,7 @@ public final class LeaseKeeper {
                 return self.lose(.taken)
             case .failure(let error):
                 self.lastError = error
-                if self.elapsed - self.renewedAt >= self.ttl { return self.lose(.unreachable) }
+                if self.elapsed - self.renewedAt >= self.keeping.ttl { return self.lose(.unreachable) }
             }
             if self.tickMissed { self.send() }
         }

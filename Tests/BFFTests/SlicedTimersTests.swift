@@ -1,3 +1,4 @@
+import ClusterStore
 import EventHTTP
 import Foundation
 import RedisTestSupport
@@ -75,5 +76,40 @@ final class SlicedTimersTests: XCTestCase {
             pending.append(timers.pendingSlices)
         }
         XCTAssertEqual(pending, [1, 1, 0])
+    }
+    /// Lease keepers on the slices (`LeaseTimers`): an armed keeper renews when its slice runs; one stopped
+    /// does not; one dropped without `stop` is not kept alive by its timer (it would renew forever).
+    func testLeaseKeepersRenewWhenTheirSliceRunsAndStoppedOrDroppedOnesDoNot() throws {
+        let loop = startedLoop()
+        defer { loop.stop() }
+        nonisolated(unsafe) var timers: SlicedTimers!
+        nonisolated(unsafe) var running: LeaseKeeper!
+        nonisolated(unsafe) var stopped: LeaseKeeper!
+        nonisolated(unsafe) weak var dropped: LeaseKeeper?
+        let renewed = DispatchSemaphore(value: 0)
+        onLoop(loop) {
+            timers = SlicedTimers(loop: loop, width: 0.05)
+            let store = InMemorySessionStore { Int64(Date().timeIntervalSince1970 * 1000) }
+            var leases: [Lease] = []
+            for id in ["a", "b", "c"] {
+                store.create(sessionID: id, holder: "n", state: []) { leases.append(try! $0.get()) }
+            }
+            let keeping = LeaseKeeping(store: store, ttlSeconds: 30, interval: 0.1, timers: timers)
+            running = LeaseKeeper(lease: leases[0], keeping: keeping) { _ in XCTFail("lost") }
+            stopped = LeaseKeeper(lease: leases[1], keeping: keeping) { _ in XCTFail("lost") }
+            var gone: LeaseKeeper? = LeaseKeeper(lease: leases[2], keeping: keeping) { _ in XCTFail("lost") }
+            for k in [running!, stopped!, gone!] { k.start(firstDelay: 0.01) }
+            stopped.stop()
+            dropped = gone
+            gone = nil
+            // Two slices later the running keeper has renewed (its answer came: `lastRoundTrip`).
+            _ = timers.schedule(after: 0.12) { renewed.signal() }
+        }
+        XCTAssertNil(dropped, "the timers hold a keeper weakly")
+        XCTAssertEqual(renewed.wait(timeout: .now() + 5), .success)
+        nonisolated(unsafe) var answered: (Bool, Bool) = (false, false)
+        onLoop(loop) { answered = (running.lastRoundTrip != nil, stopped.lastRoundTrip != nil) }
+        XCTAssertTrue(answered.0, "the armed keeper renewed when its slice ran")
+        XCTAssertFalse(answered.1, "the stopped one did not")
     }
 }

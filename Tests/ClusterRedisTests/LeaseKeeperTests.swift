@@ -113,19 +113,23 @@ final class LeaseKeeperTests: XCTestCase {
 
     /// The delays the keepers asked their timers for, in order.
     var delays: [Double] = []
+    /// The keepers' timers, kept for the test's length.
+    var keepings: [ScheduledLeaseTimers] = []
 
     func keeper(_ store: SessionStore, _ lease: Lease, _ lost: @escaping (LeaseKeeper.Loss) -> Void) -> LeaseKeeper {
         let timers = self.timers
         let clock = self.clock
+        let scheduled = ScheduledLeaseTimers { [unowned self] seconds, work in
+            self.delays.append(seconds)
+            return timers.schedule(seconds) {
+                clock.advance(Int64(seconds * 1000))
+                work()
+            }
+        }
+        keepings.append(scheduled)
         return LeaseKeeper(
-            lease: lease, store: store, ttlSeconds: 3, interval: 1,
-            schedule: { [unowned self] seconds, work in
-                self.delays.append(seconds)
-                return timers.schedule(seconds) {
-                    clock.advance(Int64(seconds * 1000))
-                    work()
-                }
-            }, onLost: lost)
+            lease: lease, keeping: LeaseKeeping(store: store, ttlSeconds: 3, interval: 1, timers: scheduled),
+            onLost: lost)
     }
 
     func acquireByB(_ store: SessionStore) -> LeaseGrant? {

@@ -122,13 +122,16 @@ extension ClusterNode {
                 store.release(lease, completion: handedOver)
             }
         }
-        let renewals = state.value.renewals
-        let interval = settings.leaseTTL / 3
         // Renewals run in the loop's ~0.1 s slices (at most 0.1 s late: TTL/3 leaves two thirds of the
-        // TTL): those of one slice are one round trip.
+        // TTL): those of one slice are one round trip. One `LeaseKeeping` per loop: what every keeper shares.
+        let keeping =
+            state.value.keeping
+            ?? LeaseKeeping(
+                store: store, ttlSeconds: settings.leaseTTL, interval: settings.leaseTTL / 3,
+                timers: state.value.renewals)
+        state.value.keeping = keeping
         let keeper = LeaseKeeper(
-            lease: lease, store: store, ttlSeconds: settings.leaseTTL, interval: interval,
-            schedule: { seconds, work in renewals.schedule(after: seconds, work) },
+            lease: lease, keeping: keeping,
             onLost: { [unowned owned] loss in
                 var metadata: Logger.Metadata = ["session": "\(session.id)", "loss": "\(loss)"]
                 if let error = owned.keeper?.lastError { metadata["error"] = "\(error)" }
@@ -144,7 +147,7 @@ extension ClusterNode {
             self.receiveForwarded(message.payload, owner: owner)
         }
         owner.add(session)
-        keeper.start(firstDelay: Double.random(in: 0.5...1) * interval)  // spread, see start
+        keeper.start(firstDelay: Double.random(in: 0.5...1) * keeping.interval)  // spread, see start
         return owned
     }
 

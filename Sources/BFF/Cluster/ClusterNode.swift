@@ -255,6 +255,8 @@ struct ClusterLoopState {
     /// The timers of the leases this loop keeps, in ~0.1 s slices: the renewals due in one slice go to
     /// Redis as one call (`RedisSessionStore.renew`), not one each.
     let renewals: SlicedTimers
+    /// What this loop's lease keepers share (made with the first).
+    var keeping: LeaseKeeping?
     /// Sessions whose lease this loop holds.
     var owned: [String: OwnedSession] = [:]
     /// Streams on this loop fed from Redis, by session.

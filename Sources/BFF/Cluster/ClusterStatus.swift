@@ -39,7 +39,7 @@ final class ClusterStatus: Sendable {
         var last: UpstreamStatus?
         var cancelExpiry: (() -> Void)?
         /// The timer facility (a loop thing, so kept with the loop's state).
-        let schedule: LeaseKeeper.Schedule
+        let schedule: ScheduledLeaseTimers.Schedule
     }
 
     /// The board of `cluster` (`<prefix>:status:{github}` on loop 0), its time the system's.
@@ -61,7 +61,7 @@ final class ClusterStatus: Sendable {
     /// the wall clock, `schedule` runs work on `loop` after some seconds (tests drive both by hand).
     init(
         board: any StatusBoard, loop: EventLoop, apply: @escaping @Sendable (UpstreamStatus) -> Void, logger: Logger,
-        now: @escaping WallTime, schedule: @escaping LeaseKeeper.Schedule
+        now: @escaping WallTime, schedule: @escaping ScheduledLeaseTimers.Schedule
     ) {
         self.board = LoopBound(board, loop: loop)
         self.apply = apply
