@@ -84,44 +84,10 @@ extension ClusterNode {
             owned.flushScheduled = true
             owner.loop.runSoon { self.flush(owned) }
         }
-        let subscriber = subscribers[owner.loop.index]
-        let inputChannel = self.inputChannel(session.id)
-        let feed = feeds[owner.loop.index]  // captured instead of `owner` (which holds the session)
-        let metrics = self.metrics
-        let ledger = ledgers[owner.loop.index]
-        session.onEnd = { [unowned owned] reason in
-            owned.failWaiters()
-            // Ended for good (not moved to another node, where it stops counting on its own): the client's
-            // count across the cluster drops at once.
-            if reason != "moved", let client = session.countedClient {
-                ledger.release(client: client.description, session: session.id)
-            }
-            guard state.value.owned[session.id] === owned else { return }
-            state.value.owned[session.id] = nil
-            subscriber.sunsubscribe(channel: inputChannel)
-            // Streams here fed by this loop's commits now follow whoever runs the session next.
-            if let fed = state.value.fed[session.id], fed.local {
-                fed.follow(feed, sessionID: session.id)
-            }
-            let keeper = owned.keeper
-            owned.keeper = nil  // the keeper's onLost refers back to `owned`
-            let handedOver: (Result<Bool, StoreError>) -> Void = { r in
-                if case .success(true) = r { metrics.handOvers.increment() }
-            }
-            // Unused here (`--unused-session-timeout`): gone for good if unused across the cluster too (the
-            // contract's unused session expires; Redis would keep it for the idle time-out and a later
-            // request would bring it back); else handed over like any other, to a node that streams it.
-            guard reason == "unused", let keeper else {
-                keeper?.handOver(completion: handedOver)
-                return
-            }
-            keeper.stop()
-            let lease = keeper.lease
-            store.deleteIfUnused(lease) { r in
-                if case .success(true) = r { return }
-                store.release(lease, completion: handedOver)
-            }
-        }
+        // A small context per session: what `ended` needs it finds through `self` (issue 20: every capture
+        // here is kept as long as the session runs).
+        let index = owner.loop.index
+        session.onEnd = { [unowned owned] reason in self.ended(owned, reason: reason, loop: index) }
         // Renewals run in the loop's ~0.1 s slices (at most 0.1 s late: TTL/3 leaves two thirds of the
         // TTL): those of one slice are one round trip. One `LeaseKeeping` per loop: what every keeper shares.
         let keeping =
@@ -142,13 +108,60 @@ extension ClusterNode {
             })
         owned.keeper = keeper
         state.value.owned[session.id] = owned
-        // Inputs that reach other nodes come here through Redis while this loop runs the session.
-        subscriber.ssubscribe(channel: inputChannel) { message in
-            self.receiveForwarded(message.payload, owner: owner)
-        }
+        // Inputs that reach other nodes come here through Redis while this loop runs the session: one
+        // handler per loop, shared by its sessions' subscriptions.
+        let handler =
+            state.value.forwardedInputs ?? { [weak self, weak owner] message in
+                guard let self, let owner else { return }
+                self.receiveForwarded(message.payload, owner: owner)
+            }
+        state.value.forwardedInputs = handler
+        subscribers[index].ssubscribe(channel: inputChannel(session.id), handler)
         owner.add(session)
         keeper.start(firstDelay: Double.random(in: 0.5...1) * keeping.interval)  // spread, see start
         return owned
+    }
+
+    /// `owned`'s session ended on loop `index` (`Session.onEnd`, that loop): its waiters are answered, its
+    /// client's count drops (unless it moved), and unless a newer run took its place, its input channel is
+    /// let go, streams here fed by its commits follow whoever runs it next, and its lease is handed over
+    /// (or, unused across the cluster, the session deleted).
+    func ended(_ owned: OwnedSession, reason: String, loop index: Int) {
+        let session = owned.session
+        owned.failWaiters()
+        // Ended for good (not moved to another node, where it stops counting on its own): the client's
+        // count across the cluster drops at once.
+        if reason != "moved", let client = session.countedClient {
+            ledgers[index].release(client: client.description, session: session.id)
+        }
+        let state = perLoop[index]
+        guard state.value.owned[session.id] === owned else { return }
+        state.value.owned[session.id] = nil
+        subscribers[index].sunsubscribe(channel: inputChannel(session.id))
+        // Streams here fed by this loop's commits now follow whoever runs the session next.
+        if let fed = state.value.fed[session.id], fed.local {
+            fed.follow(feeds[index], sessionID: session.id)
+        }
+        let keeper = owned.keeper
+        owned.keeper = nil  // the keeper's onLost refers back to `owned`
+        let metrics = self.metrics
+        let handedOver: (Result<Bool, StoreError>) -> Void = { r in
+            if case .success(true) = r { metrics.handOvers.increment() }
+        }
+        // Unused here (`--unused-session-timeout`): gone for good if unused across the cluster too (the
+        // contract's unused session expires; Redis would keep it for the idle time-out and a later request
+        // would bring it back); else handed over like any other, to a node that streams it.
+        guard reason == "unused", let keeper else {
+            keeper?.handOver(completion: handedOver)
+            return
+        }
+        keeper.stop()
+        let lease = keeper.lease
+        let store = stores[index]
+        store.deleteIfUnused(lease) { r in
+            if case .success(true) = r { return }
+            store.release(lease, completion: handedOver)
+        }
     }
 
     /// `session` leaves this node (its lease was lost or a commit failed): it ends here as `moved`, and is

@@ -257,6 +257,8 @@ struct ClusterLoopState {
     let renewals: SlicedTimers
     /// What this loop's lease keepers share (made with the first).
     var keeping: LeaseKeeping?
+    /// The handler of the input channels of the sessions this loop runs (made with the first; shared).
+    var forwardedInputs: ((RedisMessage) -> Void)?
     /// Sessions whose lease this loop holds.
     var owned: [String: OwnedSession] = [:]
     /// Streams on this loop fed from Redis, by session.
