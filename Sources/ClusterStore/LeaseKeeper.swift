@@ -141,12 +141,13 @@ public final class LeaseKeeper {
         keeping.timers.arm(self, after: delay)
     }
 
+    /// The timer armed last ran out (called by the timers only): the next one is armed, and a renewal sent.
+    ///
     /// Renewals keep their cadence from when they are sent, not from when they are answered: on a store
     /// that answers slowly (a loaded Redis, a starved loop), arming the next one only after the answer
     /// spaced renewals by `interval` plus the round trip, and a lease whose renewals took more than
     /// TTL − interval was lost though every one succeeded (issue 20). At most one is in flight: a tick
     /// while one is on its way sends none, and the answer sends the missed one at once.
-    /// The timer armed last ran out (called by the timers only).
     public func timerFired() {
         guard !done else { return }
         elapsed += armedFor
