@@ -77,8 +77,9 @@ final class SlicedTimersTests: XCTestCase {
         }
         XCTAssertEqual(pending, [1, 1, 0])
     }
-    /// Lease keepers on the slices (`LeaseTimers`): an armed keeper renews when its slice runs; one stopped
-    /// does not; one dropped without `stop` is not kept alive by its timer (it would renew forever).
+    /// Lease keepers on the slices (`LeaseTimers`): an armed keeper renews when its slice runs, even when the
+    /// only work in that slice was cancelled; one stopped does not; one dropped without `stop` is not kept
+    /// alive by its timer (it would renew forever).
     func testLeaseKeepersRenewWhenTheirSliceRunsAndStoppedOrDroppedOnesDoNot() throws {
         let loop = startedLoop()
         defer { loop.stop() }
@@ -99,6 +100,9 @@ final class SlicedTimersTests: XCTestCase {
             stopped = LeaseKeeper(lease: leases[1], keeping: keeping) { _ in XCTFail("lost") }
             var gone: LeaseKeeper? = LeaseKeeper(lease: leases[2], keeping: keeping) { _ in XCTFail("lost") }
             for k in [running!, stopped!, gone!] { k.start(firstDelay: 0.01) }
+            // A work in the keepers' slice, cancelled: the slice stays for the keepers.
+            let cancel = timers.schedule(after: 0.01) { XCTFail("cancelled") }
+            cancel()
             stopped.stop()
             dropped = gone
             gone = nil

@@ -57,7 +57,7 @@ final class SlicedTimers {
         slice.works[id] = work
         return { [weak self, weak slice] in
             guard let self, let slice, slice.works.removeValue(forKey: id) != nil else { return }
-            if slice.works.isEmpty, self.slices[index] === slice {
+            if slice.works.isEmpty, slice.keepers.isEmpty, self.slices[index] === slice {
                 slice.timer?.cancel()
                 self.slices[index] = nil
             }
