@@ -221,8 +221,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
     }
 
     public func load(sessionID: String, completion: @escaping (Result<SessionSnapshot, StoreError>) -> Void) {
-        let key = RedisArg(keys.session(sessionID))
-        client.send(["HMGET", key, "state", "seq", "inputSeq"], key: key) { r in
+        client.evalScript(SessionScripts.load, keys: [RedisArg(keys.session(sessionID))], args: []) { r in
             if case .success(.array(let a)) = r, a.count == 3, a[1].isNull { return completion(.failure(.gone)) }
             completion(
                 r.store { v -> SessionSnapshot? in
@@ -293,9 +292,12 @@ public final class RedisSessionStore: SessionStore, Sendable {
     }
 
     /// Deletes the session of `lease` if it is unused across the cluster (`SessionScripts.deleteIfUnused`):
-    /// true if deleted; false if it was used (an input, a stream on any node) and nothing changed. Like
+    /// true if deleted; false if it was used (an input, a stream on any node) or read (`load`) within
+    /// `quietMilliseconds`, and nothing changed. Like
     /// `delete`, confirmed by the replicas when `replicaAcks` > 0.
-    public func deleteIfUnused(_ lease: Lease, completion: @escaping (Result<Bool, StoreError>) -> Void) {
+    public func deleteIfUnused(
+        _ lease: Lease, quietMilliseconds: Int, completion: @escaping (Result<Bool, StoreError>) -> Void
+    ) {
         let id = lease.sessionID
         sendCommitsBefore(sessionID: id)
         replicated(
@@ -304,7 +306,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
                 RedisArg(keys.session(id)), RedisArg(keys.events(id)), RedisArg(keys.lease(id)),
                 RedisArg(keys.streams(id)),
             ],
-            args: [RedisArg(Int(lease.token))]
+            args: [RedisArg(Int(lease.token)), RedisArg(quietMilliseconds)]
         ) { r in completion(r.storeMap { $0.int.map { $0 == 1 } }) }
     }
 

@@ -96,4 +96,24 @@ final class ClusterUnusedSessionTests: ClusterTestCase {
         }
         XCTAssertTrue(sawInput, "the open stream goes on")
     }
+    /// A client reading the session (`GET /state`, here on another node than its owner) makes requests:
+    /// the owner, which sees none of them, finds it unused, but Redis saw it read within the unused
+    /// time-out and it is handed over, not deleted (as in single-process mode, where a request restarts
+    /// the session's clock).
+    func testASessionReadElsewhereIsNotDeleted() throws {
+        let a = try node("a", configure: { $0.unusedSessionTimeout = 1 })
+        let b = try node("b")
+        let id = try a.createSession()
+        try waitUntil("the owner found it unused", within: 10) {
+            XCTAssertEqual(try WireConnection.get(port: b.port, path: "/api/sessions/\(id)/state").status, 200)
+            let swept = DispatchSemaphore(value: 0)
+            a.app.expireIdleSessionsNow { swept.signal() }
+            swept.wait()
+            let metrics = try WireConnection.get(port: a.port, path: "/metrics").text
+            return metrics.contains("reason=\"unused\"} 1")
+        }
+        try handedOver(a, count: 1)
+        XCTAssertEqual(try WireConnection.get(port: b.port, path: "/api/sessions/\(id)/state").status, 200)
+        XCTAssertEqual(try name(b, id, "back").status, 202)
+    }
 }

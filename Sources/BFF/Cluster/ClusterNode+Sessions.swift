@@ -158,7 +158,8 @@ extension ClusterNode {
         keeper.stop()
         let lease = keeper.lease
         let store = stores[index]
-        store.deleteIfUnused(lease) { r in
+        let quiet = Int(env.configuration.unusedSessionTimeout * 1000)
+        store.deleteIfUnused(lease, quietMilliseconds: quiet) { r in
             if case .success(true) = r { return }
             store.release(lease, completion: handedOver)
         }
