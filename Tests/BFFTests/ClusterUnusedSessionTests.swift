@@ -34,22 +34,32 @@ final class ClusterUnusedSessionTests: ClusterTestCase {
         }
     }
 
+    /// Whether session `id` counts against its client (127.0.0.1, the tests' address) in the cluster's ledger.
+    func counted(_ id: String) throws -> Bool {
+        let score = try redisCLI("ZSCORE", "bff:cl:{127.0.0.1}:live", id)
+        return !score.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
+    }
+
     func testAnUnusedSessionIsGoneFromEveryNode() throws {
         let a = try node("a", configure: { $0.unusedSessionTimeout = 0.2 })
         let b = try node("b")
         let id = try a.createSession()
-        XCTAssertEqual(try WireConnection.get(port: b.port, path: "/api/sessions/\(id)/state").status, 200)
+        let cluster = try XCTUnwrap(a.app.backend as? ClusterNode)
+        // Not read with `GET /state` here: a read would keep it (`testASessionReadElsewhereIsNotDeleted`).
+        XCTAssertEqual(
+            try redisCLI("EXISTS", cluster.keys.session(id)).trimmingCharacters(in: .whitespacesAndNewlines), "1")
+        XCTAssertEqual(try counted(id), true)
         try expireUnused(a, count: 1)
         try waitUntil("deleted in Redis", within: 10) {
             try WireConnection.get(port: b.port, path: "/api/sessions/\(id)/state").status == 404
         }
         XCTAssertEqual(try WireConnection.get(port: a.port, path: "/api/sessions/\(id)/state").status, 404)
-        let cluster = try XCTUnwrap(a.app.backend as? ClusterNode)
         for key in [cluster.keys.session(id), cluster.keys.lease(id)] {
             XCTAssertEqual(try redisCLI("EXISTS", key).trimmingCharacters(in: .whitespacesAndNewlines), "0", key)
         }
         let input = try name(b, id, "late")
         XCTAssertEqual(input.status, 404, "not brought back by a later request")
+        XCTAssertEqual(try counted(id), false, "its client's count dropped")
     }
 
     /// Streamed on B (the stream then closed), never an input: used, so the owner's unused sweep hands
@@ -65,6 +75,7 @@ final class ClusterUnusedSessionTests: ClusterTestCase {
         }
         try expireUnused(a, count: 1)
         try handedOver(a, count: 1)
+        XCTAssertEqual(try counted(id), true, "handed over, not ended: still counted against its client")
         XCTAssertEqual(try WireConnection.get(port: b.port, path: "/api/sessions/\(id)/state").status, 200)
         let input = try name(b, id, "still here")
         XCTAssertEqual(input.status, 202)

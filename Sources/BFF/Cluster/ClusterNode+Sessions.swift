@@ -123,17 +123,20 @@ extension ClusterNode {
     }
 
     /// `owned`'s session ended on loop `index` (`Session.onEnd`, that loop): its waiters are answered, its
-    /// client's count drops (unless it moved), and unless a newer run took its place, its input channel is
-    /// let go, streams here fed by its commits follow whoever runs it next, and its lease is handed over
-    /// (or, unused across the cluster, the session deleted).
+    /// client's count drops (unless it moved or was handed over), and unless a newer run took its place,
+    /// its input channel is let go, streams here fed by its commits follow whoever runs it next, and its
+    /// lease is handed over (or, unused across the cluster, the session deleted).
     func ended(_ owned: OwnedSession, reason: String, loop index: Int) {
         let session = owned.session
         owned.failWaiters()
         // Ended for good (not moved to another node, where it stops counting on its own): the client's
-        // count across the cluster drops at once.
-        if reason != "moved", let client = session.countedClient {
-            ledgers[index].release(client: client.description, session: session.id)
+        // count across the cluster drops at once. An unused session is gone for good only once deleted
+        // (below); handed over instead, it stops counting on its own, like a moved one.
+        let counted = session.countedClient
+        let releaseCount = { [ledgers] in
+            if let client = counted { ledgers[index].release(client: client.description, session: session.id) }
         }
+        if reason != "moved", reason != "unused" { releaseCount() }
         let state = perLoop[index]
         guard state.value.owned[session.id] === owned else { return }
         state.value.owned[session.id] = nil
@@ -160,7 +163,7 @@ extension ClusterNode {
         let store = stores[index]
         let quiet = Int(env.configuration.unusedSessionTimeout * 1000)
         store.deleteIfUnused(lease, quietMilliseconds: quiet) { r in
-            if case .success(true) = r { return }
+            if case .success(true) = r { return releaseCount() }
             store.release(lease, completion: handedOver)
         }
     }
