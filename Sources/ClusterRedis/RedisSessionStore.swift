@@ -278,23 +278,25 @@ public final class RedisSessionStore: SessionStore, Sendable {
         }
     }
 
+    /// KEYS of the scripts that delete a session: its hash, history, lease and set of open streams.
+    private func everyKey(of id: String) -> [RedisArg] {
+        [RedisArg(keys.session(id)), RedisArg(keys.events(id)), RedisArg(keys.lease(id)), RedisArg(keys.streams(id))]
+    }
+
     public func delete(_ lease: Lease, completion: @escaping (Result<Void, StoreError>) -> Void) {
         let id = lease.sessionID
         sendCommitsBefore(sessionID: id)
         replicated(
             SessionScripts.delete,
-            keys: [
-                RedisArg(keys.session(id)), RedisArg(keys.events(id)), RedisArg(keys.lease(id)),
-                RedisArg(keys.streams(id)),
-            ],
+            keys: everyKey(of: id),
             args: [RedisArg(Int(lease.token))]
         ) { r in completion(r.storeMap { _ in () }) }
     }
 
     /// Deletes the session of `lease` if it is unused across the cluster (`SessionScripts.deleteIfUnused`):
     /// true if deleted; false if it was used (an input, a stream on any node) or read (`load`) within
-    /// `quietMilliseconds`, and nothing changed. Like
-    /// `delete`, confirmed by the replicas when `replicaAcks` > 0.
+    /// `quietMilliseconds`, and nothing changed. Like `delete`, confirmed by the replicas when `replicaAcks`
+    /// > 0.
     public func deleteIfUnused(
         _ lease: Lease, quietMilliseconds: Int, completion: @escaping (Result<Bool, StoreError>) -> Void
     ) {
@@ -302,10 +304,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
         sendCommitsBefore(sessionID: id)
         replicated(
             SessionScripts.deleteIfUnused,
-            keys: [
-                RedisArg(keys.session(id)), RedisArg(keys.events(id)), RedisArg(keys.lease(id)),
-                RedisArg(keys.streams(id)),
-            ],
+            keys: everyKey(of: id),
             args: [RedisArg(Int(lease.token)), RedisArg(quietMilliseconds)]
         ) { r in completion(r.storeMap { $0.int.map { $0 == 1 } }) }
     }

@@ -30,25 +30,23 @@ extension RedisClient {
     /// `allow-cross-slot-keys`. Loop thread only.
     public func groupedByMaster<T>(_ items: [T], key: (T) -> RedisArg) -> [[T]] {
         guard isSharded, items.count > 1 else { return items.isEmpty ? [] : [items] }
-        var order: [String] = []
-        var groups: [String: [T]] = [:]
-        for item in items {
-            let at = masterName(serving: key(item))
-            if groups[at] == nil { order.append(at) }
-            groups[at, default: []].append(item)
-        }
-        return order.map { groups[$0]! }
+        return Self.grouped(items) { masterName(serving: key($0)) }
     }
 
     /// `items` in groups of one slot each (`key(item)`'s), in the order their slots first appear, each
     /// group in the items' order: a batch Redis refused as crossing slots, sent again one slot at a time.
     public static func groupedBySlot<T>(_ items: [T], key: (T) -> RedisArg) -> [[T]] {
-        var order: [Int] = []
-        var groups: [Int: [T]] = [:]
+        grouped(items) { slot(of: key($0)) }
+    }
+
+    /// `items` grouped by `group(item)`, the groups in the order they first appear, each in the items' order.
+    private static func grouped<T, G: Hashable>(_ items: [T], by group: (T) -> G) -> [[T]] {
+        var order: [G] = []
+        var groups: [G: [T]] = [:]
         for item in items {
-            let slot = slot(of: key(item))
-            if groups[slot] == nil { order.append(slot) }
-            groups[slot, default: []].append(item)
+            let g = group(item)
+            if groups[g] == nil { order.append(g) }
+            groups[g, default: []].append(item)
         }
         return order.map { groups[$0]! }
     }

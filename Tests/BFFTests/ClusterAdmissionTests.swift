@@ -13,13 +13,7 @@ import XCTest
 final class ClusterAdmissionTests: ClusterTestCase {
     func testNewWorkIsRefusedAtOnceWhileRedisIsBusyAndServedAfter() throws {
         let a = try node("a", threads: 1, commandTimeout: 10) { $0.admissionInFlight = 2 }
-        // At start the node loads its scripts on the connection: wait for that to settle.
-        var created: WireResponse?
-        try waitUntil("a session created", within: 10) {
-            created = try WireConnection(port: a.port).request("POST", "/api/sessions")
-            return created?.status == 201
-        }
-        let id = try XCTUnwrap(created?.json?["id"]?.stringValue)
+        let id = try firstSession(on: a)
         redis.signal(SIGSTOP)  // Redis takes commands and answers none: they wait on the connection
         var resumed = false
         defer { if !resumed { redis.signal(SIGCONT) } }
@@ -64,12 +58,7 @@ final class ClusterAdmissionTests: ClusterTestCase {
     /// once Redis continues.
     func testCommitsQueuedBehindABatchInFlightCountForAdmission() throws {
         let a = try node("a", threads: 1, commandTimeout: 10) { $0.admissionInFlight = 3 }
-        var created: WireResponse?
-        try waitUntil("a session created", within: 10) {
-            created = try WireConnection(port: a.port).request("POST", "/api/sessions")
-            return created?.status == 201
-        }
-        let id = try XCTUnwrap(created?.json?["id"]?.stringValue)
+        let id = try firstSession(on: a)
         let cluster = try XCTUnwrap(a.app.backend as? ClusterNode)
         let key = cluster.keys.session(id)
         try waitUntil("the connection is idle", within: 10) { self.inFlight(cluster, key: key) == 0 }
@@ -116,6 +105,17 @@ final class ClusterAdmissionTests: ClusterTestCase {
         }
         done.wait()
         return n.withLock { $0 }
+    }
+
+    /// A session created on `a`, retried until `201`: at start the node loads its scripts on the connection,
+    /// and with a small `admissionInFlight` a creation meanwhile is refused.
+    func firstSession(on a: LiveApp) throws -> String {
+        var created: WireResponse?
+        try waitUntil("a session created", within: 10) {
+            created = try WireConnection(port: a.port).request("POST", "/api/sessions")
+            return created?.status == 201
+        }
+        return try XCTUnwrap(created?.json?["id"]?.stringValue)
     }
 
     /// Commands loop 0's connection to the master of `key` has outstanding (read on that loop).

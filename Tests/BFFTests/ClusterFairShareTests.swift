@@ -52,11 +52,4 @@ final class ClusterFairShareTests: ClusterTestCase {
             "each refusal counted once, on the node that answered it")
     }
 
-    func counter(_ app: LiveApp, _ name: String) throws -> Int {
-        let text = String(decoding: try WireConnection.get(port: app.port, path: "/metrics").body, as: UTF8.self)
-        for line in text.split(separator: "\n") where line.hasPrefix(name + " ") {
-            return Int(Double(line.dropFirst(name.count + 1)) ?? -1)
-        }
-        return 0
-    }
 }

@@ -84,5 +84,14 @@ class ClusterTestCase: XCTestCase {
     /// (`deploymentCLI`); its output.
     func redisCLI(_ args: String...) throws -> String { try deploymentCLI(args) }
 
+    /// The value of the sample `name` (with its labels) in `app`'s `/metrics`; 0 when absent.
+    func counter(_ app: LiveApp, _ name: String) throws -> Int {
+        let text = String(decoding: try WireConnection.get(port: app.port, path: "/metrics").body, as: UTF8.self)
+        for line in text.split(separator: "\n") where line.hasPrefix(name + " ") {
+            return Int(Double(line.dropFirst(name.count + 1)) ?? -1)
+        }
+        return 0
+    }
+
     func inputSeq(_ r: WireResponse) -> Int? { (try? JSONValue.parse(r.body))?["inputSeq"]?.intValue }
 }

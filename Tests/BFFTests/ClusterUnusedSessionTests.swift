@@ -16,11 +16,7 @@ final class ClusterUnusedSessionTests: ClusterTestCase {
             let swept = DispatchSemaphore(value: 0)
             a.app.expireIdleSessionsNow { swept.signal() }
             swept.wait()
-            let metrics = try WireConnection.get(port: a.port, path: "/metrics").text
-            let line = metrics.split(separator: "\n").first {
-                $0.hasPrefix("bff_sessions_ended_total{") && $0.contains("reason=\"unused\"")
-            }
-            return Double(line?.split(separator: " ").last ?? "") ?? 0 >= Double(count)
+            return try counter(a, "bff_sessions_ended_total{reason=\"unused\"}") >= count
         }
     }
 
@@ -28,9 +24,7 @@ final class ClusterUnusedSessionTests: ClusterTestCase {
     /// unused here, once Redis answered).
     func handedOver(_ a: LiveApp, count: Int) throws {
         try waitUntil("\(count) lease(s) handed over", within: 10) {
-            let metrics = try WireConnection.get(port: a.port, path: "/metrics").text
-            let line = metrics.split(separator: "\n").first { $0.hasPrefix("bff_cluster_hand_overs_total ") }
-            return Double(line?.split(separator: " ").last ?? "") ?? 0 >= Double(count)
+            return try counter(a, "bff_cluster_hand_overs_total") >= count
         }
     }
 
@@ -120,8 +114,7 @@ final class ClusterUnusedSessionTests: ClusterTestCase {
             let swept = DispatchSemaphore(value: 0)
             a.app.expireIdleSessionsNow { swept.signal() }
             swept.wait()
-            let metrics = try WireConnection.get(port: a.port, path: "/metrics").text
-            return metrics.contains("reason=\"unused\"} 1")
+            return try counter(a, "bff_sessions_ended_total{reason=\"unused\"}") == 1
         }
         try handedOver(a, count: 1)
         XCTAssertEqual(try WireConnection.get(port: b.port, path: "/api/sessions/\(id)/state").status, 200)

@@ -312,12 +312,4 @@ class ClusterUpstreamTests: ClusterTestCase {
         return try XCTUnwrap(Double(text.trimmingCharacters(in: .whitespacesAndNewlines)), "tokens: '\(text)'")
     }
 
-    /// The value of the sample `name` (with its labels) in `/metrics`; 0 when absent.
-    func counter(_ app: LiveApp, _ name: String) throws -> Int {
-        let text = String(decoding: try WireConnection.get(port: app.port, path: "/metrics").body, as: UTF8.self)
-        for line in text.split(separator: "\n") where line.hasPrefix(name + " ") {
-            return Int(Double(line.dropFirst(name.count + 1)) ?? -1)
-        }
-        return 0
-    }
 }

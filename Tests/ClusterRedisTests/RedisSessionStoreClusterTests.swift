@@ -72,15 +72,7 @@ final class RedisSessionStoreClusterTests: XCTestCase {
                 lease: $0, events: [Array("e-\($0.sessionID)".utf8)], state: Array("state-\($0.sessionID)".utf8),
                 isInput: true)
         }
-        let answers: [Result<CommitResult, StoreError>] = await h.call { s, done in
-            var got: [Int: Result<CommitResult, StoreError>] = [:]
-            for (i, c) in commits.enumerated() {
-                s.commit(c) { r in
-                    got[i] = r
-                    if got.count == commits.count { done((0..<commits.count).map { got[$0]! }) }
-                }
-            }
-        }
+        let answers = await h.commitTogether(commits)
         XCTAssertEqual(evalCalls() - before, 3, "one call per master, not one per commit or slot")
         for (i, answer) in answers.enumerated() {
             XCTAssertEqual(try answer.get().inputSeq, i == 0 ? 2 : 1, leases[i].sessionID)
@@ -98,15 +90,7 @@ final class RedisSessionStoreClusterTests: XCTestCase {
                 ["PEXPIRE", RedisArg(keys.lease(l.sessionID)), "5000"], key: RedisArg(keys.lease(l.sessionID)))
         }
         let before = evalCalls()
-        let answers: [Result<Bool, StoreError>] = await h.call { s, done in
-            var got: [Int: Result<Bool, StoreError>] = [:]
-            for (i, l) in leases.enumerated() {
-                s.renew(l) { r in
-                    got[i] = r
-                    if got.count == leases.count { done((0..<leases.count).map { got[$0]! }) }
-                }
-            }
-        }
+        let answers = await h.renewTogether(leases)
         XCTAssertEqual(evalCalls() - before, 3, "one call per master, not one per lease or slot")
         XCTAssertEqual(answers, Array(repeating: .success(true), count: leases.count))
         for l in leases {
@@ -182,15 +166,7 @@ final class RedisSessionStoreClusterTests: XCTestCase {
             SessionCommit(
                 lease: $0, events: [Array("e".utf8)], state: Array("after-\($0.sessionID)".utf8), isInput: true)
         }
-        let answers: [Result<CommitResult, StoreError>] = await h.call { s, done in
-            var got: [Int: Result<CommitResult, StoreError>] = [:]
-            for (i, c) in commits.enumerated() {
-                s.commit(c) { r in
-                    got[i] = r
-                    if got.count == commits.count { done((0..<commits.count).map { got[$0]! }) }
-                }
-            }
-        }
+        let answers = await h.commitTogether(commits)
         XCTAssertEqual(crossSlotErrors() - refusedBefore, 1, "the batch was refused once, as a whole")
         XCTAssertEqual(try answers[0].get().inputSeq, 2, "the session that stayed")
         XCTAssertEqual(try answers[1].get().inputSeq, 1, "the session that moved, after MOVED")

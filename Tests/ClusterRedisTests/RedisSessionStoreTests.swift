@@ -159,17 +159,7 @@ final class RedisSessionStoreTests: XCTestCase {
         let b = try await h.create("r2", "node-a").get()
         let c = try await h.create("r3", "node-a").get()
         let stale = Lease(sessionID: "r3", holder: "node-a", token: 7)
-        func renewTogether() async -> [Result<Bool, StoreError>] {
-            await h.call { store, done in
-                var got: [Int: Result<Bool, StoreError>] = [:]
-                for (i, lease) in [a, b, stale].enumerated() {
-                    store.renew(lease) { r in
-                        got[i] = r
-                        if got.count == 3 { done((0..<3).map { got[$0]! }) }
-                    }
-                }
-            }
-        }
+        func renewTogether() async -> [Result<Bool, StoreError>] { await h.renewTogether([a, b, stale]) }
         // The first use of each script costs a NOSCRIPT answer and a second EVALSHA: counted after.
         _ = await renewTogether()
         _ = await h.renew(c)
@@ -219,15 +209,7 @@ final class RedisSessionStoreTests: XCTestCase {
             SessionCommit(lease: stale, events: [Array("c".utf8)], state: Array("c-new".utf8), isInput: true),
         ]
         let before = try await evalCalls()
-        let answers: [Result<CommitResult, StoreError>] = await h.call { store, done in
-            var got: [Int: Result<CommitResult, StoreError>] = [:]
-            for (i, c) in commits.enumerated() {
-                store.commit(c) { r in
-                    got[i] = r
-                    if got.count == commits.count { done((0..<commits.count).map { got[$0]! }) }
-                }
-            }
-        }
+        let answers = await h.commitTogether(commits)
         let after = try await evalCalls()
         XCTAssertEqual(after - before, 1, "three commits, one round trip")
         let first = UInt64(1) << 32 + 1

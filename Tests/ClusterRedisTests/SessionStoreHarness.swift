@@ -49,6 +49,32 @@ final class SessionStoreHarness: @unchecked Sendable {
         return await call { s, done in s.commit(c, completion: done) }
     }
 
+    /// Asks for `items` in one loop iteration (`ask` each, in order), then awaits every answer: what the
+    /// store batches from one iteration goes to it together. Answers in the items' order.
+    func together<Item: Sendable, Answer: Sendable>(
+        _ items: [Item], _ ask: @escaping @Sendable (SessionStore, Item, @escaping (Answer) -> Void) -> Void
+    ) async -> [Answer] {
+        await call { s, done in
+            var got: [Int: Answer] = [:]
+            for (i, item) in items.enumerated() {
+                ask(s, item) { answer in
+                    got[i] = answer
+                    if got.count == items.count { done((0..<items.count).map { got[$0]! }) }
+                }
+            }
+        }
+    }
+
+    /// `commits` asked for in one loop iteration, answers in order.
+    func commitTogether(_ commits: [SessionCommit]) async -> [Result<CommitResult, StoreError>] {
+        await together(commits) { s, c, done in s.commit(c, completion: done) }
+    }
+
+    /// Renewals of `leases` asked for in one loop iteration, answers in order.
+    func renewTogether(_ leases: [Lease]) async -> [Result<Bool, StoreError>] {
+        await together(leases) { s, l, done in s.renew(l, completion: done) }
+    }
+
     func renew(_ lease: Lease) async -> Result<Bool, StoreError> {
         await call { s, done in s.renew(lease, completion: done) }
     }
