@@ -61,7 +61,7 @@ let package = Package(
             dependencies: ["CHiredis", "EventHTTP", .product(name: "Logging", package: "swift-log")]
         ),
         .target(name: "ClusterStore", dependencies: ["Primitives"]),
-        .target(name: "ClusterRedis", dependencies: ["ClusterStore", "RedisClient", "EventHTTP"]),
+        .target(name: "ClusterRedis", dependencies: ["ClusterStore", "RedisClient", "EventHTTP", "Primitives"]),
 
         // MARK: View models (know nothing of HTTP or GitHub's wire format)
         .target(name: "ViewModels", dependencies: ["JSON", "GitHubSearch"]),

@@ -35,6 +35,7 @@
 #                          over this many of the sessions, 200 each by default)
 #   CB_OUT (artifacts/bench)  CB_BIN (a folder with release bff and bff-load: skips the build)
 #   CB_SKIP ("")           any of "latency failover memory" to skip parts (e.g. while editing)
+#   CB_NODE_FLAGS ("")     extra flags of the cluster nodes (word-split), e.g. "--redis-commit-window 0"
 #   CB_SERVER_CPUS (0)     CB_CLIENT_CPUS (1)  CB_REDIS_CPUS (= CB_SERVER_CPUS): taskset CPU lists. Redis
 #                          is server-side work: the client keeps its CPU to itself in every mode, so each
 #                          mode is measured by the same client (Redis beside the client made it compete
@@ -149,6 +150,7 @@ wait_ready() { # pid port name: waits until GET /readyz answers 200 (10 s at mos
 
 # Every bff here: one event-loop thread, no search cache file, no GitHub (a closed port).
 BFF_FLAGS=(--threads 1 --cache-file none --log-level warning)
+read -r -a NODE_EXTRA <<< "${CB_NODE_FLAGS:-}"
 export GITHUB_API_URL=http://127.0.0.1:9
 
 "${REDIS_PIN[@]}" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
@@ -162,7 +164,7 @@ PIDS+=($!)
 wait_ready "$!" "$SINGLE_PORT" single
 for n in 1 2 3; do
     "${SERVER_PIN[@]}" "$BIN/bff" --port "${NODE_PORTS[n - 1]}" "${BFF_FLAGS[@]}" --redis-url "$REDIS_URL" \
-        --node-id "node$n" > "$OUT/cluster-node$n.log" 2>&1 &
+        --node-id "node$n" "${NODE_EXTRA[@]}" > "$OUT/cluster-node$n.log" 2>&1 &
     PIDS+=($!)
     wait_ready "$!" "${NODE_PORTS[n - 1]}" "node$n"
 done

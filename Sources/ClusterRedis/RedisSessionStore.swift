@@ -31,18 +31,22 @@ public final class RedisSessionStore: SessionStore, Sendable {
     public let replicaAcks: Int
     /// Seconds a write waits for those replicas before it fails with `.notReplicated`.
     public let replicaTimeout: Double
+    /// The commit window in nanoseconds (0: none): see `commit`, "Commit window".
+    let commitWindowNanos: UInt64
 
     /// A store on `client`, with `limits`, under `keys`, each decisive write confirmed by `replicaAcks`
-    /// replicas within `replicaTimeout` seconds (default: the command time-out).
+    /// replicas within `replicaTimeout` seconds (default: the command time-out), commits held for up to
+    /// `commitWindow` seconds while this loop commits to their master more often than that (0: never held).
     public init(
         client: RedisClient, limits: SessionStoreLimits = SessionStoreLimits(), keys: ClusterKeys,
-        replicaAcks: Int = 0, replicaTimeout: Double? = nil
+        replicaAcks: Int = 0, replicaTimeout: Double? = nil, commitWindow: Double = 0
     ) {
         self.client = client
         self.limits = limits
         self.keys = keys
         self.replicaAcks = max(0, replicaAcks)
         self.replicaTimeout = replicaTimeout ?? client.topology.node.commandTimeout
+        commitWindowNanos = UInt64(max(0, min(commitWindow, 60)) * 1e9)
         pendingRenewals = LoopBound([], loop: client.loop)
         commitQueue = LoopBound(CommitQueue(), loop: client.loop)
         client.preload(SessionScripts.all)

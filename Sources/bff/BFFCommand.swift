@@ -118,6 +118,14 @@ struct BFFCommand: ParsableCommand {
     @Option(
         help: "Cluster mode: seconds a session's ownership lease lasts without renewal (failover bound after kill -9).")
     var leaseTtl = 10.0
+    @Option(
+        help: """
+            Cluster mode: seconds a commit may wait for others of its event loop to the same Redis master, to \
+            go in one script call (0: never). Only while the loop commits there more often than once per \
+            window; a commit after a quiet spell goes at once. Trades up to this much input latency for \
+            Redis CPU (docs/CLUSTER.md, "Group commit").
+            """)
+    var redisCommitWindow = 0.0
 
     /// `--redis-replica-acks`, else `REDIS_REPLICA_ACKS`, else nil (the URL's default).
     private var replicaAcks: Int? { redisReplicaAcks ?? env("REDIS_REPLICA_ACKS").flatMap { Int($0) } }
@@ -170,6 +178,7 @@ struct BFFCommand: ParsableCommand {
             ("--client-session-rate", clientSessionRate, 0.001...1_000_000),
             ("--client-session-burst", clientSessionBurst, 1...1_000_000),
             ("--upstream-client-share", upstreamClientShare, 0.01...1),
+            ("--redis-commit-window", redisCommitWindow, 0...0.1),
         ]
         for (flag, value, range) in seconds where !range.contains(value) {
             throw ValidationError("\(flag) must be \(range.lowerBound)...\(range.upperBound), got \(value)")
@@ -236,12 +245,13 @@ struct BFFCommand: ParsableCommand {
         if let url = redisUrl ?? env("REDIS_URL"), !url.isEmpty {
             let node = nodeId ?? env("NODE_ID") ?? "\(config.http.host):\(config.http.port)"
             config.cluster = ClusterSettings(redisURL: url, nodeID: node, leaseTTL: leaseTtl, replicaAcks: replicaAcks)
+            config.cluster?.commitWindow = redisCommitWindow
             logger.info(
                 "cluster mode",
                 metadata: [
                     "node": "\(node)", "lease-ttl": "\(leaseTtl)",
                     "redis": "\(config.cluster.map { "\($0.topology)" } ?? "")",
-                    "replica-acks": "\(config.cluster?.replicaAcks ?? 0)",
+                    "replica-acks": "\(config.cluster?.replicaAcks ?? 0)", "commit-window": "\(redisCommitWindow)",
                 ])
         }
 

@@ -20,6 +20,8 @@ final class FlagValidationTests: XCTestCase {
             ("--max-body-bytes=0", "--max-body-bytes"),
             ("--cache-max-entries=0", "--cache-max-entries"),
             ("--max-connections=0", "--max-connections"),
+            ("--redis-commit-window=0.5", "--redis-commit-window"),
+            ("--redis-commit-window=nan", "--redis-commit-window"),
         ]
         for (flag, name) in cases {
             let p = try ChildProcess(bff, ["--port", "0", "--cache-file", "none", flag])

@@ -26,9 +26,10 @@ final class RedisSessionStoreTests: XCTestCase {
         server.kill()
     }
 
-    func harness(history: Int = 256) -> SessionStoreHarness {
+    func harness(history: Int = 256, commitWindow: Double = 0) -> SessionStoreHarness {
         let store = RedisSessionStore(
-            client: connection, limits: SessionStoreLimits(historyEvents: history), keys: keys)
+            client: connection, limits: SessionStoreLimits(historyEvents: history), keys: keys,
+            commitWindow: commitWindow)
         let connection = self.connection!
         let keys = self.keys
         let h = SessionStoreHarness(loop: loop, store: store) { id in

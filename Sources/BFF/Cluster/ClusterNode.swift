@@ -68,7 +68,7 @@ final class ClusterNode: SessionBackend {
         stores = group.clients.map {
             RedisSessionStore(
                 client: $0, limits: limits, keys: keys, replicaAcks: settings.replicaAcks,
-                replicaTimeout: settings.redis.commandTimeout)
+                replicaTimeout: settings.redis.commandTimeout, commitWindow: settings.commitWindow)
         }
         feeds = group.subscribers.map { RedisSessionEventFeed(subscriber: $0, keys: keys) }
         let ledgerLimits = RedisClientLedger.Limits(
