@@ -24,9 +24,10 @@ public struct ClusterKeys: Sendable, Equatable {
     public func streams(_ id: String) -> String { "\(prefix):s:{\(id)}:streams" }
     /// Sharded pub/sub channel of the session's committed events ("<event id>\n<payload>").
     public func channel(_ id: String) -> String { "\(prefix):s:{\(id)}:ch" }
-    /// Sharded pub/sub channel of inputs forwarded to the node running the session (it subscribes while
-    /// it does).
-    public func inputs(_ id: String) -> String { "\(prefix):s:{\(id)}:in" }
+    /// Sharded pub/sub channel of the inputs forwarded to lease holder `holder` (one loop of one node),
+    /// for whichever of its sessions they name: it subscribes for as long as it runs, one channel per
+    /// master (`holder` + "/n", in a slot of that master) and one from the start (the bare `holder`).
+    public func inputs(holder: String) -> String { "\(prefix):in:{\(holder)}" }
     /// Sharded pub/sub channel on which owners answer the inputs lease holder `holder` forwarded (one
     /// shard carries one loop's replies).
     public func replies(_ holder: String) -> String { "\(prefix):reply:{\(holder)}" }

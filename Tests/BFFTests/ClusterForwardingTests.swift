@@ -42,6 +42,36 @@ class ClusterForwardingTests: ClusterTestCase {
         XCTAssertEqual(try b.state(id)["viewModels"]?["greeting"]?["buttonEnabled"], true)
     }
 
+    /// A holder that no longer runs the session (it left, here as after a failed commit) still takes
+    /// inputs on its loop's input channel, and answers `moved` without applying them: the sender asks
+    /// Redis again who runs the session, takes it over (the lease is free) and answers `202`, not `503`.
+    func testAHolderThatLeftTheSessionAnswersMovedAndTheSenderTakesItOver() throws {
+        let a = try node("a")
+        let b = try node("b")
+        let id = try a.createSession()
+        XCTAssertEqual(inputSeq(try name(b, id, "ann")), 1, "forwarded to A; B remembers A as the holder")
+        let cluster = try XCTUnwrap(a.app.backend as? ClusterNode)
+        let owner = try XCTUnwrap(cluster.owner(of: id))
+        owner.loop.execute { if let s = owner.sessions[id] { cluster.leave(s) } }
+        try waitUntil("A handed the lease over", within: 5) {
+            try self.redisCLI("EXISTS", "bff:s:{\(id)}:lease").hasPrefix("0")
+        }
+        let r = try name(b, id, "bob")
+        XCTAssertEqual(r.status, 202, "B asked again and took the session over instead of answering 503: \(r)")
+        XCTAssertEqual(inputSeq(r), 2)
+        XCTAssertEqual(try b.state(id)["viewModels"]?["greeting"]?["buttonEnabled"], true)
+    }
+
+    /// Input channels are the holder's, not the session's: creating sessions subscribes nothing new.
+    func testCreatingSessionsSubscribesNoNewChannel() throws {
+        let a = try node("a")
+        _ = try a.createSession()
+        let channels = { try self.redisCLI("PUBSUB", "SHARDCHANNELS", "bff:*").split(separator: "\n").count }
+        let before = try channels()
+        for _ in 0..<10 { _ = try a.createSession() }
+        XCTAssertEqual(try channels(), before, "no channel per session")
+    }
+
     func testUnreadableForwardingMessagesAreDroppedAndLoggedWithoutTheirContent() throws {
         let logs = LogCollector()
         let a = try node("a", logger: logs.logger(level: .warning))

@@ -134,7 +134,7 @@ class ClusterModeTests: ClusterTestCase {
         let b = try node("b", commandTimeout: 0.5)  // start deadline 2 × 0.5 + 1 = 2 s
         let id = try a.createSession()  // A runs it: A's own streams need no subscription, B's do
         _ = try redisCLI(
-            "ACL", "SETUSER", "default", "resetchannels", "&bff:s:*:in", "&bff:reply:*", "&bff:cwake:*",
+            "ACL", "SETUSER", "default", "resetchannels", "&bff:in:*", "&bff:reply:*", "&bff:cwake:*",
             "&bff:status:*", "&__sentinel__:*")  // the sentinels' hello channel, where there are sentinels
         let started = Date()
         let refused = try WireConnection.get(port: b.port, path: "/api/sessions/\(id)/events")

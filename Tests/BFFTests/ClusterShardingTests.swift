@@ -45,7 +45,7 @@ final class ClusterShardingTests: ClusterTestCase {
     func testASessionsEventsAndForwardedInputsTravelOnShardChannelsOfItsOwnMaster() throws {
         let a = try node("a")
         let b = try node("b")
-        let id = try a.createSession()  // A runs it: subscribes to its input channel
+        let id = try a.createSession()  // A runs it: takes its inputs on A's input channel on its master
         let own = try masterPort(of: "{\(id)}")
         let (conn, events) = try b.stream(id)  // B subscribes to its event channel
         defer { conn.close() }
@@ -55,7 +55,14 @@ final class ClusterShardingTests: ClusterTestCase {
                 try self.runCLI(port: port, ["PUBSUB", "SHARDCHANNELS", "bff:s:{\(id)}*"]).split(separator: "\n").map(
                     String.init))
         }
-        XCTAssertEqual(try shardChannels(own), ["bff:s:{\(id)}:ch", "bff:s:{\(id)}:in"])
+        XCTAssertEqual(try shardChannels(own), ["bff:s:{\(id)}:ch"])
+        // A's inputs come on A's (the lease holder's) input channel of the session's master: one channel
+        // for all of A's sessions there, none per session.
+        let inputs = try XCTUnwrap(a.app.backend as? ClusterNode).inputChannel(id)
+        XCTAssertTrue(inputs.hasPrefix("bff:in:{"), inputs)
+        XCTAssertEqual(
+            try runCLI(port: own, ["PUBSUB", "SHARDCHANNELS", inputs]).trimmingCharacters(in: .whitespacesAndNewlines),
+            inputs)
         for m in try masterPorts() where m != own {
             XCTAssertEqual(try shardChannels(m), [], "master \(m) carries nothing of the session")
         }

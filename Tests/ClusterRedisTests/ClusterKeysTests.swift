@@ -14,7 +14,7 @@ final class ClusterKeysTests: XCTestCase {
         XCTAssertEqual(k.idempotency("i", "k"), "p:s:{i}:idem:k")
         XCTAssertEqual(k.streams("i"), "p:s:{i}:streams")
         XCTAssertEqual(k.channel("i"), "p:s:{i}:ch")
-        XCTAssertEqual(k.inputs("i"), "p:s:{i}:in")
+        XCTAssertEqual(k.inputs(holder: "node#n#0"), "p:in:{node#n#0}")
         XCTAssertEqual(k.replies("node#n#0"), "p:reply:{node#n#0}")
         XCTAssertEqual(k.status("github"), "p:status:{github}")
         XCTAssertEqual(k.rateLimit("gh"), "p:rl:{gh}")

@@ -318,6 +318,9 @@ struct PendingForward {
     /// `moved` answers so far, and the last one: used only once every receiver has answered `moved`.
     var movedAnswers = 0
     var moved: RunnerAnswer?
+    /// What to do instead of answering `moved` once every receiver has (the session moved: ask Redis
+    /// again who runs it), when the sender may try again.
+    var onAllMoved: (() -> Void)?
 
     /// The answer to give once every receiver of the `SPUBLISH` has answered `moved` (nil until then).
     var allMoved: RunnerAnswer? {
@@ -327,12 +330,14 @@ struct PendingForward {
 }
 
 extension ClusterNode {
-    /// Sends `input` to the session's owner through Redis and answers with the owner's answer, or `503`
-    /// (nobody runs it right now, or no answer in time) (loop `owner`). When the `SPUBLISH` reaches nobody
-    /// (the input went nowhere) and `onNobody` is given, `onNobody` runs instead of the `503`.
+    /// Sends `input` to lease holder `holder` (the session's owner as Redis last said) through Redis, on
+    /// its input channel on the session's master, and answers with the owner's answer, or `503` (nobody
+    /// runs it right now, or no answer in time) (loop `owner`). When the `SPUBLISH` reaches nobody (the
+    /// holder is gone: the input went nowhere), or every receiver answers `moved` (the holder no longer
+    /// runs the session: nothing was applied), and `onNobody` is given, `onNobody` runs instead of the `503`.
     func forward(
-        _ input: ForwardedInput, owner: LoopSessions, remainingMilliseconds ms: Int, onNobody: (() -> Void)? = nil,
-        reply: @escaping (RunnerAnswer) -> Void
+        _ input: ForwardedInput, to holder: String, owner: LoopSessions, remainingMilliseconds ms: Int,
+        onNobody: (() -> Void)? = nil, reply: @escaping (RunnerAnswer) -> Void
     ) {
         let index = owner.loop.index
         let state = perLoop[index]
@@ -342,9 +347,10 @@ extension ClusterNode {
             guard let pending = state.value.forwards.removeValue(forKey: correlation) else { return }
             pending.reply(.failed(.runnerDidNotAnswer))
         }
-        state.value.forwards[correlation] = PendingForward(reply: reply, timer: timer, sessionID: input.sessionID)
+        state.value.forwards[correlation] = PendingForward(
+            reply: reply, timer: timer, sessionID: input.sessionID, onAllMoved: onNobody)
         let payload = input.encode(replyTo: replyChannel(for: input.sessionID, loop: index), correlation: correlation)
-        let channel = RedisArg(inputChannel(input.sessionID))
+        let channel = RedisArg(inputChannel(holder: holder, session: input.sessionID, loop: index))
         clients[index].send(["SPUBLISH", channel, RedisArg(bytes: payload)], key: channel) { result in
             if case .success(let v) = result, let n = v.int, n > 0 {
                 self.metrics.crossNodeInputs.increment()
@@ -352,7 +358,7 @@ extension ClusterNode {
                 guard var pending = state.value.forwards[correlation] else { return }
                 pending.receivers = Int(n)
                 state.value.forwards[correlation] = pending
-                if let moved = pending.allMoved { self.complete(correlation, with: moved, loop: index) }
+                if let moved = pending.allMoved { self.completeMoved(correlation, with: moved, loop: index) }
                 return
             }
             guard let pending = state.value.forwards.removeValue(forKey: correlation) else { return }
@@ -413,7 +419,7 @@ extension ClusterNode {
         pending.movedAnswers += 1
         pending.moved = answer
         state.value.forwards[correlation] = pending
-        if let moved = pending.allMoved { complete(correlation, with: moved, loop: index) }
+        if let moved = pending.allMoved { completeMoved(correlation, with: moved, loop: index) }
     }
 
     /// A forwarding message this node cannot read (a node of another version during a rolling deploy, or
@@ -442,42 +448,54 @@ extension ClusterNode {
         pending.reply(answer)
     }
 
+    /// Every receiver of the forwarded input `correlation` answered `moved` (none applied it): its sender
+    /// asks Redis again who runs the session when it may (`onAllMoved`), else answers `moved` (once).
+    private func completeMoved(_ correlation: Int, with moved: RunnerAnswer, loop index: Int) {
+        guard let pending = perLoop[index].value.forwards.removeValue(forKey: correlation) else { return }
+        pending.timer.cancel()
+        if let retry = pending.onAllMoved { return retry() }
+        pending.reply(moved)
+    }
+
     /// Forwards `input` without asking Redis who holds the lease when this loop saw another node's live
     /// lease on the session recently (`ClusterLoopState.heldElsewhere`, until that lease's remaining time
-    /// then): one round trip less per forwarded input. Otherwise, or when the `SPUBLISH` reaches nobody
-    /// (the owner released the session and unsubscribed, or died), runs `otherwise` (the `acquire`, which
-    /// may take the session over). Nothing is lost or applied twice by skipping `acquire`: whoever
-    /// receives the input is subscribed because it runs the session (its commits are fenced), a
-    /// `SPUBLISH` that reached nobody delivered the input nowhere, and a node that no longer runs the
-    /// session answers `moved` (loop `owner`).
+    /// then), to that holder: one round trip less per forwarded input. Otherwise, or when the `SPUBLISH`
+    /// reaches nobody (the holder died or drained) or the holder answers `moved` (it released the session),
+    /// runs `otherwise` (the `acquire`, which may take the session over). Nothing is lost or applied twice
+    /// by skipping `acquire`: a holder applies only the inputs of sessions it runs (its commits are fenced),
+    /// a `SPUBLISH` that reached nobody delivered the input nowhere, and a holder that no longer runs the
+    /// session answers `moved` without applying it (loop `owner`).
     func forwardToKnownHolder(
         _ input: ForwardedInput, owner: LoopSessions, reply: @escaping (RunnerAnswer) -> Void,
         otherwise: @escaping () -> Void
     ) {
         let state = perLoop[owner.loop.index]
         let id = input.sessionID
-        guard state.value.owned[id] == nil, let until = state.value.heldElsewhere[id] else { return otherwise() }
+        guard state.value.owned[id] == nil, let (holder, until) = state.value.heldElsewhere[id] else {
+            return otherwise()
+        }
         let left = until - env.now()
         guard left > 0 else {
             state.value.heldElsewhere[id] = nil
             return otherwise()
         }
         forward(
-            input, owner: owner, remainingMilliseconds: Int(left * 1000),
+            input, to: holder, owner: owner, remainingMilliseconds: Int(left * 1000),
             onNobody: {
                 state.value.heldElsewhere[id] = nil
                 otherwise()
             }, reply: reply)
     }
 
-    /// Remembers that another node holds session `id`'s lease for `ms` more milliseconds (loop `owner`).
-    func rememberHolder(_ id: String, remainingMilliseconds ms: Int, owner: LoopSessions) {
+    /// Remembers that `holder` (another node's loop) holds session `id`'s lease for `ms` more milliseconds
+    /// (loop `owner`).
+    func rememberHolder(_ id: String, holder: String, remainingMilliseconds ms: Int, owner: LoopSessions) {
         let state = perLoop[owner.loop.index]
         let t = env.now()
         if state.value.heldElsewhere.count >= 4096 {
-            state.value.heldElsewhere = state.value.heldElsewhere.filter { $0.value > t }
+            state.value.heldElsewhere = state.value.heldElsewhere.filter { $0.value.until > t }
         }
-        state.value.heldElsewhere[id] = t + Double(ms) / 1000
+        state.value.heldElsewhere[id] = (holder, t + Double(ms) / 1000)
     }
 
     /// Every `streamedCheckInterval`, each loop checks the sessions it streams (a slice of them every
@@ -519,7 +537,7 @@ extension ClusterNode {
                 // node after a failed commit): acquire it.
                 guard case .success(let holder) = holder, holder == nil || holder == self.holders[owner.loop.index]
                 else { return }
-                self.withOwned(id, owner: owner, refuse: { _ in }, onHeld: { _ in }) { _ in }
+                self.withOwned(id, owner: owner, refuse: { _ in }, onHeld: { _, _ in }) { _ in }
             }
         }
     }

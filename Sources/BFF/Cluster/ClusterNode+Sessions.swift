@@ -107,16 +107,8 @@ extension ClusterNode {
                 self.leave(session)
             })
         owned.keeper = keeper
+        // Inputs that reach other nodes come here through Redis, on this loop's input channels, from now on.
         state.value.owned[session.id] = owned
-        // Inputs that reach other nodes come here through Redis while this loop runs the session: one
-        // handler per loop, shared by its sessions' subscriptions.
-        let handler =
-            state.value.forwardedInputs ?? { [weak self, weak owner] message in
-                guard let self, let owner else { return }
-                self.receiveForwarded(message.payload, owner: owner)
-            }
-        state.value.forwardedInputs = handler
-        subscribers[index].ssubscribe(channel: inputChannel(session.id), handler)
         owner.add(session)
         keeper.start(firstDelay: Double.random(in: 0.5...1) * keeping.interval)  // spread, see start
         return owned
@@ -124,7 +116,7 @@ extension ClusterNode {
 
     /// `owned`'s session ended on loop `index` (`Session.onEnd`, that loop): its waiters are answered, its
     /// client's count drops (unless it moved or was handed over), and unless a newer run took its place,
-    /// its input channel is let go, streams here fed by its commits follow whoever runs it next, and its
+    /// inputs forwarded here are answered `moved`, streams here fed by its commits follow whoever runs it next, and its
     /// lease is handed over (or, unused across the cluster, the session deleted).
     func ended(_ owned: OwnedSession, reason: String, loop index: Int) {
         let session = owned.session
@@ -139,8 +131,7 @@ extension ClusterNode {
         if reason != "moved", reason != "unused" { releaseCount() }
         let state = perLoop[index]
         guard state.value.owned[session.id] === owned else { return }
-        state.value.owned[session.id] = nil
-        subscribers[index].sunsubscribe(channel: inputChannel(session.id))
+        state.value.owned[session.id] = nil  // inputs forwarded here from now on are answered `moved`
         // Streams here fed by this loop's commits now follow whoever runs the session next.
         if let fed = state.value.fed[session.id], fed.local {
             fed.follow(feeds[index], sessionID: session.id)
@@ -213,14 +204,15 @@ extension ClusterNode {
     }
 
     /// Runs `body` with the session this loop holds the lease of, acquiring it (a takeover when another
-    /// holder had it) if the lease is free; otherwise calls `onHeld` (another node's live lease, with its
-    /// remaining milliseconds) or `refuse`. With replica acks a lease this loop still holds but whose
+    /// holder had it) if the lease is free; otherwise calls `onHeld` (another node's live lease: its holder
+    /// and remaining milliseconds) or `refuse`. With replica acks a lease this loop still holds but whose
     /// session it no longer runs (a commit failed or was not confirmed) is acquired with a new token: the
     /// events it may have shown under the old one can be lost in a failover, and new events must never be
     /// numbered from the rolled-back `seq` under the token they were shown with.
     func withOwned(
         _ id: String, owner: LoopSessions, refuse: @escaping (SessionFailure) -> Void,
-        onHeld: @escaping (_ remainingMilliseconds: Int) -> Void, _ body: @escaping (OwnedSession) -> Void
+        onHeld: @escaping (_ holder: String, _ remainingMilliseconds: Int) -> Void,
+        _ body: @escaping (OwnedSession) -> Void
     ) {
         let state = perLoop[owner.loop.index]
         if let owned = state.value.owned[id] { return body(owned) }
@@ -248,8 +240,8 @@ extension ClusterNode {
                 session.adoptCommitted(seq: Int(snapshot.seq), inputSeq: Int(snapshot.inputSeq))
                 self.metrics.takeovers.increment()
                 body(self.adopt(session, lease: lease, committedInputSeq: Int(snapshot.inputSeq), owner: owner))
-            case .success(.heldBy(_, let ms)):
-                onHeld(ms)
+            case .success(.heldBy(let holder, let ms)):
+                onHeld(holder, ms)
             case .failure(let error):
                 self.failed(error)
                 refuse(SessionFailure(error))
@@ -272,10 +264,10 @@ extension ClusterNode {
             func acquireFirst(retries: Int) {
                 self.withOwned(
                     id, owner: owner, refuse: { reply(.failure($0)) },
-                    onHeld: { ms in
-                        self.rememberHolder(id, remainingMilliseconds: ms, owner: owner)
+                    onHeld: { holder, ms in
+                        self.rememberHolder(id, holder: holder, remainingMilliseconds: ms, owner: owner)
                         self.forward(
-                            forwarded, owner: owner, remainingMilliseconds: ms,
+                            forwarded, to: holder, owner: owner, remainingMilliseconds: ms,
                             onNobody: retries > 0 ? { acquireFirst(retries: retries - 1) } : nil, reply: answer)
                     }
                 ) { owned in
@@ -338,10 +330,10 @@ extension ClusterNode {
         owner.loop.runOrExecute {
             self.withOwned(
                 id, owner: owner, refuse: { reply(.failure($0)) },
-                onHeld: { ms in
+                onHeld: { holder, ms in
                     let delete = ForwardedInput(
                         isDelete: true, sessionID: id, viewModel: "", input: "", value: .null, idempotencyKey: nil)
-                    self.forward(delete, owner: owner, remainingMilliseconds: ms) { reply($0.deleteResult) }
+                    self.forward(delete, to: holder, owner: owner, remainingMilliseconds: ms) { reply($0.deleteResult) }
                 }
             ) { owned in self.deleteOwned(owned, reply: reply) }
         }

@@ -103,7 +103,7 @@ final class ClusterNode: SessionBackend {
     /// starts the checks of streamed sessions and of Redis's health.
     func start() {
         group.start()
-        subscribeForwardReplies()
+        subscribeForwardingChannels()
         startOrphanChecks()
         startHealthChecks()
         startClientRefreshes()
@@ -155,9 +155,6 @@ final class ClusterNode: SessionBackend {
     /// incarnation (the holder name carries the boot nonce).
     func streamMember(loop index: Int, _ n: Int) -> String { "\(holders[index])/\(n)" }
 
-    /// The channel the owner of session `id` takes forwarded inputs from.
-    func inputChannel(_ id: String) -> String { keys.inputs(id) }
-
     /// True when every loop's client knows its topology with every master connected and every
     /// subscriber is healthy (`/readyz`).
     var isReady: Bool { group.isReady }
@@ -172,11 +169,11 @@ final class ClusterNode: SessionBackend {
 
     /// Graceful shutdown (any thread but a loop's): every loop releases the leases it holds at once
     /// (waiting at most `timeout` seconds for Redis), so other nodes take those sessions over without
-    /// waiting for the TTL; then it unsubscribes their input channels and waits, at most `drainTimeout`
+    /// waiting for the TTL; then it unsubscribes its input channels and waits, at most `drainTimeout`
     /// seconds, for Redis to confirm. A node that found the lease just before its release may still
     /// `PUBLISH` an input to this node: Redis delivers every message published before the unsubscribe
-    /// before confirming it, and each is answered at once with `503` ("moved", the session is no longer
-    /// owned here: its sender retries and takes it over). Last, one `PING` on the loop's command
+    /// before confirming it, and each is answered at once with "moved" (the session is no longer owned
+    /// here: its sender asks Redis again and takes it over). Last, one `PING` on the loop's command
     /// connection to each master, whose reply comes after those of the answers published on it, so they
     /// have reached Redis before the loops stop. After a confirmed unsubscribe a `PUBLISH` reaches nobody and its
     /// sender answers at once too: no forwarded input waits for the forward time-out.
@@ -199,9 +196,10 @@ final class ClusterNode: SessionBackend {
                         }
                     }
                 } then: {
-                    afterAll(owned.count, within: drainTimeout, on: loop) { step in
-                        for id in owned.keys {
-                            self.subscribers[i].sunsubscribe(channel: self.inputChannel(id), onUnsubscribed: step)
+                    let channels = self.inputChannels(loop: i)
+                    afterAll(channels.count, within: drainTimeout, on: loop) { step in
+                        for channel in channels {
+                            self.subscribers[i].sunsubscribe(channel: channel, onUnsubscribed: step)
                         }
                     } then: {
                         self.clients[i].sendToEachMaster(["PING"], timeout: drainTimeout) { _ in done.leave() }
@@ -257,17 +255,16 @@ struct ClusterLoopState {
     let renewals: SlicedTimers
     /// What this loop's lease keepers share (made with the first).
     var keeping: LeaseKeeping?
-    /// The handler of the input channels of the sessions this loop runs (made with the first; shared).
-    var forwardedInputs: ((RedisMessage) -> Void)?
     /// Sessions whose lease this loop holds.
     var owned: [String: OwnedSession] = [:]
     /// Streams on this loop fed from Redis, by session.
     var fed: [String: StreamedSession] = [:]
     /// Inputs forwarded from this loop to other nodes, waiting for their answers.
     var forwards: [Int: PendingForward] = [:]
-    /// Sessions whose live lease another node held when this loop last asked (`acquire`), until when
-    /// (`Application.now()`): their inputs are forwarded without asking again (`forwardToKnownHolder`).
-    var heldElsewhere: [String: Double] = [:]
+    /// Sessions whose live lease another node held when this loop last asked (`acquire`): the holder, and
+    /// until when (`Application.now()`): their inputs are forwarded without asking again
+    /// (`forwardToKnownHolder`).
+    var heldElsewhere: [String: (holder: String, until: Double)] = [:]
     var nextForward = 0
     /// The number of this loop's next stream (its member name in the session's set of open streams).
     var nextStream = 0
@@ -279,6 +276,9 @@ struct ClusterLoopState {
     /// The sharded channels owners answer this loop's forwarded inputs on (the first: `<prefix>:reply:
     /// {<holder>}`; then one in a slot of each master, made as masters appear).
     var replyChannels: [String] = []
+    /// The sharded channels other nodes forward this loop's sessions' inputs on (the same layout:
+    /// `<prefix>:in:{<holder>}`, then one in a slot of each master).
+    var inputChannels: [String] = []
     /// The timer reading this loop's Redis problems (`ClusterNode.startHealthChecks`), and when this loop
     /// last logged a commit its replicas did not confirm (at most every 10 s).
     var healthTimer: LoopTimer?
