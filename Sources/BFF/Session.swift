@@ -44,8 +44,7 @@ final class Session {
 
     /// The rarely used parts of a session (see `extras`).
     private final class Extras {
-        var eventSink: ((_ viewModel: String, _ data: [UInt8], _ isSignal: Bool) -> Void)?
-        var onEnd: ((_ reason: String) -> Void)?
+        var custodian: (any SessionCustodian)?
         /// The `Idempotency-Key`s of recent inputs, with the `inputSeq` each got and when.
         var idempotency: [String: (inputSeq: Int, at: Double)] = [:]
     }
@@ -57,16 +56,12 @@ final class Session {
         return made
     }
 
-    /// Cluster mode: takes each event instead of numbering and delivering it here (the store's
-    /// commit numbers it and its feed delivers it to streams on every node).
-    var eventSink: ((_ viewModel: String, _ data: [UInt8], _ isSignal: Bool) -> Void)? {
-        get { extras?.eventSink }
-        set { if newValue != nil || extras != nil { madeExtras.eventSink = newValue } }
-    }
-    /// Told once when the session ends, with the reason (cluster mode releases its lease).
-    var onEnd: ((_ reason: String) -> Void)? {
-        get { extras?.onEnd }
-        set { if newValue != nil || extras != nil { madeExtras.onEnd = newValue } }
+    /// Cluster mode: takes each event instead of numbering and delivering it here (the store's commit
+    /// numbers it and its feed delivers it to streams on every node), and is told once when the session
+    /// ends (it releases the lease). Kept until then.
+    var custodian: (any SessionCustodian)? {
+        get { extras?.custodian }
+        set { if newValue != nil || extras != nil { madeExtras.custodian = newValue } }
     }
 
     init(id: String, owner: LoopSessions, viewModels: [ViewModel], now: Double, client: ClientAddress? = nil) {
@@ -124,7 +119,7 @@ final class Session {
     /// loop, not once per session).
     func emit(viewModel: String, data: [UInt8], isSignal: Bool) {
         guard !isEnded else { return }
-        if let eventSink { return eventSink(viewModel, data, isSignal) }
+        if let custodian { return custodian.sessionEmitted(viewModel: viewModel, data: data, isSignal: isSignal) }
         seq += 1
         snapshotChanged()
         let frame = SSEFrame.event(id: seq, name: viewModel, data: data)
@@ -208,10 +203,19 @@ final class Session {
             vm.onEvent = nil
             vm.close()  // cancels its effects: an ended session's searches must not spend GitHub's budget
         }
-        onEnd?(reason)
-        onEnd = nil
-        eventSink = nil
+        let custodian = self.custodian
+        self.custodian = nil
+        custodian?.sessionEnded(reason: reason)
     }
+}
+
+/// Who takes a session's events and hears of its end instead of the session itself (cluster mode: the
+/// `OwnedSession` that runs it under a lease). One reference instead of two closures per session.
+protocol SessionCustodian: AnyObject {
+    /// An event the session emitted (owner loop).
+    func sessionEmitted(viewModel: String, data: [UInt8], isSignal: Bool)
+    /// The session ended, for `reason` (owner loop; once).
+    func sessionEnded(reason: String)
 }
 
 /// A session's open streams (`SessionStreams`): almost always none or one, so the first is held inline

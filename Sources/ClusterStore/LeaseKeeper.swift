@@ -71,7 +71,9 @@ public final class LeaseKeeper {
     /// loss was about, for its log line.
     public private(set) var lastError: StoreError?
     private let keeping: LeaseKeeping
-    private let onLost: (Loss) -> Void
+    /// Told once if the lease is lost. Not retained (it owns the keeper): one reference, no closure and
+    /// its context per lease.
+    private unowned let holder: any LeaseHolder
     /// Time (the sum of the delays armed so far, see `elapsed`) at which the last renewal that succeeded was
     /// sent: the lease is certainly ours until `ttl` after it. The start counts as one.
     private var renewedAt = 0.0
@@ -104,11 +106,12 @@ public final class LeaseKeeper {
 
     private static func clock() -> Double { Double(monotonicNanos()) / 1e9 }
 
-    /// Keeps `lease` as `keeping` says (its store, TTL, interval and timers); `onLost` runs once if it is lost.
-    public init(lease: Lease, keeping: LeaseKeeping, onLost: @escaping (Loss) -> Void) {
+    /// Keeps `lease` as `keeping` says (its store, TTL, interval and timers); `holder` (which must outlive
+    /// the keeper's work: it owns the keeper) is told once if it is lost.
+    public init(lease: Lease, keeping: LeaseKeeping, holder: any LeaseHolder) {
         self.lease = lease
         self.keeping = keeping
-        self.onLost = onLost
+        self.holder = holder
         renewedAtClock = Self.clock()
     }
 
@@ -187,6 +190,22 @@ public final class LeaseKeeper {
 
     private func lose(_ loss: Loss) {
         stop()
-        onLost(loss)
+        holder.leaseLost(loss, keeper: self)
     }
+}
+
+/// Who runs what a `LeaseKeeper` keeps the lease of: told when the lease is lost (the session runs here no
+/// longer). Same thread as the keeper.
+public protocol LeaseHolder: AnyObject {
+    func leaseLost(_ loss: LeaseKeeper.Loss, keeper: LeaseKeeper)
+}
+
+/// A `LeaseHolder` that runs a closure (tests and tools). The keeper does not retain it: keep it as long
+/// as the keeper works.
+public final class ClosureLeaseHolder: LeaseHolder {
+    private let body: (LeaseKeeper.Loss) -> Void
+
+    public init(_ body: @escaping (LeaseKeeper.Loss) -> Void) { self.body = body }
+
+    public func leaseLost(_ loss: LeaseKeeper.Loss, keeper: LeaseKeeper) { body(loss) }
 }

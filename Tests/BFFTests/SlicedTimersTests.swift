@@ -88,6 +88,7 @@ final class SlicedTimersTests: XCTestCase {
         nonisolated(unsafe) var stopped: LeaseKeeper!
         nonisolated(unsafe) weak var dropped: LeaseKeeper?
         let renewed = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) let neverLost = ClosureLeaseHolder { _ in XCTFail("lost") }
         onLoop(loop) {
             timers = SlicedTimers(loop: loop, width: 0.05)
             let store = InMemorySessionStore { Int64(Date().timeIntervalSince1970 * 1000) }
@@ -96,9 +97,9 @@ final class SlicedTimersTests: XCTestCase {
                 store.create(sessionID: id, holder: "n", state: []) { leases.append(try! $0.get()) }
             }
             let keeping = LeaseKeeping(store: store, ttlSeconds: 30, interval: 0.1, timers: timers)
-            running = LeaseKeeper(lease: leases[0], keeping: keeping) { _ in XCTFail("lost") }
-            stopped = LeaseKeeper(lease: leases[1], keeping: keeping) { _ in XCTFail("lost") }
-            var gone: LeaseKeeper? = LeaseKeeper(lease: leases[2], keeping: keeping) { _ in XCTFail("lost") }
+            running = LeaseKeeper(lease: leases[0], keeping: keeping, holder: neverLost)
+            stopped = LeaseKeeper(lease: leases[1], keeping: keeping, holder: neverLost)
+            var gone: LeaseKeeper? = LeaseKeeper(lease: leases[2], keeping: keeping, holder: neverLost)
             for k in [running!, stopped!, gone!] { k.start(firstDelay: 0.01) }
             // A work in the keepers' slice, cancelled: the slice stays for the keepers.
             let cancel = timers.schedule(after: 0.01) { XCTFail("cancelled") }

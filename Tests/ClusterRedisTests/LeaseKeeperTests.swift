@@ -113,8 +113,9 @@ final class LeaseKeeperTests: XCTestCase {
 
     /// The delays the keepers asked their timers for, in order.
     var delays: [Double] = []
-    /// The keepers' timers, kept for the test's length.
+    /// The keepers' timers and holders, kept for the test's length.
     var keepings: [ScheduledLeaseTimers] = []
+    var holders: [ClosureLeaseHolder] = []
 
     func keeper(_ store: SessionStore, _ lease: Lease, _ lost: @escaping (LeaseKeeper.Loss) -> Void) -> LeaseKeeper {
         let timers = self.timers
@@ -127,9 +128,10 @@ final class LeaseKeeperTests: XCTestCase {
             }
         }
         keepings.append(scheduled)
+        holders.append(ClosureLeaseHolder(lost))
         return LeaseKeeper(
             lease: lease, keeping: LeaseKeeping(store: store, ttlSeconds: 3, interval: 1, timers: scheduled),
-            onLost: lost)
+            holder: holders[holders.count - 1])
     }
 
     func acquireByB(_ store: SessionStore) -> LeaseGrant? {

@@ -73,21 +73,13 @@ extension ClusterNode {
     /// Makes `session` one this loop runs under `lease`: its events go to commits, its lease is renewed.
     @discardableResult
     func adopt(_ session: Session, lease: Lease, committedInputSeq: Int, owner: LoopSessions) -> OwnedSession {
-        let owned = OwnedSession(session: session, lease: lease, committedInputSeq: committedInputSeq)
+        let owned = OwnedSession(session: session, node: self, lease: lease, committedInputSeq: committedInputSeq)
         let state = perLoop[owner.loop.index]
         state.value.heldElsewhere[session.id] = nil
         let store = stores[owner.loop.index]
-        // The session keeps `owned` (and `owned` the session) until it ends: `Session.end` drops the sink.
-        session.eventSink = { name, data, isSignal in
-            owned.pending.append(ClusterEvent.encode(name: name, data: data, isSignal: isSignal))
-            guard !owned.flushScheduled else { return }
-            owned.flushScheduled = true
-            owner.loop.runSoon { self.flush(owned) }
-        }
-        // A small context per session: what `ended` needs it finds through `self` (issue 20: every capture
-        // here is kept as long as the session runs).
-        let index = owner.loop.index
-        session.onEnd = { [unowned owned] reason in self.ended(owned, reason: reason, loop: index) }
+        // The session keeps `owned` (and `owned` the session) until it ends: `Session.end` lets it go. One
+        // reference, no closure per session (issue 20: everything made here is kept as long as the session runs).
+        session.custodian = owned
         // Renewals run in the loop's ~0.1 s slices (at most 0.1 s late: TTL/3 leaves two thirds of the
         // TTL): those of one slice are one round trip. One `LeaseKeeping` per loop: what every keeper shares.
         let keeping =
@@ -97,15 +89,7 @@ extension ClusterNode {
                 timers: state.value.renewals)
         state.value.keeping = keeping
         let keeper = LeaseKeeper(
-            lease: lease, keeping: keeping,
-            onLost: { [unowned owned] loss in
-                var metadata: Logger.Metadata = ["session": "\(session.id)", "loss": "\(loss)"]
-                if let error = owned.keeper?.lastError { metadata["error"] = "\(error)" }
-                if let keeper = owned.keeper { metadata["renewals"] = "\(keeper.lastRenewals)" }
-                self.logger.warning("lease lost", metadata: metadata)
-                owned.keeper = nil
-                self.leave(session)
-            })
+            lease: lease, keeping: keeping, holder: owned)
         owned.keeper = keeper
         // Inputs that reach other nodes come here through Redis, on this loop's input channels, from now on.
         state.value.owned[session.id] = owned
@@ -114,7 +98,7 @@ extension ClusterNode {
         return owned
     }
 
-    /// `owned`'s session ended on loop `index` (`Session.onEnd`, that loop): its waiters are answered, its
+    /// `owned`'s session ended on loop `index` (`SessionCustodian.sessionEnded`, that loop): its waiters are answered, its
     /// client's count drops (unless it moved or was handed over), and unless a newer run took its place,
     /// inputs forwarded here are answered `moved`, streams here fed by its commits follow whoever runs it next, and its
     /// lease is handed over (or, unused across the cluster, the session deleted).

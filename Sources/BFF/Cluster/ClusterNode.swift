@@ -304,8 +304,9 @@ struct ClusterLoopState {
 }
 
 /// A session run here under a lease (owner loop only).
-final class OwnedSession {
+final class OwnedSession: SessionCustodian, LeaseHolder {
     let session: Session
+    unowned let node: ClusterNode
     let lease: Lease
     var keeper: LeaseKeeper?
     /// Events emitted since the last commit, encoded for the store.
@@ -318,10 +319,32 @@ final class OwnedSession {
     /// Each view model's stored form as of the last commit (`Application.clusterState(of:memos:)`).
     var storedForms: [StoredFormMemo] = []
 
-    init(session: Session, lease: Lease, committedInputSeq: Int) {
+    init(session: Session, node: ClusterNode, lease: Lease, committedInputSeq: Int) {
         self.session = session
+        self.node = node
         self.lease = lease
         self.committedInputSeq = committedInputSeq
+    }
+
+    /// An event of the session: kept for the next commit, which is scheduled for the end of this loop
+    /// iteration (owner loop).
+    func sessionEmitted(viewModel name: String, data: [UInt8], isSignal: Bool) {
+        pending.append(ClusterEvent.encode(name: name, data: data, isSignal: isSignal))
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        session.owner.loop.runSoon { [node] in node.flush(self) }
+    }
+
+    func sessionEnded(reason: String) { node.ended(self, reason: reason, loop: session.owner.loop.index) }
+
+    /// The lease is lost (taken, or Redis silent for a whole TTL): the session leaves this node (owner loop).
+    func leaseLost(_ loss: LeaseKeeper.Loss, keeper: LeaseKeeper) {
+        var metadata: Logger.Metadata = ["session": "\(session.id)", "loss": "\(loss)"]
+        if let error = keeper.lastError { metadata["error"] = "\(error)" }
+        metadata["renewals"] = "\(keeper.lastRenewals)"
+        node.logger.warning("lease lost", metadata: metadata)
+        self.keeper = nil
+        node.leave(session)
     }
 
     /// The store acknowledged inputs up to `inputSeq`.

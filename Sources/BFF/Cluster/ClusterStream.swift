@@ -10,8 +10,10 @@ import RedisClient
 final class ClusterStream {
     let sessionID: String
     let stream: any SessionEventSink
-    /// This stream's name in the session's cluster-wide set of open streams (`SessionStore.admitStream`).
-    let member: String
+    /// This stream's number on its loop: its name in the session's cluster-wide set of open streams
+    /// (`SessionStore.admitStream`) is `member`, made when needed (17,000 streams a loop kept a 40-byte
+    /// string each).
+    let memberNumber: Int
     private var catchUp: StreamCatchUp
     /// True until the first snapshot was written, for a client without `Last-Event-ID`.
     private var needsSnapshot: Bool
@@ -28,11 +30,11 @@ final class ClusterStream {
     private var behindAt: UInt64?
 
     init(
-        sessionID: String, member: String, lastEventID: Int?, stream: any SessionEventSink,
+        sessionID: String, memberNumber: Int, lastEventID: Int?, stream: any SessionEventSink,
         refuse: @escaping (SessionFailure) -> Void, node: ClusterNode
     ) {
         self.sessionID = sessionID
-        self.member = member
+        self.memberNumber = memberNumber
         self.stream = stream
         self.refuse = refuse
         self.node = node
@@ -43,12 +45,15 @@ final class ClusterStream {
 
     private var index: Int { stream.host.loop.index }
 
+    /// This stream's name in the session's cluster-wide set of open streams.
+    var member: String { node.streamMember(loop: index, memberNumber) }
+
     /// Answers `503` if the stream has not started `seconds` from now (host loop): a subscription Redis
-    /// never confirms (Redis gone after the stream was admitted, a channel the ACL refuses) would
-    /// otherwise leave the client waiting without an answer.
+    /// otherwise leave the client waiting without an answer. The timer holds the stream until it fires or
+    /// the stream starts (then it is cancelled): no weak reference, whose side table would stay with
+    /// every stream for its whole life.
     func armStartDeadline(after seconds: Double) {
-        startTimer = stream.host.loop.schedule(after: seconds) { [weak self] in
-            guard let self else { return }
+        startTimer = stream.host.loop.schedule(after: seconds) { [self] in
             self.startTimer = nil
             guard !self.started, !self.ended else { return }
             self.fail(.unavailable("the session's event feed did not start in \(seconds) s"))
@@ -214,14 +219,16 @@ extension ClusterNode {
         }
         // The limit is cluster-wide: the session's set of open streams in the store admits this one (one
         // round trip), or refuses it when `limit` streams on any nodes count.
-        let member = streamMember(loop: index, state.value.nextStream)
+        let number = state.value.nextStream
         state.value.nextStream += 1
         stores[index].admitStream(
-            sessionID: id, member: member, limit: limit, ttlMilliseconds: streamDeadlineMilliseconds
+            sessionID: id, member: streamMember(loop: index, number), limit: limit,
+            ttlMilliseconds: streamDeadlineMilliseconds
         ) { result in
             switch result {
             case .success(true):
-                self.startStream(stream, id: id, member: member, owner: owner, lastEventID: lastEventID, refuse: refuse)
+                self.startStream(
+                    stream, id: id, memberNumber: number, owner: owner, lastEventID: lastEventID, refuse: refuse)
             case .success(false):
                 refuse(.tooManyStreams(limit: limit, clusterWide: true))
             case .failure(let error):
@@ -234,14 +241,15 @@ extension ClusterNode {
     /// Starts an admitted stream: fed by the session's subscription on this loop (made by its first
     /// stream), released from the session's set of open streams when it closes (request loop).
     private func startStream(
-        _ stream: any SessionEventSink, id: String, member: String, owner: LoopSessions, lastEventID: Int?,
+        _ stream: any SessionEventSink, id: String, memberNumber: Int, owner: LoopSessions, lastEventID: Int?,
         refuse: @escaping (SessionFailure) -> Void
     ) {
         let index = stream.host.loop.index
         let state = perLoop[index]
         let fed = state.value.fed[id] ?? StreamedSession(slot: state.value.takeSlot(of: streamedCheckSlices))
         let cs = ClusterStream(
-            sessionID: id, member: member, lastEventID: lastEventID, stream: stream, refuse: refuse, node: self)
+            sessionID: id, memberNumber: memberNumber, lastEventID: lastEventID, stream: stream, refuse: refuse,
+            node: self)
         stream.snapshotSource = { [unowned cs] done in cs.snapshotFrame(done) }
         // Two round trips at most before the first byte (the subscription's confirmation, then the
         // snapshot or the replay), each bounded by the command time-out.
@@ -256,7 +264,7 @@ extension ClusterNode {
                 if subscribed { feed.unsubscribe(sessionID: id) }
             }
             // Best effort: if this is lost (Redis away, the node killed), the deadline ends the count.
-            store.releaseStream(sessionID: id, member: member) { _ in }
+            store.releaseStream(sessionID: id, member: self.streamMember(loop: index, memberNumber)) { _ in }
         }
         fed.streams.append(cs)
         if state.value.fed[id] == nil {
