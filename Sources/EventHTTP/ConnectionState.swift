@@ -327,6 +327,17 @@ final class ConnectionState {
         evbuffer_freeze(output, 1)
     }
 
+    /// After a stream chunk was written whole (`flushOutput`): stops waiting for writability, which
+    /// evhttp asked for with the chunk. Left armed, the loop's next poll would register the socket for
+    /// `EPOLLOUT` (one `epoll_ctl`), report it writable with nothing to write, and unregister it (a second
+    /// `epoll_ctl`) — for each of 17,000 streams of a broadcast. Asked for and dropped in the same loop
+    /// iteration, the change never reaches epoll (`EPOLL_USE_CHANGELIST`). evhttp asks again with the next
+    /// chunk or the stream's end; what the socket did not take keeps it armed.
+    func stopWaitingToWriteIfDrained() {
+        guard !isClosed, let output = bufferevent_get_output(bev), evbuffer_get_length(output) == 0 else { return }
+        bufferevent_disable(bev, Int16(EV_WRITE))
+    }
+
     /// Watches for the peer closing while a response streams. libevent 2.1 keeps reading a connection
     /// whose request had no body while the handler answers (it turns reading off after a body), and
     /// from `evhttp_send_reply_start` on without a read callback: bytes only collect in the input

@@ -196,6 +196,7 @@ final class ResponderCore {
         evhttp_send_reply_chunk(req, owner.scratch)
         connection?.streamBytesAdded(since: before)
         connection?.flushOutput()
+        connection?.stopWaitingToWriteIfDrained()
     }
 
     var queuedBytes: Int {
