@@ -142,11 +142,22 @@ final class Session {
     }
 
     /// The `data:` JSON of an event: `{"inputSeq", "outputs"?, "signals"?}`.
+    /// Written straight into one buffer (the per-input path: no object built to be serialized).
     static func eventData(_ event: ViewModelEvent) -> [UInt8] {
-        var data: JSONObject = ["inputSeq": .optional(event.inputSeq)]
-        if !event.outputs.isEmpty { data["outputs"] = .object(event.outputs) }
-        if !event.signals.isEmpty { data["signals"] = .object(event.signals) }
-        return data.bytes
+        var out: [UInt8] = []
+        out.reserveCapacity(96)
+        out.append(contentsOf: #"{"inputSeq":"#.utf8)
+        if let n = event.inputSeq { JSONValue.writeInt(n, into: &out) } else { out.append(contentsOf: "null".utf8) }
+        if !event.outputs.isEmpty {
+            out.append(contentsOf: #","outputs":"#.utf8)
+            event.outputs.write(into: &out)
+        }
+        if !event.signals.isEmpty {
+            out.append(contentsOf: #","signals":"#.utf8)
+            event.signals.write(into: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
     }
 
     /// Applies one input if the rate allows and it is valid; only an `accepted` input uses an `inputSeq`.

@@ -20,6 +20,12 @@ extension JSONValue {
         return try parser.parseDocument()
     }
 
+    /// Parses one JSON value from bytes already in an array (request bodies: no generic code, no copy).
+    public static func parse(_ bytes: [UInt8]) throws(JSONParseError) -> JSONValue {
+        var parser = JSONParser(bytes: bytes)
+        return try parser.parseDocument()
+    }
+
     /// Parses a JSON string.
     public static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
         try parse(Array(text.utf8))
@@ -188,16 +194,27 @@ struct JSONParser {
         i += 1  // opening quote
         var out: [UInt8] = []
         var runStart = i
+        var escaped = false
         while true {
             guard i < bytes.count else { throw fail("unterminated string") }
             let c = bytes[i]
             if c == UInt8(ascii: "\"") {
+                if !escaped {  // the common case: the string straight from the input, no copy in between
+                    let (start, end) = (runStart, i)
+                    i += 1
+                    let s = bytes.withUnsafeBufferPointer {
+                        String(validating: UnsafeBufferPointer(rebasing: $0[start..<end]), as: UTF8.self)
+                    }
+                    guard let s else { throw JSONParseError(offset: start, reason: "invalid UTF-8 in string") }
+                    return s
+                }
                 out.append(contentsOf: bytes[runStart..<i])
                 i += 1
                 break
             }
             if c < 0x20 { throw fail("control character in string") }
             if c == UInt8(ascii: "\\") {
+                escaped = true
                 out.append(contentsOf: bytes[runStart..<i])
                 i += 1
                 guard i < bytes.count else { throw fail("unterminated escape") }

@@ -131,6 +131,7 @@ extension JSONObject {
     /// The compact JSON text of this object as UTF-8 bytes.
     public var bytes: [UInt8] {
         var out: [UInt8] = []
+        out.reserveCapacity(64)
         write(into: &out)
         return out
     }

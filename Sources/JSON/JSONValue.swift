@@ -89,6 +89,16 @@ public struct JSONObject: Sendable, Equatable, ExpressibleByDictionaryLiteral {
         }
     }
 
+    /// Appends member `key`, which the object must not have yet (no search: for callers whose keys are
+    /// distinct, like a feature's output names).
+    public mutating func appendNew(_ key: String, _ value: JSONValue) {
+        assert(self[key] == nil, "appendNew: \(key) is a member already")
+        entries.append((key, value))
+    }
+
+    /// Makes room for `count` members.
+    public mutating func reserveCapacity(_ count: Int) { entries.reserveCapacity(count) }
+
     /// Merges `other` into this object; members of `other` win.
     public mutating func merge(_ other: JSONObject) {
         for (k, v) in other.entries { self[k] = v }
