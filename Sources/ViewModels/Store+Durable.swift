@@ -83,47 +83,58 @@ public final class StoredFormMemo {
     public private(set) var snapshot: [UInt8] = []
     /// How many times `refresh` encoded (tests).
     public private(set) var encodings = 0
-    /// True while the bytes above still describe the view model it is given (the one they were made from).
-    private var isCurrent: ((any StoredFormSource) -> Bool)?
+    /// The store the bytes above describe, and its change count then (`Store.changes`); nil: encode.
+    /// An identifier, not a reference: a weak one gave every store of a cluster-mode session a side table,
+    /// and the memo lives only as long as the session whose view models it describes.
+    private var madeFrom: (store: ObjectIdentifier, changes: UInt32)?
 
     public init() {}
 
     /// Makes `durable` and `snapshot` describe `vm` now: encodes only when its state or its effects under
-    /// way changed since the last call (a `Store` compares its `Equatable` state with the copy kept here,
-    /// which costs little while nothing changed: unchanged arrays and strings share their storage).
+    /// way changed since the last call (a `Store` counts its changes: one comparison, no cast, no copy).
     /// `snapshot` is exactly `JSONValue.object(vm.snapshot).bytes`; `durable` is `durableStateBytes` (it
     /// parses to `vm.durableState`).
-    public func refresh(_ vm: some ViewModel) {
-        let source = vm as? any StoredFormSource
-        if let isCurrent, let source, isCurrent(source) { return }
+    public func refresh(_ vm: some ViewModel) { vm.refreshStoredForm(self) }
+
+    /// True when the bytes describe `store` as it is after `changes` changes.
+    func describes(_ store: ObjectIdentifier, changes: UInt32) -> Bool {
+        guard let madeFrom else { return false }
+        return madeFrom.store == store && madeFrom.changes == changes
+    }
+
+    /// New bytes (`madeFrom`: what they describe, nil if the view model cannot tell its changes).
+    public func update(durable: [UInt8], snapshot: [UInt8], madeFrom: (store: ObjectIdentifier, changes: UInt32)?) {
         encodings += 1
-        snapshot = JSONValue.object(vm.snapshot).bytes
-        guard let source else {
-            durable = vm.durableState.bytes
-            isCurrent = nil
-            return
-        }
-        durable = source.durableStateBytes
-        isCurrent = source.unchangedSince()
+        self.durable = durable
+        self.snapshot = snapshot
+        self.madeFrom = madeFrom
     }
 }
 
-/// A view model that can tell whether it changed since a moment (`StoredFormMemo`).
-protocol StoredFormSource: AnyObject {
-    var durableStateBytes: [UInt8] { get }
-    /// A test, for later, of whether the stored form of the view model it is given (this one, then) is
-    /// still what this one's is now. It keeps no reference to this view model: a weak one gave every
-    /// store of a cluster-mode session a side table (~50 B each, the memos live as long as the session).
-    func unchangedSince() -> (any StoredFormSource) -> Bool
-}
+extension Store {
+    /// Encodes into `memo` unless it describes this store as it is (`changes`). Called through
+    /// `ViewModel` (generic code), like `send`: compiled for the greeting, which changes with every input.
+    @_specialize(where Feature == GreetingFeature)
+    public func refreshStoredForm(_ memo: StoredFormMemo) {
+        let me = ObjectIdentifier(self)
+        if memo.describes(me, changes: changes) { return }
+        memo.update(durable: durableStateBytes, snapshot: snapshotBytes, madeFrom: (me, changes))
+    }
 
-extension Store: StoredFormSource {
-    func unchangedSince() -> (any StoredFormSource) -> Bool {
-        let state = self.state
-        let effects = effectInputSeqs
-        return { source in
-            guard let store = source as? Store<Feature> else { return false }
-            return store.state == state && store.effectInputSeqs == effects
+    /// `JSONValue.object(snapshot).bytes`, written straight into one buffer (output names are distinct).
+    var snapshotBytes: [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(64)
+        out.append(UInt8(ascii: "{"))
+        var first = true
+        for output in outputs {  // not `enumerated()`: in unspecialized code each step cost ~1,500 instructions
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            JSONValue.writeString(output.name, into: &out)
+            out.append(UInt8(ascii: ":"))
+            output.encode(state).write(into: &out)
         }
+        out.append(UInt8(ascii: "}"))
+        return out
     }
 }

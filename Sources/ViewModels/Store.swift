@@ -33,11 +33,15 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
     private var isApplying = false
     /// True after `close()`: no effect starts any more.
     public private(set) var isClosed = false
+    /// Counts the changes of what the stored form holds (the state, the effects under way and their
+    /// `inputSeq`s), so a `StoredFormMemo` tells at once whether its bytes still describe this store.
+    /// Declared here, it sits in the padding after the two flags: no byte more per store.
+    private(set) var changes: UInt32 = 0
     /// The observer; see `ViewModel.onEvent`.
     public var onEvent: ((_ viewModel: String, _ event: ViewModelEvent) -> Void)?
 
     let executor: OwnerExecutor
-    private let outputs: [Output<Feature.State>]
+    let outputs: [Output<Feature.State>]
     /// The effect bookkeeping and the re-entrant action queue, allocated with the first effect or
     /// queued action: most stores (every `greeting`, a `search` never used) never need one, and one
     /// reference is 32 bytes less per store than the five fields inline.
@@ -110,6 +114,7 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
     private func step(_ action: Feature.Action, inputSeq: Int?) {
         let old = state
         let effects = feature.reduce(&state, action)
+        if state != old { changes &+= 1 }
         var changed = JSONObject()
         for output in outputs where output.changed(old, state) {
             if changed.isEmpty { changed.reserveCapacity(outputs.count) }
@@ -149,19 +154,26 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
             let action = await run()
             executor { handle.value?.finish(number, id: id, action, inputSeq: inputSeq) }
         }
-        if let id { effects.taskIDs[id] = (number, inputSeq) }
+        if let id {
+            effects.taskIDs[id] = (number, inputSeq)
+            changes &+= 1
+        }
     }
 
     /// An effect's result on the owner: applied unless its task was cancelled meanwhile.
     private func finish(_ number: Int, id: EffectID?, _ action: Feature.Action, inputSeq: Int?) {
         // Cancelled meanwhile: dropped.
         guard let effects = lazyEffects, effects.tasks.removeValue(forKey: number) != nil else { return }
-        if let id, effects.taskIDs[id]?.number == number { effects.taskIDs[id] = nil }
+        if let id, effects.taskIDs[id]?.number == number {
+            effects.taskIDs[id] = nil
+            changes &+= 1
+        }
         apply(action, inputSeq: inputSeq)
     }
 
     private func cancel(id: EffectID) {
         guard let effects = lazyEffects, let number = effects.taskIDs.removeValue(forKey: id)?.number else { return }
+        changes &+= 1
         effects.tasks.removeValue(forKey: number)?.cancel()
     }
 
@@ -178,6 +190,7 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
             effects.taskIDs = [:]
         }
         state = restored
+        changes &+= 1
         for effect in feature.resume(&state) {
             switch effect.operation {
             case .signal: break
@@ -195,6 +208,7 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
     public func close() {
         isClosed = true
         guard let effects = lazyEffects else { return }
+        if !effects.taskIDs.isEmpty { changes &+= 1 }
         let running = effects.tasks
         effects.tasks = [:]
         effects.taskIDs = [:]

@@ -48,4 +48,13 @@ public protocol ViewModel: AnyObject {
     /// Replaces the state with a stored one and resumes the work that was under way (a loading search
     /// issues its request again). Throws before changing anything for malformed input or another version.
     func restore(from durable: JSONValue) throws(DurableStateError)
+    /// Makes `memo` describe this view model now (`StoredFormMemo.refresh`): encodes only when it changed.
+    func refreshStoredForm(_ memo: StoredFormMemo)
+}
+
+extension ViewModel {
+    /// Encodes every time (a view model that cannot tell whether it changed).
+    public func refreshStoredForm(_ memo: StoredFormMemo) {
+        memo.update(durable: durableState.bytes, snapshot: JSONValue.object(snapshot).bytes, madeFrom: nil)
+    }
 }

@@ -33,6 +33,19 @@ final class StoredFormMemoTests: XCTestCase {
         XCTAssertEqual(memo.encodings, 3)
     }
 
+    /// A memo given another view model whose change count happens to be the same encodes that one.
+    func testAnotherViewModelWithTheSameChangeCountIsEncodedAgain() throws {
+        let a = GreetingViewModel()
+        let b = GreetingViewModel()
+        try a.send(input: "name", value: "ann", inputSeq: 1)
+        try b.send(input: "name", value: "bob", inputSeq: 1)
+        let memo = StoredFormMemo()
+        assertCurrent(memo, a)
+        assertCurrent(memo, b)
+        XCTAssertEqual(memo.encodings, 2)
+        XCTAssertTrue(String(decoding: memo.durable, as: UTF8.self).contains("bob"))
+    }
+
     func testSearchFollowsItsStateAndTheEffectsUnderWay() async throws {
         let h = SearchHarness()
         let memo = StoredFormMemo()
