@@ -13,8 +13,19 @@ public struct RedisArg: Sendable, Hashable, ExpressibleByStringLiteral, Expressi
     public init(bytes: [UInt8]) { self.bytes = bytes }
     /// The UTF-8 bytes of `string`.
     public init(_ string: String) { bytes = Array(string.utf8) }
-    /// The decimal form of `value`.
-    public init(_ value: Int) { bytes = Array(String(value).utf8) }
+    /// The decimal form of `value` (written digit by digit: no `String` in between).
+    public init(_ value: Int) {
+        var digits: [UInt8] = []
+        digits.reserveCapacity(20)
+        var v = value.magnitude
+        repeat {
+            digits.append(UInt8(ascii: "0") + UInt8(v % 10))
+            v /= 10
+        } while v > 0
+        if value < 0 { digits.append(UInt8(ascii: "-")) }
+        digits.reverse()
+        bytes = digits
+    }
     /// The decimal form of `value` (Redis reads floats as decimal strings).
     public init(_ value: Double) { bytes = Array(String(value).utf8) }
     /// A string literal argument.

@@ -416,32 +416,53 @@ public final class RedisConnection: @unchecked Sendable {
 /// A NUL byte follows the command (not part of it, not counted by callers): hiredis scans the arguments
 /// of (un)subscribe commands with `strchr`, which stops only at a NUL (its own formatter leaves one there).
 func respCommand(_ args: [RedisArg]) -> [UInt8] {
-    var size = 16
-    for a in args { size += a.bytes.count + 16 }
-    var out: [UInt8] = []
-    out.reserveCapacity(size)
-    func line(_ marker: UInt8, _ n: Int) {  // marker, decimal n (n >= 0), CRLF
-        out.append(marker)
-        var divisor = 1
-        while divisor <= n / 10 { divisor *= 10 }
-        var v = n
-        repeat {
-            out.append(UInt8(ascii: "0") + UInt8(v / divisor))
-            v %= divisor
-            divisor /= 10
-        } while divisor > 0
-        out.append(13)
-        out.append(10)
+    // The exact size first, then every byte written in place: one allocation, no per-byte appends (a
+    // commit of 14 arguments cost ~11,000 instructions appending byte by byte; callgrind, issue 20).
+    var size = 1 + decimalDigits(args.count) + 2 + 1
+    for a in args { size += 1 + decimalDigits(a.bytes.count) + 2 + a.bytes.count + 2 }
+    return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+        var at = 0
+        func line(_ marker: UInt8, _ n: Int) {  // marker, decimal n (n >= 0), CRLF
+            buffer[at] = marker
+            var end = at + 1 + decimalDigits(n)
+            at = end + 2
+            var v = n
+            repeat {
+                end -= 1
+                buffer[end] = UInt8(ascii: "0") + UInt8(v % 10)
+                v /= 10
+            } while v > 0
+            buffer[at - 2] = 13
+            buffer[at - 1] = 10
+        }
+        line(UInt8(ascii: "*"), args.count)
+        for a in args {
+            line(UInt8(ascii: "$"), a.bytes.count)
+            a.bytes.withUnsafeBufferPointer { src in
+                if let base = src.baseAddress, src.count > 0 {
+                    (buffer.baseAddress! + at).update(from: base, count: src.count)
+                }
+            }
+            at += a.bytes.count
+            buffer[at] = 13
+            buffer[at + 1] = 10
+            at += 2
+        }
+        buffer[at] = 0
+        count = at + 1
     }
-    line(UInt8(ascii: "*"), args.count)
-    for a in args {
-        line(UInt8(ascii: "$"), a.bytes.count)
-        out.append(contentsOf: a.bytes)
-        out.append(13)
-        out.append(10)
+}
+
+/// The number of decimal digits of `n` (n >= 0).
+@inline(__always)
+private func decimalDigits(_ n: Int) -> Int {
+    var digits = 1
+    var v = n
+    while v >= 10 {
+        v /= 10
+        digits += 1
     }
-    out.append(0)
-    return out
+    return digits
 }
 
 private func connection(_ ctx: UnsafePointer<redisAsyncContext>?) -> RedisConnection? {

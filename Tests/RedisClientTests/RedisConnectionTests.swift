@@ -50,6 +50,9 @@ final class RedisConnectionTests: RedisLoopTestCase {
         XCTAssertEqual(Array(resp.prefix(12)), Array("*12\r\n$1234\r\n".utf8))
         XCTAssertEqual(resp.count, 5 + 12 * (7 + 1_234 + 2) + 1)
         XCTAssertEqual(resp.last, 0)
+        for n in [0, 7, 10, 99, 100, -1, -120, Int.max, Int.min] {
+            XCTAssertEqual(RedisArg(n).bytes, Array(String(n).utf8), "\(n)")
+        }
     }
 
     /// Many arguments, long ones (lengths of several digits) and binary bytes reach Redis intact.
