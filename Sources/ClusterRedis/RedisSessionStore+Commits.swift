@@ -17,9 +17,10 @@ import RedisClient
 /// that would go alone waits up to one window for others, and they go together: it buys Redis CPU (and
 /// this node's) with latency, and only while the loop is busy. Measured at 2,000 inputs/s with 1 ms: 3.7
 /// commits per call, Redis −45 % and the node −26 % CPU per input, +1.9 ms input latency at the median
-/// (libevent's timers have millisecond steps and an idle vCPU wakes late; docs/BENCHMARKS.md, round 11). A commit after a quiet spell goes at once, as before; a
-/// full batch (`commitBatch`) goes at once; an acquisition, release or deletion of a session sends its
-/// master's held commits first (`sendCommitsBefore`).
+/// (libevent's timers have millisecond steps and an idle vCPU wakes late; docs/BENCHMARKS.md, round 11).
+/// A commit after a quiet spell goes at once, as before; a full batch (`commitBatch`) goes at once; an
+/// acquisition, release or deletion of a session sends its master's held commits first
+/// (`sendCommitsBefore`).
 ///
 /// Each commit is fenced and answered for itself (a refused one leaves the others as they are); a batch that
 /// fails as a whole (time-out, connection lost, not replicated) fails each of its commits the same way, as

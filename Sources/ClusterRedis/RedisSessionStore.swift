@@ -31,7 +31,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
     public let replicaAcks: Int
     /// Seconds a write waits for those replicas before it fails with `.notReplicated`.
     public let replicaTimeout: Double
-    /// The commit window in nanoseconds (0: none): see `commit`, "Commit window".
+    /// The commit window in nanoseconds (0: none): see "Commit window" in `RedisSessionStore+Commits.swift`.
     let commitWindowNanos: UInt64
 
     /// A store on `client`, with `limits`, under `keys`, each decisive write confirmed by `replicaAcks`

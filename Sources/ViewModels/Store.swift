@@ -85,8 +85,8 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
     }
 
     /// Validates the input (throwing before any change) and applies it. Sessions call it through
-    /// `ViewModel`, i.e. generic code: the specialization makes the greeting (the per-input benchmark) take a type check
-    /// and then code compiled for them (no generic metadata looked up, no witness calls per input).
+    /// `ViewModel`, i.e. generic code: the specialization makes the greeting (the per-input benchmark) take
+    /// a type check and then code compiled for it (no generic metadata looked up, no witness calls per input).
     @_specialize(where Feature == GreetingFeature)
     public func send(input: String, value: JSONValue, inputSeq: Int) throws(InputError) {
         let action = try feature.action(forInput: input, value: value)

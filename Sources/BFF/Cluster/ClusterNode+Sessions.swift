@@ -98,10 +98,10 @@ extension ClusterNode {
         return owned
     }
 
-    /// `owned`'s session ended on loop `index` (`SessionCustodian.sessionEnded`, that loop): its waiters are answered, its
-    /// client's count drops (unless it moved or was handed over), and unless a newer run took its place,
-    /// inputs forwarded here are answered `moved`, streams here fed by its commits follow whoever runs it next, and its
-    /// lease is handed over (or, unused across the cluster, the session deleted).
+    /// `owned`'s session ended on loop `index` (`SessionCustodian.sessionEnded`, that loop): its waiters are
+    /// answered, its client's count drops (unless it moved or was handed over), and unless a newer run took
+    /// its place, inputs forwarded here are answered `moved`, streams here fed by its commits follow whoever
+    /// runs it next, and its lease is handed over (or, unused across the cluster, the session deleted).
     func ended(_ owned: OwnedSession, reason: String, loop index: Int) {
         let session = owned.session
         owned.failWaiters()
