@@ -25,10 +25,38 @@ final class RequestTargetTests: XCTestCase {
                         "query": req.rawQuery.map(JSONValue.string) ?? .null,
                     ])
             }
+            router.get("/fields") { req in
+                .json(
+                    200,
+                    [
+                        "accept": req.header("aCCept").map(JSONValue.string) ?? .null,
+                        "xTwice": req.header("X-Twice").map(JSONValue.string) ?? .null,
+                        "missing": req.header("X-Missing").map(JSONValue.string) ?? .null,
+                        "names": .array(req.headers.map { .string($0.0) }),
+                        "values": .array(req.headers.map { .string($0.1) }),
+                    ])
+            }
             router.add(.POST, "/api/things") { _, res in res.send(.json(201, ["ok": true])) }
             router.get("/api/items/:id") { req in .json(200, ["id": .string(req.parameters["id"] ?? "")]) }
             router.routesOnly(under: "/api/", name: "API")
         })
+    }
+
+    /// Header fields as handlers read them: a name in any case, the first of two fields with one name,
+    /// nil for one not sent, a value with colons and inner spaces intact, and every field in order.
+    func testHeaderFieldsAreReadCaseInsensitivelyTheFirstOfTwoWinsAndAllInOrder() throws {
+        let t = try server()
+        let (r, _) = try exchange(
+            t,
+            "GET /fields HTTP/1.1\r\nHost: h\r\nAccept: text/x: y;  q=1\r\nX-Twice: one\r\nx-twice: two\r\n"
+                + "Connection: close\r\n\r\n")
+        XCTAssertEqual(r.status, 200)
+        let body = try JSONValue.parse(r.body)
+        XCTAssertEqual(body["accept"], "text/x: y;  q=1")
+        XCTAssertEqual(body["xTwice"], "one")
+        XCTAssertEqual(body["missing"], .null)
+        XCTAssertEqual(body["names"], ["Host", "Accept", "X-Twice", "x-twice", "Connection"])
+        XCTAssertEqual(body["values"], ["h", "text/x: y;  q=1", "one", "two", "close"])
     }
 
     func testAnHTTP11RequestWithoutHostIs400ProblemAndClosed() throws {
