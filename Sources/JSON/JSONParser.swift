@@ -15,9 +15,7 @@ extension JSONValue {
     /// zeros; strings must be valid UTF-8; only whitespace may follow the value).
     public static func parse<Bytes: Collection>(_ bytes: Bytes) throws(JSONParseError) -> JSONValue
     where Bytes.Element == UInt8 {
-        let array = Array(bytes)
-        var parser = JSONParser(bytes: array)
-        return try parser.parseDocument()
+        try parse(Array(bytes))
     }
 
     /// Parses one JSON value from bytes already in an array (request bodies: no generic code, no copy).

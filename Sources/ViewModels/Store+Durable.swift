@@ -83,7 +83,7 @@ public final class StoredFormMemo {
     public private(set) var snapshot: [UInt8] = []
     /// How many times `refresh` encoded (tests).
     public private(set) var encodings = 0
-    /// The store the bytes above describe, and its change count then (`Store.changes`); nil: encode.
+    /// The store the bytes above describe, and its change count then (`Store.changes`); nil: none yet.
     /// An identifier, not a reference: a weak one gave every store of a cluster-mode session a side table,
     /// and the memo lives only as long as the session whose view models it describes.
     private var madeFrom: (store: ObjectIdentifier, changes: UInt32)?
@@ -102,8 +102,8 @@ public final class StoredFormMemo {
         return madeFrom.store == store && madeFrom.changes == changes
     }
 
-    /// New bytes (`madeFrom`: what they describe, nil if the view model cannot tell its changes).
-    public func update(durable: [UInt8], snapshot: [UInt8], madeFrom: (store: ObjectIdentifier, changes: UInt32)?) {
+    /// New bytes, made from `madeFrom` (a store and its change count).
+    func update(durable: [UInt8], snapshot: [UInt8], madeFrom: (store: ObjectIdentifier, changes: UInt32)) {
         encodings += 1
         self.durable = durable
         self.snapshot = snapshot

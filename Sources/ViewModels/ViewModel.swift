@@ -51,10 +51,3 @@ public protocol ViewModel: AnyObject {
     /// Makes `memo` describe this view model now (`StoredFormMemo.refresh`): encodes only when it changed.
     func refreshStoredForm(_ memo: StoredFormMemo)
 }
-
-extension ViewModel {
-    /// Encodes every time (a view model that cannot tell whether it changed).
-    public func refreshStoredForm(_ memo: StoredFormMemo) {
-        memo.update(durable: durableState.bytes, snapshot: JSONValue.object(snapshot).bytes, madeFrom: nil)
-    }
-}

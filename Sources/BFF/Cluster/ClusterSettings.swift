@@ -24,7 +24,7 @@ public struct ClusterSettings: Sendable {
     public var admissionInFlight = RedisConfiguration().maxInFlight / 2
     /// Seconds a commit may wait for others of its loop to the same master, to go to Redis in one call
     /// (`--redis-commit-window`; 0: never). Only while the loop commits there more often than once per
-    /// window: a commit after a quiet spell goes at once. See `RedisSessionStore`, "Commit window".
+    /// window: a commit after a quiet spell goes at once. See "Commit window" in `RedisSessionStore+Commits.swift`.
     public var commitWindow = 0.0
 
     /// The settings of every data node (password, database, command and connect time-outs, back-off).

@@ -49,6 +49,7 @@ final class ClusterStream {
     var member: String { node.streamMember(loop: index, memberNumber) }
 
     /// Answers `503` if the stream has not started `seconds` from now (host loop): a subscription Redis
+    /// never confirms (Redis gone after the stream was admitted, a channel the ACL refuses) would
     /// otherwise leave the client waiting without an answer. The timer holds the stream until it fires or
     /// the stream starts (then it is cancelled): no weak reference, whose side table would stay with
     /// every stream for its whole life.
