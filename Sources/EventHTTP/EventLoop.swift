@@ -189,6 +189,17 @@ public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
         LoopTimer(loop: self, interval: seconds, repeats: false, work: work)
     }
 
+    /// Runs `work` once when `monotonicNanos()` reaches `deadline` (at once if it has), on this loop. A plain
+    /// timer, outside the common-timeout queues: for deadlines whose distance from now rarely repeats
+    /// (`timeout(_:)`). Loop thread only.
+    @discardableResult
+    public func schedule(atNanos deadline: UInt64, _ work: @escaping () -> Void) -> LoopTimer {
+        let now = monotonicNanos()
+        let wait = deadline > now ? deadline - now : 0
+        let tv = timeval(tv_sec: Int(wait / 1_000_000_000), tv_usec: Int(wait % 1_000_000_000 / 1000))
+        return LoopTimer(loop: self, timeval: tv, repeats: false, work: work)
+    }
+
     /// Runs `work` every `seconds` on this loop until cancelled. Loop thread only.
     @discardableResult
     public func scheduleRepeating(every seconds: Double, _ work: @escaping () -> Void) -> LoopTimer {

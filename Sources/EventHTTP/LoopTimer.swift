@@ -9,7 +9,11 @@ public final class LoopTimer {
     private let repeats: Bool
     private var selfRetain: Unmanaged<LoopTimer>?
 
-    init(loop: EventLoop, interval: Double, repeats: Bool, work: @escaping () -> Void) {
+    convenience init(loop: EventLoop, interval: Double, repeats: Bool, work: @escaping () -> Void) {
+        self.init(loop: loop, timeval: loop.timeout(interval), repeats: repeats, work: work)
+    }
+
+    init(loop: EventLoop, timeval: timeval, repeats: Bool, work: @escaping () -> Void) {
         self.repeats = repeats
         self.work = work
         let retained = Unmanaged.passRetained(self)
@@ -19,7 +23,7 @@ public final class LoopTimer {
             { _, _, arg in
                 Unmanaged<LoopTimer>.fromOpaque(arg!).takeUnretainedValue().fire()
             }, retained.toOpaque())
-        var tv = loop.timeout(interval)
+        var tv = timeval
         event_add(event, &tv)
     }
 

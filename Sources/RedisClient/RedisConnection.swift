@@ -14,8 +14,10 @@ import Synchronization
 /// Behaviour:
 /// - After each connect it sends `AUTH` (if the URL had a password), `SELECT` (if db ≠ 0) and
 ///   `PING`; the connection is `ready` when `PING` answers.
-/// - Every command has its own time-out, armed with a loop timer (hiredis 0.14 has none). On time-out
-///   the command alone fails with `.timeout`; its late reply is dropped when it comes (replies come in
+/// - Every command has its own time-out (hiredis 0.14 has none): a deadline, checked by one timer per
+///   connection armed for the earliest deadline of the commands waiting (`checkDeadlines`; a timer per
+///   command cost an allocation, `event_new`, `event_add` and `event_free`, ~2,500 instructions per
+///   command: callgrind, issue 20). On time-out the command alone fails with `.timeout`; its late reply is dropped when it comes (replies come in
 ///   order, matched by id). The commands behind it keep waiting for their own replies and time-outs:
 ///   one slow command never fails the others (issue 20). Neither a time-out nor a stall is declared while
 ///   replies wait unread in the socket (`chiredis_unread_bytes`): Redis answered, this loop was busy.
@@ -69,6 +71,16 @@ public final class RedisConnection: @unchecked Sendable {
     /// When `inFlight` last went from 0 to 1: progress is measured from this or the last reply.
     private var busySince: UInt64 = 0
     private var stallTimer: LoopTimer?
+    /// The timer of `checkDeadlines`, armed for `deadlineTimerAt` (monotonic ns), the earliest deadline
+    /// of a waiting command when it was armed; nil when none is armed.
+    private var deadlineTimer: LoopTimer?
+    private var deadlineTimerAt: UInt64 = 0
+    /// Ids of the commands sent with a deadline, in the order sent; some may be answered already (dropped
+    /// by the next check, or all at once whenever none with a deadline waits: `timedWaiting`). Only these
+    /// are looked at by a check, not every subscription's entry in `pending`.
+    private var timed: [UInt] = []
+    /// Commands in `pending` with a deadline.
+    private var timedWaiting = 0
     /// A flush of the commands queued in this loop iteration is queued (`loop.runSoon`): they are
     /// written once the iteration's callbacks are done (one `write`). hiredis's own way arms the
     /// socket's write event, waits for `epoll_wait` to report it writable, writes and disarms it: a loop
@@ -79,7 +91,9 @@ public final class RedisConnection: @unchecked Sendable {
     private struct Pending {
         var callback: Callback
         var sentAt: UInt64
-        var timer: LoopTimer?
+        /// When it times out (monotonic ns; 0: never) and the time-out it was given, in seconds.
+        var deadline: UInt64
+        var timeout: Double
         /// Subscription callbacks stay registered after their first reply.
         var persistent: Bool
     }
@@ -238,11 +252,14 @@ public final class RedisConnection: @unchecked Sendable {
         let failed = pending
         pending.removeAll()
         abandoned.removeAll()
+        timed.removeAll()
+        timedWaiting = 0
         inFlight = 0
         stallTimer?.cancel()
         stallTimer = nil
+        deadlineTimer?.cancel()
+        deadlineTimer = nil
         for (_, p) in failed.sorted(by: { $0.key < $1.key }) {
-            p.timer?.cancel()
             p.callback(.failure(.connectionLost(reason)))
         }
         if reconnect { scheduleReconnect(reason: reason) }
@@ -286,15 +303,20 @@ public final class RedisConnection: @unchecked Sendable {
             callback(.failure(.connectionLost("redisAsyncFormattedCommand failed")))
             return nil
         }
-        var p = Pending(callback: callback, sentAt: monotonicNanos(), timer: nil, persistent: persistent)
+        let now = monotonicNanos()
+        let deadline = timeout.map { now &+ UInt64(max(0, $0) * 1e9) } ?? 0
+        let p = Pending(
+            callback: callback, sentAt: now, deadline: deadline, timeout: timeout ?? 0, persistent: persistent)
         if !persistent {
             if inFlight == 0 { busySince = p.sentAt }
             inFlight += 1
         }
-        if let timeout {
-            p.timer = loop.schedule(after: timeout) { [weak self] in self?.timedOut(id, after: timeout) }
-        }
         pending[id] = p
+        if deadline != 0 {
+            timed.append(id)
+            timedWaiting += 1
+            armDeadlineCheck(at: deadline)
+        }
         return id
     }
 
@@ -332,19 +354,54 @@ public final class RedisConnection: @unchecked Sendable {
         redisAsyncHandleWrite(ctx)
     }
 
+    /// Makes sure the deadline check runs no later than `deadline`: a timer already armed for that time
+    /// or sooner stays (the usual case: commands are answered in order, long before their deadlines).
+    private func armDeadlineCheck(at deadline: UInt64) {
+        if deadlineTimer != nil, deadlineTimerAt <= deadline { return }
+        deadlineTimer?.cancel()
+        deadlineTimerAt = deadline
+        deadlineTimer = loop.schedule(atNanos: deadline) { [weak self] in self?.checkDeadlines() }
+    }
+
+    /// The commands whose deadline passed time out, in the order they were sent; the timer is armed again
+    /// for the earliest deadline left. While Redis's replies wait unread in the socket (it has answered,
+    /// this loop was busy), a passed deadline is looked at again after `UnreadReplies.recheckDelay`, once
+    /// the read event had its turn (it runs before timers in a loop iteration). Bounded by what Redis sent.
+    private func checkDeadlines() {
+        deadlineTimer = nil
+        let now = monotonicNanos()
+        var due: [UInt] = []
+        var next = UInt64.max
+        let unread = UnreadReplies.waiting(on: context)
+        timed.removeAll { pending[$0] == nil }
+        for id in timed {
+            guard let p = pending[id] else { continue }
+            if p.deadline > now {
+                next = min(next, p.deadline)
+            } else if unread {
+                let later = now &+ UInt64(UnreadReplies.recheckDelay(p.timeout) * 1e9)
+                pending[id]?.deadline = later
+                next = min(next, later)
+            } else {
+                due.append(id)
+            }
+        }
+        if next != .max { armDeadlineCheck(at: next) }
+        for id in due.sorted() { timedOut(id) }
+    }
+
+    /// `p` has left `pending` (answered or timed out).
+    private func answered(_ p: Pending) {
+        guard p.deadline != 0 else { return }
+        timedWaiting -= 1
+        if timedWaiting == 0 { timed.removeAll(keepingCapacity: true) }
+    }
+
     /// One command's time-out: it alone fails, unless the connection made no progress at all for a whole
     /// `stallTimeout` (then it is dropped first, so the caller sees the new state).
-    private func timedOut(_ id: UInt, after timeout: Double) {
-        guard pending[id] != nil else { return }
-        if UnreadReplies.waiting(on: context) {
-            // Redis has answered (this command or those before it); the loop has not read it yet. The read
-            // event runs before timers in a loop iteration: look again after it. Bounded by what Redis sent.
-            pending[id]?.timer = loop.schedule(after: UnreadReplies.recheckDelay(timeout)) { [weak self] in
-                self?.timedOut(id, after: timeout)
-            }
-            return
-        }
+    private func timedOut(_ id: UInt) {
         guard let p = pending.removeValue(forKey: id) else { return }
+        answered(p)
         abandoned.insert(id)
         onEvent?(.timedOut)
         if !checkStall() { armStallCheck() }
@@ -397,7 +454,7 @@ public final class RedisConnection: @unchecked Sendable {
         if !p.persistent {
             pending[id] = nil
             inFlight -= 1
-            p.timer?.cancel()
+            answered(p)
             let rtt = Double(monotonicNanos() &- p.sentAt) / 1e9
             onRoundTrip?(rtt)
         }

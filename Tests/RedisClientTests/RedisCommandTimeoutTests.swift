@@ -84,6 +84,45 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
         await c.closeFromAnyThread()
     }
 
+    /// Every command keeps its own deadline although one timer per connection watches them all: three
+    /// commands stuck behind a slow one (a 0.8 s script with a 2 s time-out), sent after it with time-outs
+    /// of 0.3, 0.1 and 0.2 s, time out in the order of their deadlines (0.1, 0.2, 0.3), each before the
+    /// slow one is answered; the slow one, within its own time-out, succeeds. A check armed only for the
+    /// first command's deadline (2 s) would let all three wait for the slow reply and succeed.
+    func testLaterCommandsWithShorterTimeoutsTimeOutAtTheirOwnDeadlines() async throws {
+        let c = await connect(timeout: 2)
+        let order = Replies()
+        let counter = Counter()
+        loop.execute {
+            // Reply k (in the order they came) names its command i; command i's own result is at 100 + i.
+            func record(_ i: Int) -> RedisConnection.Callback {
+                { r in
+                    order.set(counter.next(), .success(.integer(Int64(i))))
+                    order.set(100 + i, r)
+                }
+            }
+            c.send(["EVAL", RedisArg(Self.slowScript), 0, 800_000], timeout: 2, record(0))
+            c.send(["INCR", "a"], timeout: 0.3, record(3))
+            c.send(["INCR", "b"], timeout: 0.1, record(1))
+            c.send(["INCR", "c"], timeout: 0.2, record(2))
+        }
+        await waitFor(order, count: 8)
+        let all = order.all
+        let sequence = (0..<4).compactMap { all[$0].flatMap { try? $0.get().int } }
+        XCTAssertEqual(sequence, [1, 2, 3, 0], "each at its own deadline, all before the slow reply")
+        for i in 1...3 { XCTAssertEqual(all[100 + i], .failure(.timeout), "command \(i)") }
+        XCTAssertEqual(all[100], .success(.bulkString(Array("slow".utf8))), "the slow one within its time-out")
+    }
+
+    /// Numbers 0, 1, 2, … on the loop.
+    final class Counter: @unchecked Sendable {
+        private var n = 0
+        func next() -> Int {
+            defer { n += 1 }
+            return n
+        }
+    }
+
     /// A connection that answers nothing at all for a whole command time-out while commands wait is reset
     /// (a stuck Redis): the 1.5 s script holds Redis and times out (0.2 s); after 0.5 s (the configured
     /// command time-out) without any reply the connection is dropped and made again (a new `CLIENT ID`),
