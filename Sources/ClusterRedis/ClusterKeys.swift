@@ -16,7 +16,7 @@ public struct ClusterKeys: Sendable, Equatable {
     public func session(_ id: String) -> String { "\(prefix):s:{\(id)}" }
     /// STRING "holder|token" with PX = lease TTL: the owner lease.
     public func lease(_ id: String) -> String { "\(prefix):s:{\(id)}:lease" }
-    /// STREAM of committed events, entry id "<event id>-0", field `d`; MAXLEN history.
+    /// STREAM of committed events, entry id "<event id>-0", field `d`; `MAXLEN ~` history.
     public func events(_ id: String) -> String { "\(prefix):s:{\(id)}:ev" }
     /// STRING inputSeq, EX idempotency seconds: one `Idempotency-Key`.
     public func idempotency(_ id: String, _ key: String) -> String { "\(prefix):s:{\(id)}:idem:\(key)" }

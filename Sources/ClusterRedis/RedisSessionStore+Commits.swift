@@ -129,7 +129,7 @@ extension RedisSessionStore {
     private func send(_ batch: [PendingCommit], master: String, splitOnRedirect: Bool) {
         commitQueue.value.inFlight[master, default: 0] += 1
         var args: [RedisArg] = [
-            RedisArg(limits.historyEvents), RedisArg(limits.idleTimeout), RedisArg(limits.idempotencySeconds),
+            RedisArg(limits.historyEvents), RedisArg(limits.expirySeconds), RedisArg(limits.idempotencySeconds),
             RedisArg(batch.count),
         ]
         for item in batch {
@@ -139,7 +139,8 @@ extension RedisSessionStore {
                 RedisArg(keys.session(id)), RedisArg(keys.events(id)),
                 RedisArg(keys.idempotency(id, c.idempotencyKey ?? "")), RedisArg(Int(c.lease.token)),
                 RedisArg(bytes: c.state), c.isInput ? "1" : "0", c.isInput && c.idempotencyKey != nil ? "1" : "0",
-                replicaAcks > 0 ? "" : RedisArg(keys.channel(id)), RedisArg(c.events.count),
+                replicaAcks > 0 ? "" : RedisArg(keys.channel(id)), c.renewsExpiry ? "1" : "0",
+                RedisArg(c.events.count),
             ]
             args += c.events.map { RedisArg(bytes: $0) }
         }

@@ -94,7 +94,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
             SessionScripts.create, keys: [RedisArg(keys.session(sessionID)), RedisArg(keys.lease(sessionID))],
             args: [
                 RedisArg(holder), RedisArg(bytes: state), RedisArg(limits.leaseMilliseconds),
-                RedisArg(limits.idleTimeout),
+                RedisArg(limits.expirySeconds),
             ]
         ) { r in
             completion(r.storeMap { _ in Lease(sessionID: sessionID, holder: holder, token: 1) })
@@ -120,7 +120,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
                 RedisArg(keys.session(sessionID)), RedisArg(keys.lease(sessionID)), RedisArg(keys.events(sessionID)),
             ],
             args: [
-                RedisArg(holder), RedisArg(limits.leaseMilliseconds), RedisArg(limits.idleTimeout),
+                RedisArg(holder), RedisArg(limits.leaseMilliseconds), RedisArg(limits.expirySeconds),
                 newToken ? "1" : "0",
             ]
         ) { [self] r in
@@ -319,7 +319,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
     ) {
         client.evalScript(
             SessionScripts.admitStream, keys: [RedisArg(keys.session(sessionID)), RedisArg(keys.streams(sessionID))],
-            args: [RedisArg(member), RedisArg(limit), RedisArg(ttlMilliseconds), RedisArg(limits.idleTimeout)]
+            args: [RedisArg(member), RedisArg(limit), RedisArg(ttlMilliseconds), RedisArg(limits.expirySeconds)]
         ) { r in completion(r.store { $0.int.map { $0 == 1 } }) }
     }
 
@@ -342,7 +342,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
                 RedisArg(keys.session(sessionID)), RedisArg(keys.events(sessionID)),
                 RedisArg(keys.streams(sessionID)), RedisArg(keys.lease(sessionID)),
             ],
-            args: [RedisArg(ttlMilliseconds), RedisArg(limits.idleTimeout)] + members.map { RedisArg($0) }
+            args: [RedisArg(ttlMilliseconds), RedisArg(limits.expirySeconds)] + members.map { RedisArg($0) }
         ) { r in
             completion(
                 r.store { v -> StreamsCheck? in

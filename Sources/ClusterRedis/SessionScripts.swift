@@ -132,10 +132,10 @@ enum SessionScripts {
 
     /// A batch of commits, each for itself (`RedisSessionStore.commit`: the commits of one loop iteration
     /// to one master, in the order they were asked for).
-    /// KEYS: the first commit's session (it routes the call). ARGV: history max, idle s, idempotency s, the
-    /// number of commits, then for each: session, events, idempotency key (or any key of the session when
-    /// unused), token, state, is input (0/1), has key (0/1), channel ("" to publish nothing), n, event 1 …
-    /// event n. On a Redis Cluster a script's declared keys must share one slot (`CROSSSLOT` otherwise,
+    /// KEYS: the first commit's session (it routes the call). ARGV: history max, expiry s, idempotency s,
+    /// the number of commits, then for each: session, events, idempotency key (or any key of the session
+    /// when unused), token, state, is input (0/1), has key (0/1), channel ("" to publish nothing), renews
+    /// the expiry (0/1: `SessionCommit.renewsExpiry`), n, event 1 … event n. On a Redis Cluster a script's declared keys must share one slot (`CROSSSLOT` otherwise,
     /// `allow-cross-slot-keys` or not): the other sessions' keys are arguments, which the flag lets the
     /// script use when this master serves their slots. Every session is read first (`pcall`): if one is
     /// not served here (the caller's slot map is out of date, a slot is moving), the call fails with
@@ -145,10 +145,17 @@ enum SessionScripts {
     /// second commit of the same session in the batch sees the first one's), and a refused commit leaves the
     /// others as they are. For each event the id is max(seq + 1, token * 2^32 + 1), and XADD and SPUBLISH
     /// carry the same id and bytes (one atomic step: a live reader and a replaying reader see the same
-    /// event; the channel has the session's hash tag, so the message stays in its slot and shard). With
+    /// event; the channel has the session's hash tag, so the message stays in its slot and shard). The
+    /// history is trimmed with `MAXLEN ~`: Redis drops whole nodes of the stream only, so it keeps at least
+    /// the newest `history max` events and at most a node more (`stream-node-max-entries` 100, 4 KB);
+    /// exact trimming removed one entry from the oldest node per append, ~35,000 instructions, a quarter
+    /// of the whole commit (issue 20, round 12). `replay` answers as if it were exact. With
     /// replica acks the caller publishes itself, once replicas hold the batch (no channel here). Returns one
     /// answer per commit: {inputSeq or -1, {ids as strings}}, or the error `GONE` or `FENCED` for that
-    /// commit alone.
+    /// commit alone. A commit that does not renew the expiry leaves it as the last renewal set it; its
+    /// first event of a history that does not exist yet (`XADD NOMKSTREAM` adds nothing) creates it with
+    /// the expiry, so no key of a session is ever without one. A renewing commit renews the history's
+    /// expiry with the hash's, events or not: both keys always expire together.
     static let commitMany = RedisScript(
         #"""
         #!lua flags=allow-cross-slot-keys
@@ -163,12 +170,12 @@ enum SessionScripts {
             if m.err then return redis.error_reply('CROSSSLOT commit batch: ' .. m.err) end
             read[key] = m
           end
-          a = a + 9 + tonumber(ARGV[a + 8])
+          a = a + 10 + tonumber(ARGV[a + 9])
         end
         local out = {}
         for c = 1, count do
           local a = at[c]
-          local key, token, n = ARGV[a], ARGV[a + 3], tonumber(ARGV[a + 8])
+          local key, token, n = ARGV[a], ARGV[a + 3], tonumber(ARGV[a + 9])
           local m = read[key]
           local fence = m[1]
           if not fence then
@@ -178,30 +185,37 @@ enum SessionScripts {
           else
             local seq = tonumber(m[2])
             local first = tonumber(token) * 4294967296 + 1
-            local channel = ARGV[a + 7]
+            local channel, renew = ARGV[a + 7], ARGV[a + 8] == '1'
             local ids = {}
             for i = 1, n do
               local id = seq + 1
               if id < first then id = first end
               seq = id
-              local sid = string.format('%.0f', id)
-              local event = ARGV[a + 8 + i]
-              redis.call('XADD', ARGV[a + 1], 'MAXLEN', ARGV[1], sid .. '-0', 'd', event)
+              local sid = string.format('%d', id)
+              local event = ARGV[a + 9 + i]
+              if renew then
+                redis.call('XADD', ARGV[a + 1], 'MAXLEN', '~', ARGV[1], sid .. '-0', 'd', event)
+              elseif not redis.call('XADD', ARGV[a + 1], 'NOMKSTREAM', 'MAXLEN', '~', ARGV[1], sid .. '-0', 'd', event) then
+                redis.call('XADD', ARGV[a + 1], 'MAXLEN', '~', ARGV[1], sid .. '-0', 'd', event)
+                redis.call('EXPIRE', ARGV[a + 1], ARGV[2])
+              end
               if channel ~= '' then redis.call('SPUBLISH', channel, sid .. '\n' .. event) end
               ids[i] = sid
             end
-            m[2] = string.format('%.0f', seq)
+            if n > 0 then m[2] = ids[n] end
             local inputSeq = -1
             if ARGV[a + 5] == '1' then
               inputSeq = tonumber(m[3]) + 1
-              m[3] = string.format('%.0f', inputSeq)
+              m[3] = string.format('%d', inputSeq)
               redis.call('HSET', key, 'state', ARGV[a + 4], 'seq', m[2], 'inputSeq', m[3])
               if ARGV[a + 6] == '1' then redis.call('SET', ARGV[a + 2], m[3], 'EX', ARGV[3]) end
             else
               redis.call('HSET', key, 'state', ARGV[a + 4], 'seq', m[2])
             end
-            redis.call('EXPIRE', key, ARGV[2])
-            if n > 0 then redis.call('EXPIRE', ARGV[a + 1], ARGV[2]) end
+            if renew then
+              redis.call('EXPIRE', key, ARGV[2])
+              redis.call('EXPIRE', ARGV[a + 1], ARGV[2])
+            end
             out[c] = {inputSeq, ids}
           end
         end
@@ -209,8 +223,9 @@ enum SessionScripts {
         """#)
 
     /// KEYS: session, events. ARGV: last event id, limit, touch (0/1).
-    /// Returns {1} (up to date), {0} (snapshot needed: id not in the history, or more than limit
-    /// events missed), or {2, entries}. With touch, the history's expiry is written again as it is (a
+    /// Returns {1} (up to date), {0} (snapshot needed: id not in the history, or `limit` or more events
+    /// after it: as if the history held exactly the newest `limit`, `--history-events`, though `MAXLEN ~`
+    /// may keep a few more), or {2, entries}. With touch, the history's expiry is written again as it is (a
     /// write that changes nothing), so a `WAIT` after it covers every commit the answer shows.
     static let replay = RedisScript(
         """
@@ -224,8 +239,8 @@ enum SessionScripts {
         local last = ARGV[1] .. '-0'
         if #redis.call('XRANGE', KEYS[2], last, last) == 0 then return {0} end
         local limit = tonumber(ARGV[2])
-        local entries = redis.call('XRANGE', KEYS[2], '(' .. last, '+', 'COUNT', limit + 1)
-        if #entries > limit then return {0} end
+        local entries = redis.call('XRANGE', KEYS[2], '(' .. last, '+', 'COUNT', limit)
+        if #entries >= limit then return {0} end
         return {2, entries}
         """)
 

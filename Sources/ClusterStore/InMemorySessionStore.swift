@@ -53,7 +53,7 @@ public final class InMemorySessionStore: SessionStore, Sendable {
             guard r == nil else { return .failure(.unavailable("session exists")) }
             r = Record(
                 snapshot: SessionSnapshot(state: state, seq: 0, inputSeq: 0), fence: 1, leaseHolder: holder,
-                leaseUntil: t + Int64(limits.leaseMilliseconds), expiresAt: t + Int64(limits.idleTimeout) * 1000)
+                leaseUntil: t + Int64(limits.leaseMilliseconds), expiresAt: t + Int64(limits.expirySeconds) * 1000)
             return .success(Lease(sessionID: sessionID, holder: holder, token: 1))
         }
         completion(result)
@@ -80,7 +80,7 @@ public final class InMemorySessionStore: SessionStore, Sendable {
                 x.leaseHolder = holder
             }
             x.leaseUntil = t + Int64(limits.leaseMilliseconds)
-            x.expiresAt = t + Int64(limits.idleTimeout) * 1000
+            x.expiresAt = t + Int64(limits.expirySeconds) * 1000
             return .success(.acquired(Lease(sessionID: sessionID, holder: holder, token: x.fence), x.snapshot))
         }
         completion(result)
@@ -132,7 +132,7 @@ public final class InMemorySessionStore: SessionStore, Sendable {
                     x.idempotency[key] = (x.snapshot.inputSeq, t + Int64(limits.idempotencySeconds) * 1000)
                 }
             }
-            x.expiresAt = t + Int64(limits.idleTimeout) * 1000
+            if commit.renewsExpiry { x.expiresAt = t + Int64(limits.expirySeconds) * 1000 }
             r = x
             return .success(CommitResult(eventIDs: ids, inputSeq: inputSeq))
         }
@@ -153,7 +153,7 @@ public final class InMemorySessionStore: SessionStore, Sendable {
             if lastEventID == x.snapshot.seq { return .success(.upToDate) }
             guard let i = x.events.firstIndex(where: { $0.id == lastEventID }) else { return .success(.snapshotNeeded) }
             let after = x.events[(i + 1)...]
-            return .success(after.count > limit ? .snapshotNeeded : .events(Array(after)))
+            return .success(after.count >= limit ? .snapshotNeeded : .events(Array(after)))
         }
         completion(result)
     }
@@ -211,7 +211,7 @@ public final class InMemorySessionStore: SessionStore, Sendable {
             defer { r = x }
             x.streams = x.streams.filter { $0.value > t }
             for m in members { x.streams[m] = t + Int64(ttlMilliseconds) }
-            x.expiresAt = t + Int64(limits.idleTimeout) * 1000
+            x.expiresAt = t + Int64(limits.expirySeconds) * 1000
             return .success(StreamsCheck(holder: x.leaseUntil > t ? x.leaseHolder : nil, seq: x.snapshot.seq))
         }
         completion(result)

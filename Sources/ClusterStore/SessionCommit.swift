@@ -11,14 +11,21 @@ public struct SessionCommit: Sendable, Equatable {
     public var isInput: Bool
     /// An `Idempotency-Key` to record with the new `inputSeq` (5 minutes), for inputs.
     public var idempotencyKey: String?
+    /// False when the writer renewed the session's expiry less than `SessionStoreLimits.expiryRenewalSeconds`
+    /// ago (a commit or its acquisition): the expiry is left as it is.
+    public var renewsExpiry: Bool
 
     /// A commit under `lease`.
-    public init(lease: Lease, events: [[UInt8]], state: [UInt8], isInput: Bool, idempotencyKey: String? = nil) {
+    public init(
+        lease: Lease, events: [[UInt8]], state: [UInt8], isInput: Bool, idempotencyKey: String? = nil,
+        renewsExpiry: Bool = true
+    ) {
         self.lease = lease
         self.events = events
         self.state = state
         self.isInput = isInput
         self.idempotencyKey = idempotencyKey
+        self.renewsExpiry = renewsExpiry
     }
 }
 

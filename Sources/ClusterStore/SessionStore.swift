@@ -48,7 +48,9 @@ public protocol SessionStore: AnyObject {
     /// The committed snapshot (`.gone` if none).
     func load(sessionID: String, completion: @escaping (Result<SessionSnapshot, StoreError>) -> Void)
 
-    /// The committed events after `lastEventID`, at most `limit` (more than that: `.snapshotNeeded`).
+    /// The committed events after `lastEventID`, fewer than `limit` (`--history-events`: an id with `limit` or
+    /// more events after it is out of a history of `limit` events, `.snapshotNeeded`, as in single-process
+    /// mode, however many more the store happens to keep).
     func replay(
         sessionID: String, after lastEventID: UInt64, limit: Int,
         completion: @escaping (Result<ReplayResult, StoreError>) -> Void)

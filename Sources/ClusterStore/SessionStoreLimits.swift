@@ -1,9 +1,11 @@
 /// The bounds and expiries of a `SessionStore`.
 public struct SessionStoreLimits: Sendable, Equatable {
-    /// Events kept per session for replay (`--history-events`); Redis trims exactly (`MAXLEN N`,
-    /// one entry removed per append once full), so replay covers what single-process mode covers.
+    /// Events kept per session for replay (`--history-events`). Redis trims whole stream nodes
+    /// (`MAXLEN ~ N`: at least N kept, at most a node more), and its replay answers as if exactly N were
+    /// kept, so replay covers what single-process mode covers.
     public var historyEvents: Int = 256
-    /// Seconds without a commit after which a session and everything of it expire.
+    /// Seconds without a commit after which a session and everything of it may expire: they expire between
+    /// `idleTimeout` and `expirySeconds` after the session was last used.
     public var idleTimeout: Int = 1800
     /// Lease time-to-live in milliseconds (`--lease-ttl`).
     public var leaseMilliseconds: Int = 10_000
@@ -20,6 +22,16 @@ public struct SessionStoreLimits: Sendable, Equatable {
         self.idleTimeout = idleTimeout
         self.leaseMilliseconds = leaseMilliseconds
     }
+
+    /// How long a commit may leave the expiry as it is, in seconds: a tenth of the idle time-out, at most
+    /// a minute, and 0 (every commit renews) below 10 s. A session's keys get `expirySeconds` from every
+    /// renewal (a commit that renews, an acquisition, a stream check), so a commit within this many seconds
+    /// of the last renewal is covered by it: `SessionCommit.renewsExpiry` false saves the store two writes
+    /// per commit (`EXPIRE` of the hash and of the history), a third of what a commit costs Redis.
+    public var expiryRenewalSeconds: Int { min(60, idleTimeout / 10) }
+
+    /// The expiry every renewal gives a session's keys: the idle time-out plus `expiryRenewalSeconds`.
+    public var expirySeconds: Int { idleTimeout + expiryRenewalSeconds }
 
     /// `.tooLarge` if a commit's state or one of its events is over its bound.
     public func check(_ commit: SessionCommit) -> StoreError? {

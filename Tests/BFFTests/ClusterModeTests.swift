@@ -286,6 +286,29 @@ class ClusterModeTests: ClusterTestCase {
         }
     }
 
+    /// An owner's commits renew the session's expiry in Redis (`EXPIRE` of the hash and the history) with
+    /// the first commit and then once per renewal interval (a tenth of the idle time-out, at most 60 s, on
+    /// the session clock), not with every input: two writes fewer per input for Redis. Every renewal gives
+    /// the idle time-out plus that interval, so the expiry never comes sooner than the idle time-out after
+    /// the last input.
+    func testTheOwnersCommitsRenewTheExpiryOncePerRenewalInterval() throws {
+        let time = SessionClockTests.ManualTime()
+        let a = try node("a", clock: time.clock, configure: { $0.unusedSessionTimeout = 1800 })
+        let id = try a.createSession()
+        let before = try calls("expire")
+        for i in 1...5 { XCTAssertEqual(try name(a, id, "n\(i)").status, 202) }
+        XCTAssertEqual(try calls("expire") - before, 2, "the first commit renews hash and history, no other")
+        time.advance(59)
+        XCTAssertEqual(try name(a, id, "later").status, 202)
+        XCTAssertEqual(try calls("expire") - before, 2, "59 s after the renewal: not due yet")
+        time.advance(1)
+        XCTAssertEqual(try name(a, id, "due").status, 202)
+        XCTAssertEqual(try calls("expire") - before, 4, "60 s after it: renewed again")
+        let ttl = Int(try redisCLI("TTL", "bff:s:{\(id)}").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        XCTAssertGreaterThan(ttl, 1800, "idle time-out plus the renewal interval: \(ttl)")
+        XCTAssertEqual(inputSeq(try name(a, id, "last")), 8, "every input applied once")
+    }
+
     func testAZombieOwnerCannotCommitAfterBeingTakenOver() throws {
         let a = try node("a", leaseTTL: 30)  // renews every 10 s: it will not notice in time
         let b = try node("b", leaseTTL: 30)

@@ -38,11 +38,11 @@ class ClusterTestCase: XCTestCase {
     func node(
         _ name: String, leaseTTL: Double = 10, search: any RepositorySearching = UnexpectedSearch(),
         idleTimeout: Double? = nil, threads: Int? = nil, commandTimeout: Double? = nil, logger: Logger? = nil,
-        url: String? = nil, cluster: (inout ClusterSettings) -> Void = { _ in },
+        url: String? = nil, clock: SessionClock = .monotonic, cluster: (inout ClusterSettings) -> Void = { _ in },
         configure: (inout AppConfiguration) -> Void = { _ in }
     ) throws -> LiveApp {
         let url = url ?? redisURL
-        let app = try LiveApp(search: search, logger: logger) { c in
+        let app = try LiveApp(search: search, logger: logger, clock: clock) { c in
             configure(&c)
             c.cluster = ClusterSettings(redisURL: url, nodeID: name, leaseTTL: leaseTTL)
             if c.cluster != nil { cluster(&c.cluster!) }

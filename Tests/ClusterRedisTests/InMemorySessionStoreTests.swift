@@ -27,15 +27,35 @@ final class InMemorySessionStoreTests: XCTestCase {
         try await SessionStoreContract.historyIsBounded(harness(history: 10), history: 10)
     }
 
-    func testEverythingExpiresAfterTheIdleTimeout() async throws {
+    /// Everything expires the idle time-out plus the renewal interval (1,800 + 60 s) after the last renewal.
+    func testEverythingExpiresAfterTheIdleTimeoutAndTheRenewalInterval() async throws {
         let h = harness()
         let lease = try await h.create("x", "n").get()
         _ = try await h.commit(lease, ["e"], state: "s", input: true, key: "k").get()
-        clock.advance(1800 * 1000 - 1)
+        clock.advance(1860 * 1000 - 1)
         let alive = await h.load("x")
         XCTAssertNotNil(try? alive.get())
         clock.advance(1)
         let expired = await h.load("x")
         XCTAssertEqual(expired, .failure(.gone))
+    }
+
+    /// A commit that does not renew leaves the expiry where the last renewal put it.
+    func testACommitThatDoesNotRenewLeavesTheExpiry() async throws {
+        let h = harness()
+        let lease = try await h.create("x", "n").get()
+        clock.advance(50 * 1000)
+        _ = try await h.commit(lease, ["e"], state: "s", renews: false).get()
+        clock.advance(1810 * 1000)
+        let expired = await h.load("x")
+        XCTAssertEqual(expired, .failure(.gone), "1,860 s after the creation, 1,810 s after the commit")
+    }
+
+    func testTheRenewalIntervalIsATenthOfTheIdleTimeOutAtMostAMinute() {
+        XCTAssertEqual(SessionStoreLimits(idleTimeout: 1800).expiryRenewalSeconds, 60)
+        XCTAssertEqual(SessionStoreLimits(idleTimeout: 1800).expirySeconds, 1860)
+        XCTAssertEqual(SessionStoreLimits(idleTimeout: 300).expiryRenewalSeconds, 30)
+        XCTAssertEqual(SessionStoreLimits(idleTimeout: 9).expiryRenewalSeconds, 0, "short: every commit renews")
+        XCTAssertEqual(SessionStoreLimits(idleTimeout: 9).expirySeconds, 9)
     }
 }

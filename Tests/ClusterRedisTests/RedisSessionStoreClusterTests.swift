@@ -113,7 +113,7 @@ final class RedisSessionStoreClusterTests: XCTestCase {
             let id = l.sessionID
             return [
                 RedisArg(keys.session(id)), RedisArg(keys.events(id)), RedisArg(keys.idempotency(id, "")),
-                RedisArg(Int(l.token)), "new", "1", "0", "", "1", "event",
+                RedisArg(Int(l.token)), "new", "1", "0", "", "1", "1", "event",
             ]
         }
         let args: [RedisArg] = ["256", "1800", "300", "2"] + commitArgs(here) + commitArgs(elsewhere)

@@ -78,9 +78,12 @@ final class RedisSessionStoreTests: XCTestCase {
 
     func testHistoryIsBounded() async throws {
         try await SessionStoreContract.historyIsBounded(harness(history: 10), history: 10)
-        let len = await connection.send(["XLEN", RedisArg(keys.events("c"))])
-        let n = try len.get().int ?? 0
-        XCTAssertEqual(n, 10, "exact MAXLEN: the history is the last 10 events")
+        let h = harness(history: 10)
+        let lease = try await h.create("long", "n").get()
+        for i in 0..<1000 { _ = try await h.commit(lease, ["e\(i)"], state: "s").get() }
+        let n = try await connection.send(["XLEN", RedisArg(keys.events("long"))]).get().int ?? 0
+        // `MAXLEN ~ 10`: whole stream nodes are dropped (at most 100 entries each, Redis's default).
+        XCTAssertTrue((10...110).contains(n), "at least the last 10 events, at most a node more: \(n)")
     }
 
     func testEveryKeyHasAnExpiry() async throws {
@@ -94,7 +97,7 @@ final class RedisSessionStoreTests: XCTestCase {
         for key in all {
             let ttl = try await connection.send(["PTTL", RedisArg(bytes: key.bytes ?? [])]).get().int ?? -1
             XCTAssertGreaterThan(ttl, 0, "\(key.string ?? "") must expire")
-            XCTAssertLessThanOrEqual(ttl, 1800 * 1000)
+            XCTAssertLessThanOrEqual(ttl, 1860 * 1000, "the idle time-out plus the renewal interval at most")
         }
         _ = try await h.renewStreams("x", ["n/1"]).get()
         let renewedTTL = try await connection.send(["PTTL", RedisArg(keys.streams("x"))]).get().int ?? -1
@@ -343,6 +346,55 @@ final class RedisSessionStoreTests: XCTestCase {
         try await assertRenewed("a stream renewal")
         let gone = await h.renewStreams("nobody", [])
         XCTAssertEqual(gone, .failure(.gone))
+    }
+
+    /// A commit that does not renew the expiry (`renewsExpiry` false: the node renewed it less than
+    /// `expiryRenewalSeconds` ago) writes no `EXPIRE` and leaves both keys' expiry as it was; one that renews
+    /// gives both the expiry again, the history too when the commit has no event.
+    func testOnlyACommitThatRenewsTouchesTheExpiry() async throws {
+        let h = harness()
+        let lease = try await h.create("r", "node-a").get()
+        _ = try await h.commit(lease, ["e1"], state: "s1").get()
+        let both = [keys.session("r"), keys.events("r")]
+        for key in both { _ = try await connection.send(["EXPIRE", RedisArg(key), "50"]).get() }
+        let before = try await expireCalls()
+        _ = try await h.commit(lease, ["e2"], state: "s2", input: true, renews: false).get()
+        let after = try await expireCalls()
+        XCTAssertEqual(after - before, 0, "no EXPIRE in a commit that does not renew")
+        for key in both {
+            let ttl = try await connection.send(["TTL", RedisArg(key)]).get().int ?? -1
+            XCTAssertTrue((1...50).contains(ttl), "\(key) keeps its expiry: \(ttl)")
+        }
+        _ = try await h.commit(lease, [], state: "s3", renews: true).get()
+        for key in both {
+            let ttl = try await connection.send(["TTL", RedisArg(key)]).get().int ?? -1
+            XCTAssertGreaterThan(ttl, 1800, "\(key) renewed to idle + renewal interval (1,860 s)")
+        }
+        let stored = try await h.load("r").get()
+        XCTAssertEqual(stored.inputSeq, 1)
+        XCTAssertEqual(stored.state, Array("s3".utf8))
+    }
+
+    /// The first event of a session comes in a commit that does not renew: the history it starts has
+    /// the expiry all the same (no key of a session lives without one).
+    func testAHistoryStartedByACommitThatDoesNotRenewHasTheExpiry() async throws {
+        let h = harness()
+        let lease = try await h.create("n", "node-a").get()
+        let r = try await h.commit(lease, ["first", "second"], state: "s1", renews: false).get()
+        XCTAssertEqual(r.eventIDs, [lease.firstEventID, lease.firstEventID + 1])
+        let ttl = try await connection.send(["TTL", RedisArg(keys.events("n"))]).get().int ?? -1
+        XCTAssertGreaterThan(ttl, 1800, "the new history has the expiry: \(ttl)")
+        let length = try await connection.send(["XLEN", RedisArg(keys.events("n"))]).get().int
+        XCTAssertEqual(length, 2, "each event once")
+    }
+
+    /// `EXPIRE` calls Redis ran so far (scripts' own calls included).
+    private func expireCalls() async throws -> Int {
+        let info = try await connection.send(["INFO", "commandstats"]).get().string ?? ""
+        guard let line = info.split(whereSeparator: \.isNewline).first(where: { $0.hasPrefix("cmdstat_expire:") }),
+            let calls = line.split(separator: ",").first?.split(separator: "=").last
+        else { return 0 }
+        return Int(calls) ?? 0
     }
 }
 

@@ -156,14 +156,20 @@ enum SessionStoreContract {
         XCTAssertEqual(afterDelete, .failure(.gone))
     }
 
+    /// A history of `history` events: an id with `history` or more events after it gets a snapshot, one
+    /// with fewer gets them replayed, whatever the store keeps beyond (Redis trims whole stream nodes).
     static func historyIsBounded(_ h: SessionStoreHarness, history: Int) async throws {
         let lease = try await h.create("c", "n").get()
         for i in 0..<(history * 3) { _ = try await h.commit(lease, ["e\(i)"], state: "s").get() }
-        let old = try await h.replay("c", after: 1 << 32 + 1).get()
+        let old = try await h.replay("c", after: 1 << 32 + 1, limit: history).get()
         XCTAssertEqual(old, .snapshotNeeded, "trimmed ids get a snapshot")
         let last = UInt64(1 << 32 + history * 3)
-        let recent = try await h.replay("c", after: last - 2).get()
+        let recent = try await h.replay("c", after: last - 2, limit: history).get()
         XCTAssertEqual(recent.eventCount, 2)
+        let oldest = try await h.replay("c", after: last - UInt64(history - 1), limit: history).get()
+        XCTAssertEqual(oldest.eventCount, history - 1, "the oldest id of the history: the rest replayed")
+        let outside = try await h.replay("c", after: last - UInt64(history), limit: history).get()
+        XCTAssertEqual(outside, .snapshotNeeded, "one more back is outside a history of \(history)")
     }
 }
 

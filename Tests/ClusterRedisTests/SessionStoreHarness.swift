@@ -41,11 +41,12 @@ final class SessionStoreHarness: @unchecked Sendable {
     }
 
     func commit(
-        _ lease: Lease, _ events: [String], state: String, input: Bool = false, key: String? = nil
+        _ lease: Lease, _ events: [String], state: String, input: Bool = false, key: String? = nil,
+        renews: Bool = true
     ) async -> Result<CommitResult, StoreError> {
         let c = SessionCommit(
             lease: lease, events: events.map { Array($0.utf8) }, state: Array(state.utf8), isInput: input,
-            idempotencyKey: key)
+            idempotencyKey: key, renewsExpiry: renews)
         return await call { s, done in s.commit(c, completion: done) }
     }
 

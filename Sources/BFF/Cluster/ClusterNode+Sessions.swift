@@ -168,9 +168,14 @@ extension ClusterNode {
         let s = owned.session
         let events = owned.pending
         owned.pending = []
+        // The expiry is renewed by the first commit and then once per `expiryRenewalTenths`: the store runs
+        // it no sooner than now, so the expiry it sets covers every commit until the next renewal is due.
+        let now = UInt32(truncatingIfNeeded: Int64((env.now() * 10).rounded(.down)))
+        let renews = owned.expiryRenewedAt == .max || now &- owned.expiryRenewedAt >= expiryRenewalTenths
+        if renews { owned.expiryRenewedAt = now == .max ? 0 : now }
         let c = SessionCommit(
             lease: owned.lease, events: events, state: s.storedForm(memos: &owned.storedForms), isInput: isInput,
-            idempotencyKey: idempotencyKey)
+            idempotencyKey: idempotencyKey, renewsExpiry: renews)
         stores[s.owner.loop.index].commit(c) { result in
             switch result {
             case .success(let r):

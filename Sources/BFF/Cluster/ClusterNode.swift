@@ -39,6 +39,9 @@ final class ClusterNode: SessionBackend {
     let replyChannelLists: Lock<[[String]]>
     /// Seconds a forwarded input waits for the owner's answer.
     let forwardTimeout: Double
+    /// How long a commit may leave the session's expiry as its last renewal set it, in tenths of a second
+    /// (`SessionStoreLimits.expiryRenewalSeconds`, less the tenth a reading of the clock rounds away).
+    let expiryRenewalTenths: UInt32
     /// Every key and channel name (`settings.keyPrefix`).
     let keys: ClusterKeys
     /// What each loop last found wrong with Redis (`problems`, every `healthInterval`), for `/readyz`.
@@ -83,6 +86,7 @@ final class ClusterNode: SessionBackend {
         replyChannelLists = Lock(holders.map { [keys.replies($0)] })
         self.keys = keys
         forwardTimeout = min(2, settings.leaseTTL)
+        expiryRenewalTenths = UInt32(max(0, limits.expiryRenewalSeconds * 10 - 1))
         streamedCheckInterval = max(0.05, min(settings.leaseTTL, configuration.sessionIdleTimeout / 4))
         streamDeadlineMilliseconds = max(1, Int((3 * streamedCheckInterval * 1000).rounded(.up)))
         streamedCheckSlices = max(1, Int(streamedCheckInterval / 0.1))
@@ -312,6 +316,10 @@ final class OwnedSession: SessionCustodian, LeaseHolder {
     /// Events emitted since the last commit, encoded for the store.
     var pending: [[UInt8]] = []
     var flushScheduled = false
+    /// When a commit of this run last renewed the session's expiry in the store, in tenths of a second of
+    /// the session clock (wrapping: only differences count); `.max` until the first commit, which renews
+    /// (`ClusterNode.commit`). In the padding after `flushScheduled`: no byte per session.
+    var expiryRenewedAt: UInt32 = .max
     /// The highest `inputSeq` the store has acknowledged.
     var committedInputSeq: Int
     /// Duplicates (`Idempotency-Key`) of inputs whose commit is still in flight: answered once it lands.
