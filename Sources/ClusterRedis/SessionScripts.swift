@@ -135,9 +135,10 @@ enum SessionScripts {
     /// KEYS: the first commit's session (it routes the call). ARGV: history max, expiry s, idempotency s,
     /// the number of commits, then for each: session, events, idempotency key (or any key of the session
     /// when unused), token, state, is input (0/1), has key (0/1), channel ("" to publish nothing), renews
-    /// the expiry (0/1: `SessionCommit.renewsExpiry`), n, event 1 … event n. On a Redis Cluster a script's declared keys must share one slot (`CROSSSLOT` otherwise,
-    /// `allow-cross-slot-keys` or not): the other sessions' keys are arguments, which the flag lets the
-    /// script use when this master serves their slots. Every session is read first (`pcall`): if one is
+    /// the expiry (0/1: `SessionCommit.renewsExpiry`), n, event 1 … event n. On a Redis Cluster a script's
+    /// declared keys must share one slot (`CROSSSLOT` otherwise, `allow-cross-slot-keys` or not): the other
+    /// sessions' keys are arguments, which the flag lets the script use when this master serves their
+    /// slots. Every session is read first (`pcall`): if one is
     /// not served here (the caller's slot map is out of date, a slot is moving), the call fails with
     /// `CROSSSLOT` before anything is written, and the caller sends the batch again one slot at a time.
     /// Each commit is fenced on its own: nothing of it happens unless its session's `fence` equals its token

@@ -17,12 +17,12 @@ import Synchronization
 /// - Every command has its own time-out (hiredis 0.14 has none): a deadline, checked by one timer per
 ///   connection armed for the earliest deadline of the commands waiting (`checkDeadlines`; a timer per
 ///   command cost an allocation, `event_new`, `event_add` and `event_free`, ~2,500 instructions per
-///   command: callgrind, issue 20). On time-out the command alone fails with `.timeout`; its late reply is dropped when it comes (replies come in
-///   order, matched by id). The commands behind it keep waiting for their own replies and time-outs:
-///   one slow command never fails the others (issue 20). Neither a time-out nor a stall is declared while
-///   replies wait unread in the socket (`chiredis_unread_bytes`): Redis answered, this loop was busy.
-///   The connection is dropped and re-made only
-///   when it makes no progress at all (no reply to anything) for a whole `commandTimeout` while
+///   command: callgrind, issue 20). On time-out the command alone fails with `.timeout`; its late reply
+///   is dropped when it comes (replies come in order, matched by id). The commands behind it keep
+///   waiting for their own replies and time-outs: one slow command never fails the others (issue 20).
+///   Neither a time-out nor a stall is declared while replies wait unread in the socket
+///   (`chiredis_unread_bytes`): Redis answered, this loop was busy. The connection is dropped and re-made
+///   only when it makes no progress at all (no reply to anything) for a whole `commandTimeout` while
 ///   commands wait (`stallTimeout`), or when the socket fails.
 /// - At most `configuration.maxInFlight` commands (timed-out ones whose reply has not come yet
 ///   included) are outstanding; past that `send` fails at once with `.overloaded`, before anything is
