@@ -373,9 +373,10 @@ public final class RedisConnection: @unchecked Sendable {
         var due: [UInt] = []
         var next = UInt64.max
         let unread = UnreadReplies.waiting(on: context)
-        timed.removeAll { pending[$0] == nil }
+        var waiting: [UInt] = []  // `timed` without the answered ones
         for id in timed {
             guard let p = pending[id] else { continue }
+            waiting.append(id)
             if p.deadline > now {
                 next = min(next, p.deadline)
             } else if unread {
@@ -386,6 +387,7 @@ public final class RedisConnection: @unchecked Sendable {
                 due.append(id)
             }
         }
+        timed = waiting
         if next != .max { armDeadlineCheck(at: next) }
         for id in due.sorted() { timedOut(id) }
     }
