@@ -31,6 +31,15 @@ extension RedisSessionStore {
     static let commitBatch = 64
     /// The most bytes of state and events in one call (a batch holds at least one commit).
     static let commitBatchBytes = 512 * 1024
+    /// The most calls of this loop's waiting commits sent to one master at once; the rest wait until
+    /// they are answered. A burst (every session of a loop reacting to one upstream block: 17,000 commits)
+    /// went out as ~270 calls at once and, with the other work on the connection, past its bound
+    /// (`maxInFlight`): the calls beyond were refused and their sessions left the node ("commit failed",
+    /// issue 20, round 12). 16 calls hold up to 1,024 commits per round trip.
+    static let commitCallsAtOnce = 16
+    /// How soon waiting commits are tried again when their connection was full (its `maxInFlight`
+    /// outstanding): they wait, in order, instead of being refused.
+    static let fullConnectionRetry = 0.005
 
     /// With `replicaAcks` > 0 the script publishes nothing: once the replicas confirmed the batch, each
     /// commit's events are published here (`SPUBLISH`, in commit order: commits of one session go out on one
@@ -102,14 +111,40 @@ extension RedisSessionStore {
     private func sendWaiting() {
         for master in commitQueue.value.waiting.keys
         where commitQueue.value.inFlight[master] == nil && !commitQueue.value.held.contains(master) {
-            sendInBatches(commitQueue.value.waiting.removeValue(forKey: master) ?? [], master: master)
+            let waiting = commitQueue.value.waiting.removeValue(forKey: master) ?? []
+            let rest = sendInBatches(waiting, master: master, calls: Self.commitCallsAtOnce, onlyWithRoom: true)
+            if !rest.isEmpty { commitQueue.value.waiting[master] = rest }  // sent once these are answered
         }
     }
 
-    /// `batch` in calls of at most `commitBatch` commits and `commitBatchBytes` bytes, in order.
-    private func sendInBatches(_ batch: [PendingCommit], master: String) {
+    /// True when the connection to the master of `key` can take one more command now (fewer than its
+    /// `maxInFlight` outstanding); else a retry of the waiting commits is armed.
+    private func hasRoom(for key: RedisArg) -> Bool {
+        if client.commandsInFlight(key: key) < client.topology.node.maxInFlight { return true }
+        if commitQueue.value.retry == nil {
+            commitQueue.value.retry = client.loop.schedule(after: Self.fullConnectionRetry) { [self] in
+                commitQueue.value.retry = nil
+                sendWaiting()
+            }
+        }
+        return false
+    }
+
+    /// `batch` in calls of at most `commitBatch` commits and `commitBatchBytes` bytes, in order, at most
+    /// `calls` of them, and with `onlyWithRoom` only while the connection has room (`hasRoom`); returns
+    /// what did not go (empty when all went). The barrier before a session's other writes
+    /// (`sendCommitsBefore`) sends everything: nothing may stay behind the write that follows.
+    @discardableResult
+    private func sendInBatches(
+        _ batch: [PendingCommit], master: String, calls: Int = .max, onlyWithRoom: Bool = false
+    ) -> [PendingCommit] {
         var start = 0
+        var sent = 0
         while start < batch.count {
+            guard sent < calls,
+                !onlyWithRoom || hasRoom(for: RedisArg(keys.session(batch[start].commit.lease.sessionID)))
+            else { return Array(batch[start...]) }
+            sent += 1
             var end = start + 1
             var bytes = batch[start].commit.byteCount
             while end < batch.count, end - start < Self.commitBatch,
@@ -121,6 +156,7 @@ extension RedisSessionStore {
             send(Array(batch[start..<end]), master: master, splitOnRedirect: true)
             start = end
         }
+        return []
     }
 
     /// One `commitMany` call for `batch`; when it is answered, the commits that waited for it are sent.
@@ -218,6 +254,8 @@ struct CommitQueue {
     var lastAsked: [String: UInt64] = [:]
     var held: Set<String> = []
     var window: LoopTimer?
+    /// Armed while commits wait for room on a full connection (`hasRoom`).
+    var retry: LoopTimer?
 }
 
 extension SessionCommit {

@@ -7,9 +7,10 @@ import RedisClient
 /// Short reconnect and failover times, so a test that stops Redis runs in seconds.
 public func startedClient(
     _ url: String, on loop: EventLoop, commandTimeout: Double = 2, within seconds: Double = 10,
-    configure: (inout RedisClientOptions) -> Void = { _ in }
+    node: (inout RedisConfiguration) -> Void = { _ in }, configure: (inout RedisClientOptions) -> Void = { _ in }
 ) async -> (RedisClient, RedisShardedSubscriber) {
     var topology = RedisTopology(url: url)!
+    node(&topology.node)
     topology.node.commandTimeout = commandTimeout
     topology.node.reconnectBase = 0.02
     topology.node.reconnectMax = 0.2

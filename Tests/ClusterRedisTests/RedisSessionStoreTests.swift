@@ -268,6 +268,52 @@ final class RedisSessionStoreTests: XCTestCase {
         XCTAssertEqual(stored.state, Array("w4".utf8))
     }
 
+    /// A burst of commits asked for in one loop iteration (every session of a loop reacting to one event)
+    /// goes out at most 16 calls at a time, the rest once those are answered: on a connection that takes 20
+    /// commands at once, 24 calls' worth (1,536 commits) all succeed. Sent all at once, the calls past the
+    /// connection's bound were refused (`overloaded`) and their sessions would have left the node.
+    func testABurstOfCommitsStaysWithinTheConnectionsBound() async throws {
+        let (small, smallSubscriber) = await startedClient(server.url, on: loop, node: { $0.maxInFlight = 20 })
+        let store = RedisSessionStore(client: small, limits: SessionStoreLimits(), keys: keys)
+        let h = SessionStoreHarness(loop: loop, store: store) { _ in }
+        let count = 64 * 24
+        var leases: [Lease] = []
+        for i in 0..<count { leases.append(try await h.create("burst\(i)", "node-a").get()) }
+        let before = try await evalCalls()
+        let answers = await h.commitTogether(
+            leases.map { SessionCommit(lease: $0, events: [Array("e".utf8)], state: Array("s1".utf8), isInput: true) })
+        let refused = answers.filter { (try? $0.get()) == nil }
+        XCTAssertEqual(refused.count, 0, "first refusal: \(String(describing: refused.first))")
+        XCTAssertEqual(answers.compactMap { try? $0.get().inputSeq }, Array(repeating: 1, count: count))
+        let calls = try await evalCalls() - before
+        XCTAssertEqual(calls, 24, "64 commits a call")
+        await close(small, smallSubscriber)
+    }
+
+    /// A commit asked for while its connection is full (`maxInFlight` commands outstanding, here `PING`s
+    /// held by `CLIENT PAUSE`) waits for room and then goes, instead of being refused: before, it
+    /// failed with `overloaded` at once, and a refused commit makes its session leave the node.
+    func testACommitWaitsForRoomOnAFullConnection() async throws {
+        let (small, smallSubscriber) = await startedClient(server.url, on: loop, node: { $0.maxInFlight = 64 })
+        let store = RedisSessionStore(client: small, limits: SessionStoreLimits(), keys: keys)
+        let h = SessionStoreHarness(loop: loop, store: store) { _ in }
+        let lease = try await h.create("full", "node-a").get()
+        _ = try await connection.send(["CLIENT", "PAUSE", "300", "ALL"]).get()
+        let key = RedisArg(keys.session("full"))
+        let answer: Result<CommitResult, StoreError> = await h.call { store, done in
+            for _ in small.commandsInFlight(key: key)..<64 { small.send(["PING"], key: key) { _ in } }
+            XCTAssertEqual(small.commandsInFlight(key: key), 64, "the connection is full")
+            store.commit(SessionCommit(lease: lease, events: [Array("e".utf8)], state: Array("s1".utf8), isInput: true))
+            {
+                done($0)
+            }
+        }
+        XCTAssertEqual(try answer.get().inputSeq, 1, "waited for room, then applied: \(answer)")
+        let stored = try await h.load("full").get()
+        XCTAssertEqual(stored.state, Array("s1".utf8))
+        await close(small, smallSubscriber)
+    }
+
     /// A write of a session that must follow its commits (here an acquisition by the same holder with a
     /// new token, which bumps the fence) does not overtake a commit waiting for its batch: the commit is
     /// sent first and applied under its token, and the acquisition's snapshot includes it.
