@@ -108,6 +108,9 @@ extension RedisSessionStore {
         }
     }
 
+    /// Sends the waiting commits of every master with no call of this loop in flight and none held for the
+    /// window: at most `commitCallsAtOnce` calls, and only while the connection has room; the rest stay
+    /// waiting, in order, for those answers (or the retry `hasRoom` arms).
     private func sendWaiting() {
         for master in commitQueue.value.waiting.keys
         where commitQueue.value.inFlight[master] == nil && !commitQueue.value.held.contains(master) {
