@@ -13,18 +13,15 @@ public struct RedisArg: Sendable, Hashable, ExpressibleByStringLiteral, Expressi
     public init(bytes: [UInt8]) { self.bytes = bytes }
     /// The UTF-8 bytes of `string`.
     public init(_ string: String) { bytes = Array(string.utf8) }
-    /// The decimal form of `value` (written digit by digit: no `String` in between).
+    /// The decimal form of `value`, written in place (no `String` in between; `writeDecimal`, as `respCommand`).
     public init(_ value: Int) {
-        var digits: [UInt8] = []
-        digits.reserveCapacity(20)
-        var v = value.magnitude
-        repeat {
-            digits.append(UInt8(ascii: "0") + UInt8(v % 10))
-            v /= 10
-        } while v > 0
-        if value < 0 { digits.append(UInt8(ascii: "-")) }
-        digits.reverse()
-        bytes = digits
+        let sign = value < 0 ? 1 : 0
+        let count = sign + decimalDigits(value.magnitude)
+        bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, written in
+            if sign == 1 { buffer[0] = UInt8(ascii: "-") }
+            writeDecimal(value.magnitude, into: buffer, endingAt: count)
+            written = count
+        }
     }
     /// The decimal form of `value` (Redis reads floats as decimal strings).
     public init(_ value: Double) { bytes = Array(String(value).utf8) }
@@ -32,4 +29,28 @@ public struct RedisArg: Sendable, Hashable, ExpressibleByStringLiteral, Expressi
     public init(stringLiteral value: String) { self.init(value) }
     /// An integer literal argument.
     public init(integerLiteral value: Int) { self.init(value) }
+}
+
+/// The number of decimal digits of `n`.
+@inline(__always)
+func decimalDigits(_ n: UInt) -> Int {
+    var digits = 1
+    var v = n
+    while v >= 10 {
+        v /= 10
+        digits += 1
+    }
+    return digits
+}
+
+/// Writes the decimal digits of `n` into `buffer`, the last one just before index `end`.
+@inline(__always)
+func writeDecimal(_ n: UInt, into buffer: UnsafeMutableBufferPointer<UInt8>, endingAt end: Int) {
+    var v = n
+    var i = end
+    repeat {
+        i -= 1
+        buffer[i] = UInt8(ascii: "0") + UInt8(v % 10)
+        v /= 10
+    } while v > 0
 }

@@ -477,22 +477,17 @@ public final class RedisConnection: @unchecked Sendable {
 func respCommand(_ args: [RedisArg]) -> [UInt8] {
     // The exact size first, then every byte written in place: one allocation, no per-byte appends (a
     // commit of 14 arguments cost ~11,000 instructions appending byte by byte; callgrind, issue 20).
-    var size = 1 + decimalDigits(args.count) + 2 + 1
-    for a in args { size += 1 + decimalDigits(a.bytes.count) + 2 + a.bytes.count + 2 }
+    var size = 1 + decimalDigits(UInt(args.count)) + 2 + 1
+    for a in args { size += 1 + decimalDigits(UInt(a.bytes.count)) + 2 + a.bytes.count + 2 }
     return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
         var at = 0
         func line(_ marker: UInt8, _ n: Int) {  // marker, decimal n (n >= 0), CRLF
             buffer[at] = marker
-            var end = at + 1 + decimalDigits(n)
+            let end = at + 1 + decimalDigits(UInt(n))
+            writeDecimal(UInt(n), into: buffer, endingAt: end)
+            buffer[end] = 13
+            buffer[end + 1] = 10
             at = end + 2
-            var v = n
-            repeat {
-                end -= 1
-                buffer[end] = UInt8(ascii: "0") + UInt8(v % 10)
-                v /= 10
-            } while v > 0
-            buffer[at - 2] = 13
-            buffer[at - 1] = 10
         }
         line(UInt8(ascii: "*"), args.count)
         for a in args {
@@ -510,18 +505,6 @@ func respCommand(_ args: [RedisArg]) -> [UInt8] {
         buffer[at] = 0
         count = at + 1
     }
-}
-
-/// The number of decimal digits of `n` (n >= 0).
-@inline(__always)
-private func decimalDigits(_ n: Int) -> Int {
-    var digits = 1
-    var v = n
-    while v >= 10 {
-        v /= 10
-        digits += 1
-    }
-    return digits
 }
 
 private func connection(_ ctx: UnsafePointer<redisAsyncContext>?) -> RedisConnection? {
