@@ -119,25 +119,6 @@ static inline struct evbuffer *clibevent_raw_reply_output(struct evhttp_request 
     return bufferevent_get_output(evhttp_connection_get_bufferevent(evhttp_request_get_connection(req)));
 }
 
-/// Makes the connection write its output in this loop iteration, as if the poll had just reported its
-/// socket writable: the socket bufferevent's write event (`ev_write`) is made active when it is pending
-/// (output waits, writing enabled). Without it a response (`evhttp_send_reply`, the raw path) waits for
-/// the next `epoll_wait`: the socket is registered for `EPOLLOUT` (one `epoll_ctl`), the loop polls again,
-/// writes, and unregisters it (a second `epoll_ctl`). Made active, libevent's own write callback writes
-/// at once, removes the event when the output is empty (within the iteration that added it, so with
-/// `EPOLL_USE_CHANGELIST` epoll never hears of it) and calls evhttp's callback (the request's end, the
-/// next request) just as after a poll; what the socket does not take waits for the poll as before.
-/// `ev_write` follows the base and ops pointers and `ev_read` in `struct bufferevent`
-/// (event2/bufferevent_struct.h, the deprecated public layout; included, it would make Swift import
-/// `struct event` as a complete type): its address is checked against the event's own callback argument
-/// (the bufferevent) and descriptor before anything is done, so another layout does nothing.
-static inline void clibevent_write_now(struct bufferevent *bev) {
-    if (bev == NULL) return;
-    struct event *ev = (struct event *)((char *)bev + 2 * sizeof(void *) + event_get_struct_event_size());
-    if (event_get_callback_arg(ev) != (void *)bev || event_get_fd(ev) != bufferevent_getfd(bev)) return;
-    if (event_pending(ev, EV_WRITE, NULL)) event_active(ev, EV_WRITE, 1);
-}
-
 /// Completes a response whose bytes are in the output buffer: `evhttp_response_code_` without
 /// the reason's copy (nothing reads it after the head is written), `evhttp_write_buffer`'s
 /// callbacks and enable, then `evhttp_send_reply_end` (userdone, evcon->cb = evhttp_send_done).
@@ -153,6 +134,5 @@ static inline void clibevent_raw_reply_finish(struct evhttp_request *request, in
     bufferevent_setcb(bev, NULL, writecb, eventcb, arg);
     bufferevent_enable(bev, EV_READ | EV_WRITE);
     evhttp_send_reply_end(request);
-    clibevent_write_now(bev);
 }
 #endif

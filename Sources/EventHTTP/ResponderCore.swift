@@ -109,10 +109,7 @@ final class ResponderCore {
                 ResponderCore.withDecimal(response.body.count) { _ = evhttp_add_header(out, "Content-Length", $0) }
             }
         }
-        // The connection's bufferevent, before the reply (which frees the request when the peer is gone).
-        let bev = evhttp_request_get_connection(req).flatMap { evhttp_connection_get_bufferevent($0) }
         HTTPStatus.withReason(response.status) { evhttp_send_reply(req, Int32(response.status), $0, nil) }
-        clibevent_write_now(bev)  // written in this iteration, not after the next poll
         finished(status: response.status)
     }
 

@@ -260,45 +260,6 @@ final class RawReplyTests: XCTestCase {
     }
 
     /// Draining adds `Connection: close`, which evhttp must see to close: that response takes evhttp's way.
-    /// A response leaves in the loop iteration that sent it, on both reply paths: the loop does not wait
-    /// for its next poll to report the socket writable (`clibevent_write_now`; that wait cost two
-    /// `epoll_ctl` and an `epoll_wait` per request). The handler answers, then holds its loop (a job
-    /// queued behind the answer's write) until the client has the response. Left to the poll, the write
-    /// cannot happen while the loop is held, and the hold ends on its 2 s bound without it.
-    func testAResponseIsWrittenInTheIterationThatSentIt() throws {
-        for direct in [true, false] {
-            final class Hold: @unchecked Sendable {
-                let arrived = DispatchSemaphore(value: 0)
-                let over = DispatchSemaphore(value: 0)
-                var sawArrival = false
-            }
-            let hold = Hold()
-            let t = try TestServer(
-                configure: {
-                    $0.directReplies = direct
-                    $0.threads = 1
-                },
-                routes: { r in
-                    r.add(.GET, "/answer-then-hold") { request, responder in
-                        responder.send(HTTPResponse(status: 200, body: Array("now".utf8)))
-                        // Queued by a job: behind the write even if the loop's job event was already active.
-                        request.loop.runSoon {
-                            request.loop.runSoon {
-                                hold.sawArrival = hold.arrived.wait(timeout: .now() + 2) == .success
-                                hold.over.signal()
-                            }
-                        }
-                    }
-                })
-            let r = try WireConnection.get(port: t.port, path: "/answer-then-hold")
-            hold.arrived.signal()
-            XCTAssertEqual(r.status, 200)
-            XCTAssertEqual(hold.over.wait(timeout: .now() + 10), .success)
-            XCTAssertTrue(
-                hold.sawArrival, "the response reached the client while its loop was held (direct: \(direct))")
-        }
-    }
-
     func testAResponseWhileDrainingClosesTheConnection() throws {
         final class Held: @unchecked Sendable {
             var responder: HTTPResponder?
