@@ -71,6 +71,7 @@ for n in $(seq 1 "$NODES"); do
 done
 log "$NODES nodes ready; $STREAMS streams each, $CONCURRENCY establishing at a time per node; redis nice $REDIS_NICE"
 redis-cli -p "$RP" CONFIG RESETSTAT > /dev/null
+keys_before=$(redis-cli -p "$RP" DBSIZE)
 redis_before=$(cpu_ticks_of "$REDIS_PID")
 started=$(date +%s.%N)
 LOADERS=()
@@ -84,10 +85,16 @@ for pid in "${LOADERS[@]}"; do wait "$pid" || true; done
 ended=$(date +%s.%N)
 redis_after=$(cpu_ticks_of "$REDIS_PID")
 hz=$(getconf CLK_TCK)
+# Every session was deleted at the end (each loader's last phase, CONCURRENCY at once per node): what Redis
+# still holds of sessions must be nothing, and its key count back where it was before the run.
+session_keys_left=$(redis-cli -p "$RP" --scan --pattern 'bff:s:*' | wc -l)
+keys_after=$(redis-cli -p "$RP" DBSIZE)
 python3 - "$OUT" "$NODES" "$STREAMS" "$started" "$ended" "$(( (redis_after - redis_before) * 1000 / hz ))" << 'PY'
 import json, os, re, sys
 out, nodes, streams, started, ended, redis_ms = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6])
 tot_ok = tot_failed = tot_bcast = 0
+tot_deleted = tot_delete_failed = tot_delete_retries = 0
+slowest_delete = 0.0
 worst_bcast = 0.0
 for n in range(1, nodes + 1):
     try:
@@ -106,8 +113,17 @@ for n in range(1, nodes + 1):
     print(f"node {n}: {ok} ok, {failed} failed; establish p50 {est.get('p50Us', 0) / 1000:.0f} ms p99 {est.get('p99Us', 0) / 1000:.0f} ms; "
           f"{r.get('bytesPerSessionStream')} B per session+stream; broadcast reached {got} of {ok} in {all_ms} ms; log: {warnings}")
     if failed: print(f"  failures: {json.dumps({k: v for k, v in r.items() if 'ail' in k and k != 'failed'})[:400]}")
+    deleted, delete_failed, dl = r.get("deleted", 0), r.get("deleteFailed", 0), r.get("deleteLatency", {})
+    tot_deleted += deleted; tot_delete_failed += delete_failed; tot_delete_retries += r.get("deleteRetries", 0)
+    slowest_delete = max(slowest_delete, r.get("deleteSeconds", 0))
+    print(f"  deletes: {deleted} of {ok + failed} in {r.get('deleteSeconds', 0):.1f} s, {delete_failed} failed, "
+          f"{r.get('deleteRetries', 0)} retried after 503; latency p50 {dl.get('p50Us', 0) / 1000:.0f} ms "
+          f"p99 {dl.get('p99Us', 0) / 1000:.0f} ms" + (f"; failures: {r['deleteFailureSamples'][:300]}" if delete_failed else ""))
 print(f"total: {tot_ok} of {nodes * streams} streams, {tot_failed} failed, in {ended - started:.1f} s; "
       f"broadcast reached {tot_bcast}; slowest node's broadcast to all its streams {worst_bcast} ms; "
       f"redis-server CPU {redis_ms} ms")
+print(f"deletes: {tot_deleted} of {nodes * streams} sessions, {tot_delete_failed} failed, {tot_delete_retries} retried; "
+      f"the slowest node's in {slowest_delete:.1f} s")
 PY
+echo "redis keys: $keys_before before the run, $keys_after after it; session keys left: $session_keys_left"
 redis-cli -p "$RP" INFO commandstats | grep -E "cmdstat_(evalsha|ssubscribe|spublish|publish):" | sed 's/^/redis: /'

@@ -77,19 +77,78 @@ public enum LoadSession {
         response.header("Retry-After").flatMap(Double.init).map { min(5, $0) * Double.random(in: 0.5...1.5) }
     }
 
-    /// Deletes `ids` through `pool`, waiting up to `timeout` seconds; returns how many succeeded.
+    /// What deleting a run's sessions came to: `deleted` (`204`), `failed` (anything else, or no answer within
+    /// the time-out: each counted once), `retried` (`503`/`429` with `Retry-After`, asked again), each delete's
+    /// latency (sent → answered, the last attempt's), and the whole phase's seconds.
+    public struct DeleteOutcome {
+        public var deleted = 0
+        public var failed = 0
+        public var retried = 0
+        public var latency = LatencyHistogram()
+        public var seconds = 0.0
+        /// The first few failures: the status and the problem's text, or the connection error.
+        public var failureSamples: [String] = []
+    }
+
+    /// Deletes `ids`, at most `pool.size` at once, waiting up to `timeout` seconds. A delete refused with `503`
+    /// or `429` and a `Retry-After` is asked again after that many seconds (at most 5, with jitter), up to
+    /// `maxAttempts` times, as a client should; anything else but `204` is a failure, and so is a delete not
+    /// answered in time.
     @discardableResult
-    public static func delete(_ ids: [String], loop: LoadLoop, pool: RequestPool, timeout: Double = 30) -> Int {
-        var done = 0
-        var ok = 0
-        for id in ids {
-            pool.submit("DELETE", "/api/sessions/\(id)") { result in
-                done += 1
-                if case .success(let r) = result, r.status == 204 { ok += 1 }
+    public static func delete(
+        _ ids: [String], loop: LoadLoop, pool: RequestPool, timeout: Double = 30, maxAttempts: Int = 10
+    ) -> DeleteOutcome {
+        var outcome = DeleteOutcome()
+        let started = LoadLoop.now()
+        var next = 0
+        var inFlight = 0
+        var answered = 0
+        func fail(_ why: String) {
+            outcome.failed += 1
+            if outcome.failureSamples.count < 3 { outcome.failureSamples.append(why) }
+        }
+        func submit(_ i: Int, attempt: Int) {
+            inFlight += 1
+            let sent = LoadLoop.now()
+            pool.submit("DELETE", "/api/sessions/\(ids[i])") { result in
+                inFlight -= 1
+                switch result {
+                case .success(let response) where response.status == 204:
+                    outcome.deleted += 1
+                    outcome.latency.record(nanoseconds: LoadLoop.now() - sent)
+                case .success(let response)
+                where [429, 503].contains(response.status) && attempt < maxAttempts && retryDelay(response) != nil:
+                    outcome.retried += 1
+                    inFlight += 1  // its place is kept while it waits
+                    loop.schedule(after: retryDelay(response)!) {
+                        inFlight -= 1
+                        submit(i, attempt: attempt + 1)
+                    }
+                    return
+                case .success(let response): fail("HTTP \(response.status) \(response.text.prefix(200))")
+                case .failure(let error): fail("\(error)")
+                }
+                answered += 1
+                submitMore()
             }
         }
-        loop.run(timeout: timeout) { done == ids.count }
-        return ok
+        func submitMore() {
+            while inFlight < pool.size && next < ids.count {
+                next += 1
+                submit(next - 1, attempt: 1)
+            }
+        }
+        submitMore()
+        loop.run(timeout: timeout) { answered == ids.count }
+        let unanswered = ids.count - answered
+        if unanswered > 0 {
+            outcome.failed += unanswered
+            if outcome.failureSamples.count < 3 {
+                outcome.failureSamples.append("\(unanswered) not answered within \(timeout) s")
+            }
+        }
+        outcome.seconds = Double(LoadLoop.now() - started) / 1e9
+        return outcome
     }
 
     /// Calls `line` once a second on the loop and writes its result to standard error, until

@@ -22,7 +22,7 @@ public struct StreamsScenario {
         public var broadcastTimeout = 30.0
         /// Print a progress line to stderr every second.
         public var progress = true
-        /// Delete the sessions afterwards.
+        /// Delete the sessions afterwards, `concurrency` at once (reported: `deleted`, `deleteFailed`, …).
         public var cleanup = true
         /// Defaults.
         public init() {}
@@ -177,8 +177,22 @@ public struct StreamsScenario {
         }
         report.add("streamsClosedEarly", .int(closedEarly))
         for stream in streams { stream.close() }
-        if options.cleanup { LoadSession.delete(ids, loop: loop, pool: pool, timeout: 60) }
         pool.close()
+        if options.cleanup {
+            // As many at once as streams were established at once: a whole crowd leaving together.
+            phase = "deleting sessions"
+            let deletes = RequestPool(loop: loop, target: target, size: options.concurrency)
+            let d = LoadSession.delete(ids, loop: loop, pool: deletes, timeout: max(60, Double(ids.count) * 0.01))
+            deletes.close()
+            report.add("deleted", .int(d.deleted))
+            report.add("deleteFailed", .int(d.failed))
+            report.add("deleteRetries", .int(d.retried))
+            report.add("deleteSeconds", .number(d.seconds, unit: "s"))
+            report.add("deleteLatency", .latency(d.latency.summary))
+            if !d.failureSamples.isEmpty {
+                report.add("deleteFailureSamples", .text(d.failureSamples.joined(separator: "; ")))
+            }
+        }
         return report
     }
 }

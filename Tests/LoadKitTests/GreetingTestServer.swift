@@ -41,6 +41,11 @@ final class GreetingTestServer: @unchecked Sendable {
     /// What the status hook answers when `hasStatusHook` is false (405: an older bff's static files).
     var noHookStatus = "404 Not Found"
 
+    /// Answer this many DELETEs (the first ones) `503` with `Retry-After: 0`, deleting nothing.
+    var busyDeletes = 0
+    /// Sessions this server (and those sharing it) still has.
+    var sessionCount: Int { lock.withLock { sessions.count } }
+
     var port: Int { server.port }
 
     /// Requests of `kind` this server (this port) handled.
@@ -124,6 +129,10 @@ final class GreetingTestServer: @unchecked Sendable {
             }
             respond(client, "200 OK", "{}")
         case ("DELETE", 3):
+            if busyDeletes > 0 {
+                busyDeletes -= 1
+                return client.write("HTTP/1.1 503 Service Unavailable\r\nRetry-After: 0\r\nContent-Length: 0\r\n\r\n")
+            }
             guard let session = sessions.removeValue(forKey: parts[2]) else {
                 return respond(client, "404 Not Found", "{}")
             }

@@ -124,6 +124,10 @@ final class RealServerTests: XCTestCase {
         XCTAssertEqual(report.int("broadcastReceived"), 200, report.table)
         XCTAssertEqual(report.int("streamsClosedEarly"), 0, report.table)
         XCTAssertNotNil(report.int("bytesPerSessionStream"), report.table)
+        // The sessions are deleted at the end, and the server says they are gone.
+        XCTAssertEqual(report.int("deleted"), 200, report.table)
+        XCTAssertEqual(report.int("deleteFailed"), 0, report.table)
+        XCTAssertEqual(app.sessions, 0)
     }
 
     func testSearchMixRunsThroughTheViewModel() throws {

@@ -156,6 +156,43 @@ final class ScenarioTests: XCTestCase {
         XCTAssertNotNil(report.int("bytesPerSessionStream"), report.table)
     }
 
+    func testStreamsDeletesEverySessionAndRetriesABusyServer() throws {
+        let server = try GreetingTestServer()
+        server.busyDeletes = 7
+        defer { server.stop() }
+        var options = StreamsScenario.Options()
+        options.streams = 30
+        options.concurrency = 8
+        options.hold = 0
+        options.progress = false
+        let report = try StreamsScenario.run(target: Target(url: "http://127.0.0.1:\(server.port)"), options: options)
+        XCTAssertEqual(report.int("deleted"), 30, report.table)
+        XCTAssertEqual(report.int("deleteRetries"), 7, report.table)
+        XCTAssertEqual(report.int("deleteFailed"), 0, report.table)
+        XCTAssertEqual(report.latency("deleteLatency")?.count, 30)
+        XCTAssertEqual(server.sessionCount, 0)
+    }
+
+    func testStreamsCountsADeleteThatFailsAsFailed() throws {
+        let server = try GreetingTestServer()
+        defer { server.stop() }
+        var options = StreamsScenario.Options()
+        options.streams = 5
+        options.hold = 0
+        options.progress = false
+        options.cleanup = false
+        _ = try StreamsScenario.run(target: Target(url: "http://127.0.0.1:\(server.port)"), options: options)
+        // Ids the server does not have: each delete a failure, with its status; the run's kept sessions stay.
+        let loop = try LoadLoop()
+        defer { loop.close() }
+        let pool = RequestPool(loop: loop, target: try Target(url: "http://127.0.0.1:\(server.port)"), size: 2)
+        let outcome = LoadSession.delete(["s-none-1", "s-none-2"], loop: loop, pool: pool, timeout: 10)
+        XCTAssertEqual(outcome.deleted, 0)
+        XCTAssertEqual(outcome.failed, 2)
+        XCTAssertEqual(outcome.failureSamples.first?.hasPrefix("HTTP 404"), true, "\(outcome.failureSamples)")
+        XCTAssertEqual(server.sessionCount, 5)
+    }
+
     func testStreamsSaysWhenTheServerHasNoBroadcastHook() throws {
         let server = try GreetingTestServer()
         server.hasStatusHook = false
