@@ -59,6 +59,7 @@ extension Application {
         metrics.withLock { $0 = app.metrics }
         app.finishAfterShutdown.withLock { $0 = flush }
         sharing.connect(app, status: sink)
+        app.statusReport.withLock { $0 = { sink.forward($0) } }  // the test hook's status: as the gateway's
         return app
     }
 }

@@ -54,6 +54,8 @@ extension Application {
     /// `POST /api/_test/status` (only with `--test-hooks`): sets the shared status (and, with
     /// `"blockedUntil": <seconds since 1970>`, the app-wide search block every session follows), e.g.
     /// `{"reachable": false, "message": "…", "rateLimit": {"limit": 30, "remaining": 0, "resetAt": 1790000000}}`.
+    /// It goes where the gateway's reports go (`statusReport`): in cluster mode to every node, as a status
+    /// GitHub caused would.
     private func registerTestHooks() {
         server.router.add(.POST, "/api/_test/status") { [unowned self] req, res in
             res.send(self.applyTestStatus(req.body))
@@ -72,7 +74,7 @@ extension Application {
             s.rateLimit = RateLimit(limit: limit, remaining: remaining, resetAt: reset, resource: "search")
         }
         s.blockedUntil = o["blockedUntil"]?.intValue
-        statusUpdater(s)
+        (statusReport.withLock { $0 } ?? statusUpdater)(s)
         return .json(202, ["accepted": true])
     }
 }

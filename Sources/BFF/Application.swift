@@ -127,6 +127,11 @@ public final class Application: Sendable {
     /// Work to finish once the server has stopped (set by the composition root before `start()`).
     let finishAfterShutdown = Lock<(@Sendable () async -> Void)?>(nil)
 
+    /// Where the test hook's status goes (set by the composition root): the way the gateway's reports go,
+    /// so in cluster mode through the status board to every node, as a status GitHub caused would. nil (an
+    /// application built without the live composition): `statusUpdater`, this process only.
+    let statusReport = Lock<(@Sendable (UpstreamStatus) -> Void)?>(nil)
+
     /// The `blockedUntil` last sent to the loops (`.none`: nothing yet), shared by every `statusUpdater`.
     private let lastBlockFannedOut = Lock<Int??>(.none)
 

@@ -4,23 +4,27 @@ import WireClient
 import XCTest
 
 /// The shared `status` in cluster mode is one value for the cluster: a change reaches every stream
-/// from the node hosting it, and costs Redis nothing per session (no commit in each session).
+/// of every node, and costs Redis one message for the cluster, nothing per session (no commit in each
+/// session).
 final class ClusterBroadcastTests: ClusterTestCase {
-    /// Streams `count` sessions run by `a` (multiplexed, 32 a stream) and counts the Redis `XADD`s (every
-    /// commit appends its events with one) a status broadcast costs once every stream has received it.
-    private func broadcastCost(sessions count: Int) throws -> (xadds: Int, received: Int) {
-        let a = try node("a", threads: 1)
+    /// Streams `count` sessions run by node `b` (multiplexed, 32 a stream), posts a status change to node
+    /// `a` (composed as `bff` is: the change goes through the cluster's status board, as one GitHub caused
+    /// would), and counts the Redis `XADD`s (every commit appends its events with one) and `SPUBLISH`es
+    /// the broadcast cost once every stream has received it.
+    private func broadcastCost(sessions count: Int) throws -> (xadds: Int, publishes: Int, received: Int) {
+        let a = try composedNode("a")
+        let b = try composedNode("b")
         var ids: [String] = []
-        for _ in 0..<count { ids.append(try a.createSession()) }
+        for _ in 0..<count { ids.append(try b.createSession()) }
         var readers: [(WireConnection, EventStreamReader, sessions: Int)] = []
         for chunk in stride(from: 0, to: ids.count, by: 32).map({ Array(ids[$0..<min($0 + 32, ids.count)]) }) {
-            let c = try WireConnection(port: a.port, timeout: 10)
+            let c = try WireConnection(port: b.port, timeout: 10)
             let (_, r) = try c.openEventStream("/api/events?sessions=" + chunk.joined(separator: ","))
             XCTAssertEqual(try r.next(chunk.count).filter { $0.event == "snapshot" }.count, chunk.count)
             readers.append((c, r, chunk.count))
         }
         defer { for (c, _, _) in readers { c.close() } }
-        let before = try calls("xadd")
+        let before = (xadds: try calls("xadd"), publishes: try calls("spublish"))
         let status = #"{"reachable": false, "message": "GitHub cannot be reached"}"#
         XCTAssertEqual(
             try WireConnection(port: a.port).request(
@@ -36,7 +40,7 @@ final class ClusterBroadcastTests: ClusterTestCase {
                 received += 1
             }
         }
-        return (try calls("xadd") - before, received)
+        return (try calls("xadd") - before.xadds, try calls("spublish") - before.publishes, received)
     }
 
     func testABroadcastCostsRedisTheSameForTenSessionsAsForAThousand() throws {
@@ -44,10 +48,30 @@ final class ClusterBroadcastTests: ClusterTestCase {
         redis.kill()
         redis = try RedisServerProcess()
         let thousand = try broadcastCost(sessions: 1000)
-        XCTAssertEqual(ten.received, 10, "every session's stream got the status")
-        XCTAssertEqual(thousand.received, 1000, "every session's stream got the status")
+        XCTAssertEqual(ten.received, 10, "every session's stream on the other node got the status")
+        XCTAssertEqual(thousand.received, 1000, "every session's stream on the other node got the status")
         XCTAssertEqual(ten.xadds, thousand.xadds, "a broadcast's Redis work does not grow with the sessions")
         XCTAssertEqual(thousand.xadds, 0, "no per-session commit")
+        XCTAssertEqual(ten.publishes, 1, "one message for the cluster")
+        XCTAssertEqual(thousand.publishes, 1, "one message for the cluster")
+    }
+
+    /// The test hook changes the status of the whole cluster, as a status GitHub caused would: a change
+    /// posted to one node shows on the streams and in `GET /state` of another node's sessions. (Before,
+    /// the hook applied the status on its own node only.)
+    func testAStatusPostedToOneNodeReachesEveryNode() throws {
+        let a = try composedNode("a")
+        let b = try composedNode("b")
+        let id = try b.createSession()
+        let (c, r) = try b.stream(id)
+        defer { c.close() }
+        XCTAssertEqual(try r.next()?.event, "snapshot")
+        let status = #"{"reachable": false, "message": "posted to a"}"#
+        _ = try WireConnection(port: a.port).request(
+            "POST", "/api/_test/status", headers: [("Content-Type", "application/json")], body: Array(status.utf8))
+        let e = try XCTUnwrap(r.next(until: "status").last)
+        XCTAssertEqual(try JSONValue.parse(e.data)["outputs"]?["message"], "posted to a")
+        XCTAssertEqual(try b.state(id)["viewModels"]?["status"]?["message"], "posted to a")
     }
 
     /// A client that comes back with `Last-Event-ID` after a status change it missed converges: the

@@ -56,6 +56,30 @@ class ClusterTestCase: XCTestCase {
         return app
     }
 
+    /// A node composed as `bff` composes it (`Application.live`): the cluster's status board, shared GitHub
+    /// budget and search cache, and the test hook's status through the board. GitHub is an address nothing
+    /// listens on: these tests make no search.
+    func composedNode(_ name: String, threads: Int = 1) throws -> LiveApp {
+        var c = AppConfiguration()
+        c.http.port = 0
+        c.http.threads = threads
+        c.testHooks = true
+        c.clientSessionRate = 1_000_000
+        c.clientSessionBurst = 1_000_000
+        c.maxSessionsPerClient = 1_000_000
+        c.cluster = ClusterSettings(redisURL: redisURL, nodeID: name, leaseTTL: 10)
+        var github = GitHubSettings()
+        github.baseURL = "http://127.0.0.1:9"
+        github.cachePath = nil
+        var quiet = Logger(label: "test")
+        quiet.logLevel = .warning
+        let app = try LiveApp(app: Application.live(configuration: c, github: github, logger: quiet))
+        try waitUntil("\(name) ready", within: 10) {
+            (try? WireConnection.get(port: app.port, path: "/readyz").status) == 200
+        }
+        return app
+    }
+
     func name(_ app: LiveApp, _ id: String, _ value: String, key: String? = nil) throws -> WireResponse {
         try app.post(
             id, "greeting", "name", #"{"value":"\#(value)"}"#, headers: key.map { [("Idempotency-Key", $0)] } ?? [])
