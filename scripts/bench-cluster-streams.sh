@@ -3,12 +3,18 @@
 # `bff-load streams` at once (STREAMS streams per node, CONCURRENCY establishments at a time per node:
 # NODES x CONCURRENCY in flight across the cluster), from loopback client addresses of its own
 # (127.0.N.1-254 for node N: per-client limits are counted cluster-wide). Each loader holds its streams
-# HOLD s, reads its node's RSS, then broadcasts `status` through its node's test hook and times the fan-out
-# to every stream of that node. Prints one line per node and the totals; logs and JSON stay in $OUT.
+# HOLD s, reads its node's RSS, then times a `status` broadcast's fan-out to every stream of that node, and at
+# the end deletes its sessions (CONCURRENCY at once). The broadcast (CS_BROADCAST):
+#   one   (default) the issue's shape: once every loader holds its streams, this script posts ONE status
+#         change to node 1's test hook; every loader times it to each of its streams from that post (one
+#         monotonic clock on the host), so "the slowest node" is the last of 102,000 streams to get it
+#   each  every loader posts its own broadcast and its reset through its node (rounds 8-12): 6 changes and
+#         6 resets, each reaching every stream of the cluster, timed per loader from its own post
+# Prints one line per node and the totals; logs and JSON stay in $OUT.
 # Stays within this host's 20,000 open files per process (6 x 17,000 by default).
 #
 # Usage: scripts/bench-cluster-streams.sh
-# Environment: CS_NODES (6) CS_STREAMS (17000) CS_CONCURRENCY (100) CS_HOLD (15)
+# Environment: CS_NODES (6) CS_STREAMS (17000) CS_CONCURRENCY (100) CS_HOLD (15) CS_BROADCAST (one)
 #              CS_BIN (folder with release bff and bff-load; default: build them) CS_OUT (a temp folder)
 #              CS_REDIS_NICE (-10 as root, else 0): Redis's nice level. On this 2-core host 12 other
 #              processes share the cores with it; in a deployment Redis has a machine of its own, so by
@@ -20,6 +26,8 @@ NODES=${CS_NODES:-6}
 STREAMS=${CS_STREAMS:-17000}
 CONCURRENCY=${CS_CONCURRENCY:-100}
 HOLD=${CS_HOLD:-15}
+BROADCAST=${CS_BROADCAST:-one}
+[[ $BROADCAST == one || $BROADCAST == each ]] || { echo "CS_BROADCAST must be one or each" >&2; exit 2; }
 OUT=${CS_OUT:-$(mktemp -d)}
 BENCH_NAME=bench-cluster-streams
 # shellcheck source=scripts/bench-lib.sh
@@ -75,13 +83,42 @@ keys_before=$(redis-cli -p "$RP" DBSIZE)
 redis_before=$(cpu_ticks_of "$REDIS_PID")
 started=$(date +%s.%N)
 LOADERS=()
+rm -f "$OUT"/ready* "$OUT/broadcast-posted-at"
 for n in $(seq 1 "$NODES"); do
-    "$BIN/bff-load" streams --url "http://127.0.0.1:${PORTS[$n]}" --streams "$STREAMS" --hold "$HOLD" \
+    observe=()
+    [[ $BROADCAST == one ]] && observe=(--broadcast-ready-file "$OUT/ready$n")
+    "$BIN/bff-load" streams --url "http://127.0.0.1:${PORTS[$n]}" --streams "$STREAMS" --hold "$HOLD" "${observe[@]}" \
         --concurrency "$CONCURRENCY" --pid "${NODE_PIDS[$((n - 1))]}" --source "127.0.$n.1-127.0.$n.254" \
         --json --quiet > "$OUT/load$n.json" 2> "$OUT/load$n.err" &
     LOADERS+=($!)
 done
+if [[ $BROADCAST == one ]]; then
+    # Once every loader that is still running holds its streams: one status change, posted to node 1, and
+    # its time on the loaders' clock (CLOCK_MONOTONIC); set back after the loaders are done.
+    python3 - "$OUT" "${PORTS[1]}" "${LOADERS[@]}" << 'PY'
+import json, os, sys, time, urllib.request
+out, port, loaders = sys.argv[1], sys.argv[2], [int(p) for p in sys.argv[3:]]
+def alive(pid):
+    try: os.kill(pid, 0); return True
+    except OSError: return False
+def post(body):
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/api/_test/status", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    return urllib.request.urlopen(request, timeout=30).status
+while not all(os.path.exists(f"{out}/ready{n}") or not alive(pid) for n, pid in enumerate(loaders, 1)):
+    time.sleep(0.05)
+posted_at = time.monotonic_ns()
+status = post({"reachable": False, "message": "load-test broadcast"})
+open(f"{out}/broadcast-posted-at", "w").write(f"{posted_at}\n")
+print(f"bench-cluster-streams: one broadcast posted to node 1 (HTTP {status}) once {len(loaders)} loaders were ready",
+      file=sys.stderr)
+PY
+fi
 for pid in "${LOADERS[@]}"; do wait "$pid" || true; done
+if [[ $BROADCAST == one ]]; then
+    curl -fsS -o /dev/null -X POST -H 'Content-Type: application/json' --data '{"reachable":true,"message":null}' \
+        "http://127.0.0.1:${PORTS[1]}/api/_test/status" || log "could not set the status back"
+fi
 ended=$(date +%s.%N)
 redis_after=$(cpu_ticks_of "$REDIS_PID")
 hz=$(getconf CLK_TCK)
@@ -96,6 +133,8 @@ tot_ok = tot_failed = tot_bcast = 0
 tot_deleted = tot_delete_failed = tot_delete_retries = 0
 slowest_delete = 0.0
 worst_bcast = 0.0
+# One broadcast (CS_BROADCAST=one): each node's streams timed from that one post, on the loaders' clock.
+posted_at = int(open(f"{out}/broadcast-posted-at").read()) if os.path.exists(f"{out}/broadcast-posted-at") else None
 for n in range(1, nodes + 1):
     try:
         r = json.load(open(f"{out}/load{n}.json"))
@@ -106,6 +145,8 @@ for n in range(1, nodes + 1):
     tot_ok += ok; tot_failed += failed
     est = r.get("establish", {})
     got, all_ms = r.get("broadcastReceived", 0), r.get("broadcastAllReceived")
+    if posted_at is not None and "broadcastLastAtNs" in r:
+        all_ms = round((r["broadcastLastAtNs"] - posted_at) / 1e6, 1)
     if isinstance(all_ms, (int, float)): worst_bcast = max(worst_bcast, all_ms)
     tot_bcast += got
     log = open(f"{out}/node{n}.log").read()
@@ -119,8 +160,9 @@ for n in range(1, nodes + 1):
     print(f"  deletes: {deleted} of {ok + failed} in {r.get('deleteSeconds', 0):.1f} s, {delete_failed} failed, "
           f"{r.get('deleteRetries', 0)} retried after 503; latency p50 {dl.get('p50Us', 0) / 1000:.0f} ms "
           f"p99 {dl.get('p99Us', 0) / 1000:.0f} ms" + (f"; failures: {r['deleteFailureSamples'][:300]}" if delete_failed else ""))
+shape = "one broadcast from its post" if posted_at is not None else "each node's own broadcast"
 print(f"total: {tot_ok} of {nodes * streams} streams, {tot_failed} failed, in {ended - started:.1f} s; "
-      f"broadcast reached {tot_bcast}; slowest node's broadcast to all its streams {worst_bcast} ms; "
+      f"broadcast reached {tot_bcast}; {shape}: the slowest node's last stream after {worst_bcast} ms; "
       f"redis-server CPU {redis_ms} ms")
 print(f"deletes: {tot_deleted} of {nodes * streams} sessions, {tot_delete_failed} failed, {tot_delete_retries} retried; "
       f"the slowest node's in {slowest_delete:.1f} s")

@@ -1,8 +1,15 @@
+import Glibc
 import WireClient
 
 /// `streams`: K sessions each with one open stream; time to establish, server memory per
 /// session+stream, then one broadcast through the shared `status` view model (test hook
 /// `POST /api/_test/status`) and the time until every stream received it.
+///
+/// Several loaders, one broadcast (`broadcastReadyFile`, a cluster where every node has loaders of its own):
+/// a loader then posts nothing; it writes the file once its streams are held and measured, and waits for
+/// someone else's status change to reach every stream. It reports when the first and the last of its
+/// streams got it in CLOCK_MONOTONIC nanoseconds (`broadcastFirstAtNs`, `broadcastLastAtNs`: one clock for
+/// every process of the host), so whoever posted times the whole fan-out from its own post.
 ///
 /// Runs entirely on the calling thread (its own `LoadLoop`).
 public struct StreamsScenario {
@@ -20,6 +27,11 @@ public struct StreamsScenario {
         public var connections = 16
         /// Seconds to wait for the broadcast to reach every stream.
         public var broadcastTimeout = 30.0
+        /// Observe one broadcast posted by someone else instead of posting one (see the type's doc): written
+        /// (the arming time, monotonic ns) once the streams are held; nil: post the broadcast and its reset.
+        public var broadcastReadyFile: String?
+        /// Seconds an observer waits for the broadcast to start (the other loaders may still be establishing).
+        public var broadcastStartTimeout = 600.0
         /// Print a progress line to stderr every second.
         public var progress = true
         /// Delete the sessions afterwards, `concurrency` at once (reported: `deleted`, `deleteFailed`, …).
@@ -46,6 +58,8 @@ public struct StreamsScenario {
         var closedEarly = 0
         var broadcastAt: UInt64?
         var broadcastReceived = 0
+        var broadcastFirstAt = UInt64.max
+        var broadcastLastAt: UInt64 = 0
         var streams: [StreamClient] = []
         var failureSamples: [String] = []
         LoadSession.startProgress(loop: loop, enabled: options.progress, started: started) {
@@ -86,6 +100,8 @@ public struct StreamsScenario {
                         sawBroadcast = true
                         broadcastReceived += 1
                         broadcastLatency.record(nanoseconds: now - at)
+                        broadcastFirstAt = min(broadcastFirstAt, now)
+                        broadcastLastAt = max(broadcastLastAt, now)
                     }
                 }
                 stream.onHead = { head in
@@ -147,33 +163,47 @@ public struct StreamsScenario {
         }
 
         phase = "broadcast"
-        var hookStatus = 0
-        broadcastAt = LoadLoop.now()
-        pool.submit(
-            "POST", "/api/_test/status", headers: [("Content-Type", "application/json")],
-            body: Array("{\"reachable\":false,\"message\":\"load-test broadcast\"}".utf8)
-        ) { result in
-            if case .success(let r) = result { hookStatus = r.status } else { hookStatus = -1 }
-        }
-        loop.run(timeout: 10) { hookStatus != 0 }
-        // 404: no such API route (a server without --test-hooks); 405: what a server whose unknown API paths
-        // fell through to its static files answered to the POST (builds before the /api/ prefix was route-only).
-        if hookStatus == 404 || hookStatus == 405 {
-            report.add("broadcast", .text("broadcast skipped: server has no test hook"))
-        } else if hookStatus < 200 || hookStatus > 299 {
-            report.add("broadcast", .text("broadcast failed: test hook answered \(hookStatus)"))
-        } else {
-            let open = succeeded - closedEarly
+        let open = succeeded - closedEarly
+        if let readyFile = options.broadcastReadyFile {
+            broadcastAt = LoadLoop.now()
+            try writeReady(readyFile, armedAt: broadcastAt!)
+            loop.run(timeout: options.broadcastStartTimeout) { broadcastReceived > 0 || open == 0 }
             loop.run(timeout: options.broadcastTimeout) { broadcastReceived >= open }
+            report.add("broadcast", .text(broadcastReceived > 0 ? "observed (posted by another)" : "none came"))
             report.add("broadcastReceived", .int(broadcastReceived))
-            report.add("broadcastAllReceived", .number(broadcastLatency.summary.max / 1000, unit: "ms"))
-            report.add("broadcastLatency", .latency(broadcastLatency.summary))
-            var resetDone = false
+            if broadcastReceived > 0 {
+                report.add("broadcastFirstAtNs", .int(Int(broadcastFirstAt)))
+                report.add("broadcastLastAtNs", .int(Int(broadcastLastAt)))
+            }
+        } else {
+            var hookStatus = 0
+            broadcastAt = LoadLoop.now()
             pool.submit(
                 "POST", "/api/_test/status", headers: [("Content-Type", "application/json")],
-                body: Array("{\"reachable\":true,\"message\":null}".utf8)
-            ) { _ in resetDone = true }
-            loop.run(timeout: 5) { resetDone }  // closing the pool first would drop the reset
+                body: Array("{\"reachable\":false,\"message\":\"load-test broadcast\"}".utf8)
+            ) { result in
+                if case .success(let r) = result { hookStatus = r.status } else { hookStatus = -1 }
+            }
+            loop.run(timeout: 10) { hookStatus != 0 }
+            // 404: no such API route (a server without --test-hooks); 405: what a server whose unknown API paths
+            // fell through to its static files answered to the POST (builds before the /api/ prefix was
+            // route-only).
+            if hookStatus == 404 || hookStatus == 405 {
+                report.add("broadcast", .text("broadcast skipped: server has no test hook"))
+            } else if hookStatus < 200 || hookStatus > 299 {
+                report.add("broadcast", .text("broadcast failed: test hook answered \(hookStatus)"))
+            } else {
+                loop.run(timeout: options.broadcastTimeout) { broadcastReceived >= open }
+                report.add("broadcastReceived", .int(broadcastReceived))
+                report.add("broadcastAllReceived", .number(broadcastLatency.summary.max / 1000, unit: "ms"))
+                report.add("broadcastLatency", .latency(broadcastLatency.summary))
+                var resetDone = false
+                pool.submit(
+                    "POST", "/api/_test/status", headers: [("Content-Type", "application/json")],
+                    body: Array("{\"reachable\":true,\"message\":null}".utf8)
+                ) { _ in resetDone = true }
+                loop.run(timeout: 5) { resetDone }  // closing the pool first would drop the reset
+            }
         }
         report.add("streamsClosedEarly", .int(closedEarly))
         for stream in streams { stream.close() }
@@ -194,5 +224,19 @@ public struct StreamsScenario {
             }
         }
         return report
+    }
+
+    /// Writes `path` (the arming time in monotonic nanoseconds and a newline) through a temporary file and a
+    /// rename, so whoever waits for it never reads it half written.
+    private static func writeReady(_ path: String, armedAt: UInt64) throws {
+        let temporary = path + ".tmp"
+        let fd = Glibc.open(temporary, O_CREAT | O_WRONLY | O_TRUNC, 0o644)
+        guard fd >= 0 else { throw WireError.malformed("cannot write \(temporary): errno \(errno)") }
+        let text = Array("\(armedAt)\n".utf8)
+        let written = text.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        Glibc.close(fd)
+        guard written == text.count, rename(temporary, path) == 0 else {
+            throw WireError.malformed("cannot write \(path): errno \(errno)")
+        }
     }
 }

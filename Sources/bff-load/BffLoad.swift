@@ -100,10 +100,18 @@ extension BffLoad {
         @Option(help: "Streams (and sessions) to open.") var streams = 1000
         @Option(help: "Server PID, for RSS from /proc (else /metrics process_resident_memory_bytes).") var pid: Int32?
         @Option(help: "Seconds to hold the streams before measuring memory.") var hold = 2.0
-        @Option(help: "Streams being established at once.") var concurrency = 200
+        @Option(help: "Streams being established at once (and sessions deleted at once at the end).")
+        var concurrency = 200
+        @Option(
+            help: """
+                Several loaders, one broadcast: post none; write this file (the arming time, CLOCK_MONOTONIC ns) \
+                once the streams are held and measured, then wait for another's status change to reach every \
+                stream; the report gives broadcastFirstAtNs and broadcastLastAtNs on the same clock.
+                """) var broadcastReadyFile: String?
 
         func run() throws {
             var o = StreamsScenario.Options()
+            o.broadcastReadyFile = broadcastReadyFile
             o.streams = streams
             o.pid = pid
             o.hold = hold

@@ -16,7 +16,7 @@ final class GreetingTestServer: @unchecked Sendable {
     }
 
     /// Kinds of request, for `handled`.
-    enum Kind: Hashable { case create, stream, input, delete, other }
+    enum Kind: Hashable { case create, stream, input, delete, statusHook, other }
 
     private var server: ScriptedServer!
     private let shared: Sessions
@@ -81,6 +81,7 @@ final class GreetingTestServer: @unchecked Sendable {
             case ("GET", 4) where parts[3] == "events": .stream
             case ("POST", 5) where parts[3] == "greeting" && parts[4] == "name": .input
             case ("DELETE", 3): .delete
+            case ("POST", 3) where parts == ["api", "_test", "status"]: .statusHook
             default: .other
             }
         counts[kind, default: 0] += 1

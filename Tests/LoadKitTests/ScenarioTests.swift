@@ -1,4 +1,6 @@
+import Foundation
 import LoadKit
+import Synchronization
 import XCTest
 
 /// The scenarios against `GreetingTestServer` (the contract's greeting/status subset).
@@ -191,6 +193,59 @@ final class ScenarioTests: XCTestCase {
         XCTAssertEqual(outcome.failed, 2)
         XCTAssertEqual(outcome.failureSamples.first?.hasPrefix("HTTP 404"), true, "\(outcome.failureSamples)")
         XCTAssertEqual(server.sessionCount, 5)
+    }
+
+    func testSeveralLoadersObserveOneBroadcastPostedByAnother() throws {
+        // Two "nodes" sharing their sessions, a loader on each; the test posts the one broadcast.
+        let a = try GreetingTestServer()
+        let b = try GreetingTestServer(sharing: a)
+        defer { a.stop(); b.stop() }
+        let folder = NSTemporaryDirectory() + "observe-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let reports = Mutex<[Int: LoadReport]>([:])
+        let loaders = [a, b].enumerated().map { i, server in
+            Thread {
+                var o = StreamsScenario.Options()
+                o.streams = 20
+                o.hold = 0
+                o.progress = false
+                o.broadcastReadyFile = "\(folder)/ready\(i)"
+                o.broadcastStartTimeout = 30
+                let report = try? StreamsScenario.run(target: Target(url: "http://127.0.0.1:\(server.port)"), options: o)
+                reports.withLock { $0[i] = report }
+            }
+        }
+        loaders.forEach { $0.start() }
+        let ready = ["\(folder)/ready0", "\(folder)/ready1"]
+        let deadline = Date().addingTimeInterval(30)
+        while !ready.allSatisfy({ FileManager.default.fileExists(atPath: $0) }), Date() < deadline {
+            usleep(10_000)  // polls for the loaders' files; the post waits for both
+        }
+        XCTAssertTrue(ready.allSatisfy { FileManager.default.fileExists(atPath: $0) }, "a loader never got ready")
+        XCTAssertEqual(a.handled(.statusHook) + b.handled(.statusHook), 0, "an observer posted a broadcast")
+        let postedAt = LoadLoop.now()
+        let loop = try LoadLoop()
+        let pool = RequestPool(loop: loop, target: try Target(url: "http://127.0.0.1:\(a.port)"), size: 1)
+        var status = 0
+        pool.submit("POST", "/api/_test/status", body: Array("{}".utf8)) { r in
+            if case .success(let response) = r { status = response.status }
+        }
+        loop.run(timeout: 10) { status != 0 }
+        XCTAssertEqual(status, 200)
+        while reports.withLock({ $0.count }) < 2, Date() < deadline.addingTimeInterval(30) { usleep(10_000) }
+        pool.close()
+        loop.close()
+        for i in 0..<2 {
+            guard let report = reports.withLock({ $0[i] }) else { return XCTFail("loader \(i) did not report") }
+            XCTAssertEqual(report.int("broadcastReceived"), 20, report.table)
+            let first = report.int("broadcastFirstAtNs") ?? 0
+            let last = report.int("broadcastLastAtNs") ?? 0
+            XCTAssertGreaterThanOrEqual(first, Int(postedAt), report.table)
+            XCTAssertGreaterThanOrEqual(last, first, report.table)
+            XCTAssertEqual(report.int("deleted"), 20, report.table)
+        }
+        XCTAssertEqual(a.handled(.statusHook) + b.handled(.statusHook), 1, "only the test's post")
     }
 
     func testStreamsSaysWhenTheServerHasNoBroadcastHook() throws {
