@@ -1,5 +1,6 @@
 """Page helpers for the browser tests: open a page on a fresh session and wait for what it shows."""
 
+from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -22,9 +23,18 @@ def open_page(driver, server, page="index.html"):
 
 
 def wait_until_live(driver, timeout=TIMEOUT):
-    wait(driver, lambda d: d.execute_script(
-        "return document.documentElement.dataset.connection === 'open' && window.bffClient.seq >= 0"),
-        timeout, "the page's event stream did not open")
+    try:
+        wait(driver, lambda d: d.execute_script(
+            "return document.documentElement.dataset.connection === 'open' && window.bffClient.seq >= 0"),
+            timeout)
+    except TimeoutException:
+        # What the page was doing, for a failure that shows up once in many runs.
+        state = driver.execute_script(
+            "const c = window.bffClient; return {connection: document.documentElement.dataset.connection, "
+            "transport: c && c.streamTransport, seq: c && c.seq, session: c && c.sessionId, "
+            "errors: window.__pageErrors}")
+        console = [entry.get("message", "")[:300] for entry in driver.get_log("browser")][-15:]
+        raise TimeoutException(f"the page's event stream did not open: {state}; console: {console}") from None
 
 
 def session_id(driver):
