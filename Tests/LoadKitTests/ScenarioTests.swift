@@ -199,7 +199,10 @@ final class ScenarioTests: XCTestCase {
         // Two "nodes" sharing their sessions, a loader on each; the test posts the one broadcast.
         let a = try GreetingTestServer()
         let b = try GreetingTestServer(sharing: a)
-        defer { a.stop(); b.stop() }
+        defer {
+            a.stop()
+            b.stop()
+        }
         let folder = NSTemporaryDirectory() + "observe-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -212,11 +215,12 @@ final class ScenarioTests: XCTestCase {
                 o.progress = false
                 o.broadcastReadyFile = "\(folder)/ready\(i)"
                 o.broadcastStartTimeout = 30
-                let report = try? StreamsScenario.run(target: Target(url: "http://127.0.0.1:\(server.port)"), options: o)
+                let target = try? Target(url: "http://127.0.0.1:\(server.port)")
+                let report = target.flatMap { try? StreamsScenario.run(target: $0, options: o) }
                 reports.withLock { $0[i] = report }
             }
         }
-        loaders.forEach { $0.start() }
+        for loader in loaders { loader.start() }
         let ready = ["\(folder)/ready0", "\(folder)/ready1"]
         let deadline = Date().addingTimeInterval(30)
         while !ready.allSatisfy({ FileManager.default.fileExists(atPath: $0) }), Date() < deadline {
