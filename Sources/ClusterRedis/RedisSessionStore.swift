@@ -48,6 +48,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
         self.replicaTimeout = replicaTimeout ?? client.topology.node.commandTimeout
         commitWindowNanos = UInt64(max(0, min(commitWindow, 60)) * 1e9)
         pendingRenewals = LoopBound([], loop: client.loop)
+        pendingStreamChecks = LoopBound([], loop: client.loop)
         commitQueue = LoopBound(CommitQueue(), loop: client.loop)
         client.preload(SessionScripts.all)
     }
@@ -160,6 +161,8 @@ public final class RedisSessionStore: SessionStore, Sendable {
 
     /// Renewals asked for in this loop iteration, sent together when it ends (the client's loop only).
     private let pendingRenewals: LoopBound<[(lease: Lease, completion: (Result<Bool, StoreError>) -> Void)]>
+    /// Stream checks asked for in this loop iteration, sent together at its end (`checkStreams`).
+    let pendingStreamChecks: LoopBound<[StreamCheck]>
 
     /// The most leases one `renewMany` call carries.
     static let renewBatch = 256
@@ -329,27 +332,6 @@ public final class RedisSessionStore: SessionStore, Sendable {
     ) {
         checkStreams(sessionID: sessionID, members: members, ttlMilliseconds: ttlMilliseconds) { r in
             completion(r.map(\.holder))
-        }
-    }
-
-    public func checkStreams(
-        sessionID: String, members: [String], ttlMilliseconds: Int,
-        completion: @escaping (Result<StreamsCheck, StoreError>) -> Void
-    ) {
-        client.evalScript(
-            SessionScripts.renewStreams,
-            keys: [
-                RedisArg(keys.session(sessionID)), RedisArg(keys.events(sessionID)),
-                RedisArg(keys.streams(sessionID)), RedisArg(keys.lease(sessionID)),
-            ],
-            args: [RedisArg(ttlMilliseconds), RedisArg(limits.expirySeconds)] + members.map { RedisArg($0) }
-        ) { r in
-            completion(
-                r.store { v -> StreamsCheck? in
-                    guard let a = v.array, a.count == 2 else { return nil }
-                    let seq = a[1].int.map { UInt64($0) } ?? a[1].string.flatMap { UInt64($0) } ?? 0
-                    return StreamsCheck(holder: a[0].isNull ? nil : a[0].string, seq: seq)
-                })
         }
     }
 

@@ -6,7 +6,8 @@ enum SessionScripts {
     /// Every script here (loaded on each master as soon as it is connected: `RedisClient.preload`).
     static var all: [RedisScript] {
         [
-            create, acquire, admitStream, renewStreams, renewMany, release, commitMany, replay, acknowledgedInputSeq,
+            create, acquire, admitStream, renewStreamsMany, renewMany, release, commitMany, replay,
+            acknowledgedInputSeq,
             delete, deleteIfUnused, load,
         ]
     }
@@ -77,27 +78,54 @@ enum SessionScripts {
         return 1
         """)
 
-    /// KEYS: session, events, streams, lease. ARGV: deadline ms, idle s, member 1 … member n.
-    /// A streamed session's periodic check: the idle expiry of the session and its history again,
-    /// expired stream members dropped, this node's members given the deadline now + ARGV[1] (added
-    /// again if they were dropped); returns {the lease's holder (false if no lease), seq}. `GONE` if no
-    /// session.
-    static let renewStreams = RedisScript(
+    /// Streamed sessions' periodic check, several sessions a call (`RedisSessionStore.checkStreams` batches
+    /// a loop's checks per master). KEYS: the first session (it routes the call). ARGV: idle s, n, then per
+    /// session: session, events, streams, lease, deadline ms, m, member 1 … member m. For each session: the
+    /// idle expiry of the session and its history again, expired stream members dropped, the m members given
+    /// the deadline now + its deadline ms (added again if they were dropped); answers {the lease's holder
+    /// (false if no lease), seq}, or `GONE` if no session. As in `renewMany`, the keys are arguments and
+    /// every session is read first: one not served here fails the call with `CROSSSLOT` before any write
+    /// (the caller sends it again per slot).
+    static let renewStreamsMany = RedisScript(
         """
-        if redis.call('EXPIRE', KEYS[1], ARGV[2]) == 0 then return redis.error_reply('GONE session') end
-        redis.call('EXPIRE', KEYS[2], ARGV[2])
-        \(pruneStreams(key: 3))
-        local ttl = tonumber(ARGV[1])
-        if #ARGV > 2 then
-          local deadline = string.format('%.0f', now + ttl)
-          for i = 3, #ARGV do redis.call('ZADD', KEYS[3], deadline, ARGV[i]) end
-          redis.call('PEXPIRE', KEYS[3], string.format('%.0f', math.max(tonumber(ARGV[2]) * 1000, ttl)))
+        #!lua flags=allow-cross-slot-keys
+        \(LuaClock.now)
+        local idle = ARGV[1]
+        local n = tonumber(ARGV[2])
+        local at, found = {}, {}
+        local i = 3
+        for c = 1, n do
+          local e = redis.pcall('EXISTS', ARGV[i])
+          if type(e) == 'table' and e.err then return redis.error_reply('CROSSSLOT stream check batch: ' .. e.err) end
+          at[c], found[c] = i, e
+          i = i + 6 + tonumber(ARGV[i + 5])
         end
-        local seq = redis.call('HGET', KEYS[1], 'seq')
-        local cur = redis.call('GET', KEYS[4])
-        if not cur then return {false, seq} end
-        local sep = string.find(cur, '|[^|]*$')
-        return {string.sub(cur, 1, sep - 1), seq}
+        local cutoff = string.format('%.0f', now)
+        local out = {}
+        for c = 1, n do
+          local b = at[c]
+          if found[c] == 0 then
+            out[c] = redis.error_reply('GONE session')
+          else
+            redis.call('EXPIRE', ARGV[b], idle)
+            redis.call('EXPIRE', ARGV[b + 1], idle)
+            redis.call('ZREMRANGEBYSCORE', ARGV[b + 2], '-inf', cutoff)
+            local ttl, m = tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5])
+            if m > 0 then
+              local deadline = string.format('%.0f', now + ttl)
+              for k = 1, m do redis.call('ZADD', ARGV[b + 2], deadline, ARGV[b + 5 + k]) end
+              redis.call('PEXPIRE', ARGV[b + 2], string.format('%.0f', math.max(tonumber(idle) * 1000, ttl)))
+            end
+            local seq = redis.call('HGET', ARGV[b], 'seq')
+            local cur = redis.call('GET', ARGV[b + 3])
+            if not cur then
+              out[c] = {false, seq}
+            else
+              out[c] = {string.sub(cur, 1, string.find(cur, '|[^|]*$') - 1), seq}
+            end
+          end
+        end
+        return out
         """)
 
     /// KEYS: the first lease (it routes the call). ARGV: lease ms, n, lease 1 … lease n, "holder|token" 1 … n.

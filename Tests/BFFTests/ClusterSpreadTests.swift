@@ -59,15 +59,27 @@ final class ClusterSpreadTests: ClusterTestCase {
 
         // A's renewals: EVALSHA sha 1 lease-1 ms n lease 1 … lease n, "holder|token" 1 … n (the first lease
         // routes the call; a release has one argument): each lease at its call's time.
-        // B's checks: EVALSHA sha 4 session events streams lease …: the session key at its call's time.
+        // B's checks: EVALSHA sha 1 session idle n, then per session: session events streams lease ms m
+        // member 1 … member m: each session key at its call's time (a slice's checks are one call).
         let renewals = seen.flatMap { c -> [(time: Double, key: String)] in
             guard c.args.first == "EVALSHA", c.args.count >= 8, c.args[2] == "1", let n = Int(c.args[5]), n >= 1,
                 c.args.count == 6 + n + n, c.args[6..<6 + n].allSatisfy({ $0.hasSuffix(":lease") })
             else { return [] }
             return c.args[6..<6 + n].map { (c.time, $0) }
         }
-        let checks = seen.filter { $0.args.first == "EVALSHA" && $0.args.count >= 7 && $0.args[2] == "4" }
-            .filter { $0.args[5].hasSuffix(":streams") }.map { (time: $0.time, key: $0.args[3]) }
+        let checks = seen.flatMap { c -> [(time: Double, key: String)] in
+            guard c.args.first == "EVALSHA", c.args.count >= 12, c.args[2] == "1", let n = Int(c.args[5]),
+                c.args[8].hasSuffix(":streams")
+            else { return [] }
+            var sessions: [(time: Double, key: String)] = []
+            var i = 6
+            for _ in 0..<n {
+                guard i + 5 < c.args.count, let m = Int(c.args[i + 5]) else { return [] }
+                sessions.append((c.time, c.args[i]))
+                i += 6 + m
+            }
+            return sessions
+        }
         for id in ids {
             XCTAssertGreaterThanOrEqual(
                 renewals.filter { $0.key.contains("{\(id)}") }.count, 2, "every lease renewed every second")

@@ -100,6 +100,21 @@ final class RedisSessionStoreClusterTests: XCTestCase {
         }
     }
 
+    func testStreamChecksOfOneIterationAreOneCallPerMasterAcrossSlots() async throws {
+        let h = SessionStoreHarness(loop: loop, store: RedisSessionStore(client: client, keys: keys)) { _ in }
+        let leases = try await sessions("s", 30, h)
+        _ = await h.checkStreamsTogether([leases[0].sessionID], members: ["n/0"])  // the script loaded
+        let before = evalCalls()
+        let answers = await h.checkStreamsTogether(leases.map(\.sessionID), members: ["n/1"])
+        XCTAssertEqual(evalCalls() - before, 3, "one call per master, not one per session or slot")
+        XCTAssertEqual(answers, Array(repeating: .success(StreamsCheck(holder: "node-a", seq: 0)), count: 30))
+        for l in leases {
+            let score = await client.send(
+                ["ZSCORE", RedisArg(keys.streams(l.sessionID)), "n/1"], key: RedisArg(keys.streams(l.sessionID)))
+            XCTAssertNotNil(try score.get().string, "\(l.sessionID): the member has its deadline")
+        }
+    }
+
     /// A batch naming a session the master does not serve (a slot map out of date) fails as a whole with
     /// `CROSSSLOT`, and the commit before it in the batch, on a session the master does serve, is not
     /// written: nothing of a batch runs unless all of it can.

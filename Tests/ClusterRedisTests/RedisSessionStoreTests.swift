@@ -154,6 +154,43 @@ final class RedisSessionStoreTests: XCTestCase {
                 + "redis \(line)")
     }
 
+    /// Stream checks asked for in one loop iteration are one `EVALSHA` (`renewStreamsMany`), each answered
+    /// for itself: the lease's holder (or none) and the session's seq; a session that is gone answers `GONE`
+    /// without failing the others; each checked session's members get their deadline and its keys the idle
+    /// expiry. 300 checks are 3 calls (128 a call).
+    func testStreamChecksOfOneLoopIterationAreOneRoundTripEachAnsweredForItself() async throws {
+        let h = harness()
+        let a = try await h.create("k1", "node-a").get()
+        let b = try await h.create("k2", "node-b").get()
+        let committed = try await h.commit(a, ["e1", "e2"], state: "s", input: true).get()
+        let seq = try XCTUnwrap(committed.eventIDs.last)
+        _ = try await h.release(b).get()  // k2: no lease
+        _ = await h.checkStreamsTogether(["k1"], members: ["warm-up"])  // the script loaded
+        for id in ["k1", "k2"] {
+            _ = try await connection.send(["EXPIRE", RedisArg(keys.session(id)), RedisArg(100)]).get()
+        }
+        let before = try await evalCalls()
+        let answers = await h.checkStreamsTogether(["k1", "k2", "k-gone"], members: ["n/1", "n/2"])
+        let after = try await evalCalls()
+        XCTAssertEqual(after - before, 1, "three checks, one round trip")
+        XCTAssertEqual(try answers[0].get(), StreamsCheck(holder: "node-a", seq: seq))
+        XCTAssertEqual(try answers[1].get(), StreamsCheck(holder: nil, seq: 0))
+        guard case .failure(let gone) = answers[2] else { return XCTFail("\(answers[2])") }
+        XCTAssertEqual(gone, .gone)
+        for id in ["k1", "k2"] {
+            let ttl = try await connection.send(["TTL", RedisArg(keys.session(id))]).get().int ?? 0
+            XCTAssertGreaterThan(ttl, 100, "\(id): the idle expiry renewed")
+            let members = try await connection.send(["ZRANGE", RedisArg(keys.streams(id)), "0", "-1"]).get()
+            XCTAssertEqual(
+                members.array?.compactMap(\.string).sorted(), id == "k1" ? ["n/1", "n/2", "warm-up"] : ["n/1", "n/2"])
+        }
+        let many = try await evalCalls()
+        let checks = await h.checkStreamsTogether(Array(repeating: "k1", count: 300), members: ["n/1"])
+        let afterMany = try await evalCalls()
+        XCTAssertEqual(afterMany - many, 3, "128 checks a call")
+        XCTAssertEqual(checks.filter { (try? $0.get()) == StreamsCheck(holder: "node-a", seq: seq) }.count, 300)
+    }
+
     /// Renewals asked for in one loop iteration are one `EVALSHA` (`renewMany`), each answered for
     /// itself: ours renewed, one whose token is stale refused; the next iteration's single renewal is a
     /// call of its own.

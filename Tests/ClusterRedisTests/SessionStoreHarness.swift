@@ -104,6 +104,13 @@ final class SessionStoreHarness: @unchecked Sendable {
                 sessionID: id, members: members, ttlMilliseconds: SessionStoreContract.streamTTL, completion: done)
         }
     }
+    /// Stream checks of `ids` (each with `members`) asked for in one loop iteration, answers in order.
+    func checkStreamsTogether(_ ids: [String], members: [String]) async -> [Result<StreamsCheck, StoreError>] {
+        await together(ids) { s, id, done in
+            s.checkStreams(
+                sessionID: id, members: members, ttlMilliseconds: SessionStoreContract.streamTTL, completion: done)
+        }
+    }
     func releaseStream(_ id: String, _ member: String) async -> Result<Void, StoreError> {
         await call { s, done in s.releaseStream(sessionID: id, member: member, completion: done) }
     }

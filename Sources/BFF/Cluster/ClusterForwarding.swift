@@ -499,8 +499,8 @@ extension ClusterNode {
     }
 
     /// Every `streamedCheckInterval`, each loop checks the sessions it streams (a slice of them every
-    /// `streamedCheckInterval / streamedCheckSlices`, each session in its own slice), one round trip each
-    /// (`renewStreams`, on the loop's own connection): their streams here get a new deadline in the
+    /// `streamedCheckInterval / streamedCheckSlices`, each session in its own slice; a slice's checks go to
+    /// Redis together, `RedisSessionStore.checkStreams`): their streams here get a new deadline in the
     /// session's cluster-wide set of open streams, the session's keys their idle expiry (a session
     /// watched on any node does not expire, as in single-process mode), and the answer names the lease's
     /// holder. One whose lease nobody holds (its owner died, `kill -9`) is then acquired and taken over

@@ -1,0 +1,86 @@
+import ClusterStore
+import RedisClient
+
+/// Stream checks in batches: every streamed session is checked once per check interval (its streams'
+/// deadlines in the cluster-wide set, its keys' idle expiry, who holds its lease). One call
+/// per session cost Redis its per-call overhead (reading the command, the script's set-up, the reply and the
+/// system calls: ~25 µs) for ~5 µs of work, 10,200 calls a second at 102,000 streamed sessions (issue 20,
+/// round 13). The checks a loop asks for in one iteration (a slice of its sessions) now go to each master
+/// as calls of up to `streamCheckBatch` sessions (`renewStreamsMany`), each session answered for itself.
+/// A batch over several slots of one master that Redis redirects (the slot map was out of date; nothing of
+/// it ran) is sent again one slot at a time, as commits and lease renewals are.
+extension RedisSessionStore {
+    /// The most sessions in one stream-check call.
+    static let streamCheckBatch = 128
+
+    /// A check asked for and not yet sent, with its completion.
+    struct StreamCheck {
+        let sessionID: String
+        let members: [String]
+        let ttlMilliseconds: Int
+        let completion: (Result<StreamsCheck, StoreError>) -> Void
+    }
+
+    public func checkStreams(
+        sessionID: String, members: [String], ttlMilliseconds: Int,
+        completion: @escaping (Result<StreamsCheck, StoreError>) -> Void
+    ) {
+        let check = StreamCheck(
+            sessionID: sessionID, members: members, ttlMilliseconds: ttlMilliseconds, completion: completion)
+        guard client.loop.inEventLoop else { return checkNow([check], splitOnRedirect: false) }
+        pendingStreamChecks.value.append(check)
+        guard pendingStreamChecks.value.count == 1 else { return }
+        client.loop.runSoon { [self] in
+            let batch = pendingStreamChecks.value
+            pendingStreamChecks.value = []
+            for group in client.groupedByMaster(batch, key: { RedisArg(keys.session($0.sessionID)) }) {
+                for start in stride(from: 0, to: group.count, by: Self.streamCheckBatch) {
+                    checkNow(
+                        Array(group[start..<min(start + Self.streamCheckBatch, group.count)]), splitOnRedirect: true)
+                }
+            }
+        }
+    }
+
+    /// One `renewStreamsMany` call for `batch`, each completion with its own answer.
+    private func checkNow(_ batch: [StreamCheck], splitOnRedirect: Bool) {
+        var args: [RedisArg] = [RedisArg(limits.expirySeconds), RedisArg(batch.count)]
+        for c in batch {
+            let id = c.sessionID
+            args += [
+                RedisArg(keys.session(id)), RedisArg(keys.events(id)), RedisArg(keys.streams(id)),
+                RedisArg(keys.lease(id)), RedisArg(c.ttlMilliseconds), RedisArg(c.members.count),
+            ]
+            args += c.members.map { RedisArg($0) }
+        }
+        client.evalScript(
+            SessionScripts.renewStreamsMany, keys: [RedisArg(keys.session(batch[0].sessionID))], args: args
+        ) { [self] r in
+            if splitOnRedirect, case .failure(let e) = r, e.isSlotRedirect {
+                let bySlot = RedisClient.groupedBySlot(batch) { RedisArg(keys.session($0.sessionID)) }
+                if bySlot.count > 1 {
+                    for group in bySlot { checkNow(group, splitOnRedirect: false) }
+                    return
+                }
+            }
+            switch r {
+            case .failure(let e):
+                for c in batch { c.completion(.failure(e.storeError)) }
+            case .success(let v):
+                guard let answers = v.array, answers.count == batch.count else {
+                    for c in batch { c.completion(.failure(.unavailable("unexpected reply: \(v)"))) }
+                    return
+                }
+                for (c, answer) in zip(batch, answers) { c.completion(Self.streamsCheck(answer)) }
+            }
+        }
+    }
+
+    /// One session's answer in a `renewStreamsMany` reply: {holder or nil, seq}, or its `GONE` error.
+    static func streamsCheck(_ v: RESPValue) -> Result<StreamsCheck, StoreError> {
+        if case .error(let message) = v { return .failure(RedisError.server(message).storeError) }
+        guard let a = v.array, a.count == 2 else { return .failure(.unavailable("unexpected reply: \(v)")) }
+        let seq = a[1].int.map { UInt64($0) } ?? a[1].string.flatMap { UInt64($0) } ?? 0
+        return .success(StreamsCheck(holder: a[0].isNull ? nil : a[0].string, seq: seq))
+    }
+}
