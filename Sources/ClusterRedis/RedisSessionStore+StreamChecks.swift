@@ -18,15 +18,17 @@ extension RedisSessionStore {
         let sessionID: String
         let members: [String]
         let ttlMilliseconds: Int
+        let renewsExpiry: Bool
         let completion: (Result<StreamsCheck, StoreError>) -> Void
     }
 
     public func checkStreams(
-        sessionID: String, members: [String], ttlMilliseconds: Int,
+        sessionID: String, members: [String], ttlMilliseconds: Int, renewsExpiry: Bool,
         completion: @escaping (Result<StreamsCheck, StoreError>) -> Void
     ) {
         let check = StreamCheck(
-            sessionID: sessionID, members: members, ttlMilliseconds: ttlMilliseconds, completion: completion)
+            sessionID: sessionID, members: members, ttlMilliseconds: ttlMilliseconds, renewsExpiry: renewsExpiry,
+            completion: completion)
         guard client.loop.inEventLoop else { return checkNow([check], splitOnRedirect: false) }
         pendingStreamChecks.value.append(check)
         guard pendingStreamChecks.value.count == 1 else { return }
@@ -49,7 +51,8 @@ extension RedisSessionStore {
             let id = c.sessionID
             args += [
                 RedisArg(keys.session(id)), RedisArg(keys.events(id)), RedisArg(keys.streams(id)),
-                RedisArg(keys.lease(id)), RedisArg(c.ttlMilliseconds), RedisArg(c.members.count),
+                RedisArg(keys.lease(id)), RedisArg(c.ttlMilliseconds), c.renewsExpiry ? "1" : "0",
+                RedisArg(c.members.count),
             ]
             args += c.members.map { RedisArg($0) }
         }

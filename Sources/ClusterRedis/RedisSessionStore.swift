@@ -321,7 +321,10 @@ public final class RedisSessionStore: SessionStore, Sendable {
         completion: @escaping (Result<Bool, StoreError>) -> Void
     ) {
         client.evalScript(
-            SessionScripts.admitStream, keys: [RedisArg(keys.session(sessionID)), RedisArg(keys.streams(sessionID))],
+            SessionScripts.admitStream,
+            keys: [
+                RedisArg(keys.session(sessionID)), RedisArg(keys.streams(sessionID)), RedisArg(keys.events(sessionID)),
+            ],
             args: [RedisArg(member), RedisArg(limit), RedisArg(ttlMilliseconds), RedisArg(limits.expirySeconds)]
         ) { r in completion(r.store { $0.int.map { $0 == 1 } }) }
     }

@@ -59,11 +59,13 @@ enum SessionScripts {
         """
     }
 
-    /// KEYS: session, streams. ARGV: member, limit, deadline ms, idle s.
+    /// KEYS: session, streams, events. ARGV: member, limit, deadline ms, idle s.
     /// The cluster-wide stream limit: drops the members whose deadline (a score, Redis ms) passed,
     /// then adds `member` with the deadline now + ARGV[3] if it is there already or fewer than
     /// `limit` remain. 1 if admitted, 0 if refused; `GONE` if the session does not exist. An admitted stream
-    /// marks the session `used` (a field of its hash): it is no longer an unused session (`deleteIfUnused`).
+    /// marks the session `used` (a field of its hash): it is no longer an unused session (`deleteIfUnused`);
+    /// and gives the session and its history their idle expiry again (an open stream keeps a session alive:
+    /// the periodic checks renew it only once per renewal interval).
     static let admitStream = RedisScript(
         """
         if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('GONE session') end
@@ -75,14 +77,17 @@ enum SessionScripts {
         redis.call('ZADD', KEYS[2], string.format('%.0f', now + ttl), ARGV[1])
         redis.call('PEXPIRE', KEYS[2], string.format('%.0f', math.max(tonumber(ARGV[4]) * 1000, ttl)))
         redis.call('HSETNX', KEYS[1], 'used', '1')
+        redis.call('EXPIRE', KEYS[1], ARGV[4])
+        redis.call('EXPIRE', KEYS[3], ARGV[4])
         return 1
         """)
 
     /// Streamed sessions' periodic check, several sessions a call (`RedisSessionStore.checkStreams` batches
     /// a loop's checks per master). KEYS: the first session (it routes the call). ARGV: idle s, n, then per
-    /// session: session, events, streams, lease, deadline ms, m, member 1 … member m. For each session: the
-    /// idle expiry of the session and its history again, expired stream members dropped, the m members given
-    /// the deadline now + its deadline ms (added again if they were dropped); answers {the lease's holder
+    /// session: session, events, streams, lease, deadline ms, renew (1/0), m, member 1 … member m. For each
+    /// session: with renew 1 the idle expiry of the session, its history and its set of streams again;
+    /// expired stream members dropped, the m members given the deadline now + its deadline ms (added again
+    /// if they were dropped); answers {the lease's holder
     /// (false if no lease), seq}, or `GONE` if no session. As in `renewMany`, the keys are arguments and
     /// every session is read first: one not served here fails the call with `CROSSSLOT` before any write
     /// (the caller sends it again per slot).
@@ -98,7 +103,7 @@ enum SessionScripts {
           local e = redis.pcall('EXISTS', ARGV[i])
           if type(e) == 'table' and e.err then return redis.error_reply('CROSSSLOT stream check batch: ' .. e.err) end
           at[c], found[c] = i, e
-          i = i + 6 + tonumber(ARGV[i + 5])
+          i = i + 7 + tonumber(ARGV[i + 6])
         end
         local cutoff = string.format('%.0f', now)
         local out = {}
@@ -107,14 +112,21 @@ enum SessionScripts {
           if found[c] == 0 then
             out[c] = redis.error_reply('GONE session')
           else
-            redis.call('EXPIRE', ARGV[b], idle)
-            redis.call('EXPIRE', ARGV[b + 1], idle)
+            local renew = ARGV[b + 5] == '1'
+            if renew then
+              redis.call('EXPIRE', ARGV[b], idle)
+              redis.call('EXPIRE', ARGV[b + 1], idle)
+            end
             redis.call('ZREMRANGEBYSCORE', ARGV[b + 2], '-inf', cutoff)
-            local ttl, m = tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5])
+            local ttl, m = tonumber(ARGV[b + 4]), tonumber(ARGV[b + 6])
             if m > 0 then
               local deadline = string.format('%.0f', now + ttl)
-              for k = 1, m do redis.call('ZADD', ARGV[b + 2], deadline, ARGV[b + 5 + k]) end
-              redis.call('PEXPIRE', ARGV[b + 2], string.format('%.0f', math.max(tonumber(idle) * 1000, ttl)))
+              local added = 0
+              for k = 1, m do added = added + redis.call('ZADD', ARGV[b + 2], deadline, ARGV[b + 6 + k]) end
+              -- a member added again may have made the set anew: it gets an expiry too
+              if renew or (added > 0 and redis.call('PTTL', ARGV[b + 2]) < ttl) then
+                redis.call('PEXPIRE', ARGV[b + 2], string.format('%.0f', math.max(tonumber(idle) * 1000, ttl)))
+              end
             end
             local seq = redis.call('HGET', ARGV[b], 'seq')
             local cur = redis.call('GET', ARGV[b + 3])

@@ -188,6 +188,7 @@ public final class InMemorySessionStore: SessionStore, Sendable {
             x.streams = x.streams.filter { $0.value > t }
             if x.streams[member] == nil, x.streams.count >= limit { return .success(false) }
             x.streams[member] = t + Int64(ttlMilliseconds)
+            x.expiresAt = t + Int64(limits.expirySeconds) * 1000  // an open stream keeps the session alive
             return .success(true)
         }
         completion(result)
@@ -203,7 +204,7 @@ public final class InMemorySessionStore: SessionStore, Sendable {
     }
 
     public func checkStreams(
-        sessionID: String, members: [String], ttlMilliseconds: Int,
+        sessionID: String, members: [String], ttlMilliseconds: Int, renewsExpiry: Bool,
         completion: @escaping (Result<StreamsCheck, StoreError>) -> Void
     ) {
         let result: Result<StreamsCheck, StoreError> = withRecord(sessionID) { r, t in
@@ -211,7 +212,7 @@ public final class InMemorySessionStore: SessionStore, Sendable {
             defer { r = x }
             x.streams = x.streams.filter { $0.value > t }
             for m in members { x.streams[m] = t + Int64(ttlMilliseconds) }
-            x.expiresAt = t + Int64(limits.expirySeconds) * 1000
+            if renewsExpiry { x.expiresAt = t + Int64(limits.expirySeconds) * 1000 }
             return .success(StreamsCheck(holder: x.leaseUntil > t ? x.leaseHolder : nil, seq: x.snapshot.seq))
         }
         completion(result)

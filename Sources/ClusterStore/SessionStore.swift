@@ -81,10 +81,12 @@ public protocol SessionStore: AnyObject {
         completion: @escaping (Result<String?, StoreError>) -> Void)
 
     /// `renewStreams`, answering also the session's last committed event id (`seq`): a stream whose last
-    /// written id stays below it has missed a live event and catches up from the history. The default
-    /// (a store without it) answers `seq` 0 (never behind).
+    /// written id stays below it has missed a live event and catches up from the history. With
+    /// `renewsExpiry` false the session's keys keep their expiry (a node checking every few seconds renews
+    /// it once per `SessionStoreLimits.expiryRenewalSeconds`, as an owner's commits do). The default (a
+    /// store without it) renews, and answers `seq` 0 (never behind).
     func checkStreams(
-        sessionID: String, members: [String], ttlMilliseconds: Int,
+        sessionID: String, members: [String], ttlMilliseconds: Int, renewsExpiry: Bool,
         completion: @escaping (Result<StreamsCheck, StoreError>) -> Void)
 
     /// Stops counting stream `member` of session `sessionID` (its stream closed); no error if unknown.
@@ -100,12 +102,22 @@ extension SessionStore {
     }
 
     public func checkStreams(
-        sessionID: String, members: [String], ttlMilliseconds: Int,
+        sessionID: String, members: [String], ttlMilliseconds: Int, renewsExpiry: Bool,
         completion: @escaping (Result<StreamsCheck, StoreError>) -> Void
     ) {
         renewStreams(sessionID: sessionID, members: members, ttlMilliseconds: ttlMilliseconds) { r in
             completion(r.map { StreamsCheck(holder: $0, seq: 0) })
         }
+    }
+
+    /// `checkStreams` that renews the session's expiry.
+    public func checkStreams(
+        sessionID: String, members: [String], ttlMilliseconds: Int,
+        completion: @escaping (Result<StreamsCheck, StoreError>) -> Void
+    ) {
+        checkStreams(
+            sessionID: sessionID, members: members, ttlMilliseconds: ttlMilliseconds, renewsExpiry: true,
+            completion: completion)
     }
 }
 

@@ -59,7 +59,7 @@ final class ClusterSpreadTests: ClusterTestCase {
 
         // A's renewals: EVALSHA sha 1 lease-1 ms n lease 1 … lease n, "holder|token" 1 … n (the first lease
         // routes the call; a release has one argument): each lease at its call's time.
-        // B's checks: EVALSHA sha 1 session idle n, then per session: session events streams lease ms m
+        // B's checks: EVALSHA sha 1 session idle n, then per session: session events streams lease ms renew m
         // member 1 … member m: each session key at its call's time (a slice's checks are one call).
         let renewals = seen.flatMap { c -> [(time: Double, key: String)] in
             guard c.args.first == "EVALSHA", c.args.count >= 8, c.args[2] == "1", let n = Int(c.args[5]), n >= 1,
@@ -68,15 +68,15 @@ final class ClusterSpreadTests: ClusterTestCase {
             return c.args[6..<6 + n].map { (c.time, $0) }
         }
         let checks = seen.flatMap { c -> [(time: Double, key: String)] in
-            guard c.args.first == "EVALSHA", c.args.count >= 12, c.args[2] == "1", let n = Int(c.args[5]),
+            guard c.args.first == "EVALSHA", c.args.count >= 13, c.args[2] == "1", let n = Int(c.args[5]),
                 c.args[8].hasSuffix(":streams")
             else { return [] }
             var sessions: [(time: Double, key: String)] = []
             var i = 6
             for _ in 0..<n {
-                guard i + 5 < c.args.count, let m = Int(c.args[i + 5]) else { return [] }
+                guard i + 6 < c.args.count, let m = Int(c.args[i + 6]) else { return [] }
                 sessions.append((c.time, c.args[i]))
-                i += 6 + m
+                i += 7 + m
             }
             return sessions
         }
@@ -95,5 +95,42 @@ final class ClusterSpreadTests: ClusterTestCase {
         XCTAssertLessThanOrEqual(densest(checks.map(\.time), window: 0.02), count / 3, "checks: \(checks.count)")
         XCTAssertLessThanOrEqual(
             densest(renewals.map(\.time), window: 0.05), count * 5 / 6, "renewals: \(renewals.count)")
+    }
+
+    /// A streamed session's checks renew its keys' expiry on every `expiryRenewalPasses`-th pass only: with
+    /// a 20 s idle time-out (renewal interval 2 s) and a 1 s lease TTL (a check every 1 s), every other
+    /// check of each session carries the renewal, the others do not.
+    func testChecksOfStreamedSessionsRenewTheExpiryOncePerRenewalInterval() throws {
+        let a = try node("a", leaseTTL: 1, threads: 1)
+        let b = try node("b", leaseTTL: 1, idleTimeout: 20, threads: 1)
+        let ids = try (0..<10).map { _ in try a.createSession() }
+        var streams: [WireConnection] = []
+        defer { for s in streams { s.close() } }
+        for id in ids {
+            let (conn, events) = try b.stream(id)
+            _ = try events.next()
+            streams.append(conn)
+        }
+        let seen = try monitor(for: 4.5)
+        // Per checked session in each batched call: (session key, its renew flag).
+        var flags: [String: [String]] = [:]
+        for c in seen {
+            guard c.args.first == "EVALSHA", c.args.count >= 13, c.args[2] == "1", let n = Int(c.args[5]),
+                c.args[8].hasSuffix(":streams")
+            else { continue }
+            var i = 6
+            for _ in 0..<n {
+                guard i + 6 < c.args.count, let m = Int(c.args[i + 6]) else { break }
+                flags[c.args[i], default: []].append(c.args[i + 5])
+                i += 7 + m
+            }
+        }
+        for id in ids {
+            let mine = flags.first { $0.key.contains("{\(id)}") }?.value ?? []
+            XCTAssertGreaterThanOrEqual(mine.count, 3, "checked every second: \(mine)")
+            XCTAssertGreaterThanOrEqual(mine.filter { $0 == "1" }.count, 1, "renewed within 2 s: \(mine)")
+            XCTAssertGreaterThanOrEqual(mine.filter { $0 == "0" }.count, 1, "not on every check: \(mine)")
+            XCTAssertFalse(zip(mine, mine.dropFirst()).contains { $0 == "1" && $1 == "1" }, "\(mine)")
+        }
     }
 }

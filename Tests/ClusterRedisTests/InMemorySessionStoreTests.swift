@@ -51,6 +51,24 @@ final class InMemorySessionStoreTests: XCTestCase {
         XCTAssertEqual(expired, .failure(.gone), "1,860 s after the creation, 1,810 s after the commit")
     }
 
+    /// A stream check that does not renew leaves the expiry; opening a stream renews it.
+    func testAStreamCheckThatDoesNotRenewLeavesTheExpiryAndOpeningAStreamRenewsIt() async throws {
+        let h = harness()
+        _ = try await h.create("x", "n").get()
+        clock.advance(50 * 1000)
+        _ = await h.checkStreamsTogether(["x"], members: ["n/1"], renewsExpiry: false)
+        clock.advance(1810 * 1000)
+        let expired = await h.load("x")
+        XCTAssertEqual(expired, .failure(.gone), "1,860 s after the creation, 1,810 s after the check")
+
+        _ = try await h.create("y", "n").get()
+        clock.advance(50 * 1000)
+        _ = try await h.admitStream("y", "n/1", limit: 4).get()
+        clock.advance(1810 * 1000)
+        let alive = await h.load("y")
+        XCTAssertNotNil(try? alive.get(), "1,810 s after the stream opened")
+    }
+
     func testTheRenewalIntervalIsATenthOfTheIdleTimeOutAtMostAMinute() {
         XCTAssertEqual(SessionStoreLimits(idleTimeout: 1800).expiryRenewalSeconds, 60)
         XCTAssertEqual(SessionStoreLimits(idleTimeout: 1800).expirySeconds, 1860)

@@ -108,6 +108,48 @@ final class RedisSessionStoreTests: XCTestCase {
         XCTAssertEqual(left.map { $0.string ?? "" }, [keys.idempotency("x", "k")], "delete removes the streams too")
     }
 
+    /// A periodic check that does not renew the expiry leaves the session's and its history's TTL as they
+    /// are (the node renews once per renewal interval) but still renews its members; a set of streams the
+    /// check makes anew (every member had expired) gets an expiry all the same. Opening a stream
+    /// (`admitStream`) renews the session's expiry: a stream keeps its session alive from its first moment.
+    func testOnlyARenewingStreamCheckTouchesTheSessionsExpiry() async throws {
+        let h = harness()
+        let lease = try await h.create("q", "n").get()
+        _ = try await h.commit(lease, ["e"], state: "s", input: true).get()
+        _ = try await h.admitStream("q", "n/1", limit: 4).get()
+        func ttl(_ key: String) async throws -> Int64 {
+            try await connection.send(["PTTL", RedisArg(key)]).get().int ?? -3
+        }
+        for key in [keys.session("q"), keys.events("q")] {
+            _ = try await connection.send(["PEXPIRE", RedisArg(key), "100000"]).get()
+        }
+        let quiet = await h.checkStreamsTogether(["q"], members: ["n/1", "n/2"], renewsExpiry: false)
+        XCTAssertEqual(try quiet[0].get().holder, "n")
+        for key in [keys.session("q"), keys.events("q")] {
+            let left = try await ttl(key)
+            XCTAssertLessThanOrEqual(left, 100_000, "\(key): not renewed")
+            XCTAssertGreaterThan(left, 0)
+        }
+        let members = try await connection.send(["ZRANGE", RedisArg(keys.streams("q")), "0", "-1"]).get()
+        XCTAssertEqual(members.array?.compactMap(\.string), ["n/1", "n/2"])
+
+        _ = try await connection.send(["DEL", RedisArg(keys.streams("q"))]).get()
+        _ = await h.checkStreamsTogether(["q"], members: ["n/3"], renewsExpiry: false)
+        let remade = try await ttl(keys.streams("q"))
+        XCTAssertGreaterThan(remade, 0, "a set made anew has an expiry")
+
+        _ = await h.checkStreamsTogether(["q"], members: ["n/3"], renewsExpiry: true)
+        for key in [keys.session("q"), keys.events("q")] {
+            let renewed = try await ttl(key)
+            XCTAssertGreaterThan(renewed, 100_000, "\(key): renewed")
+        }
+
+        _ = try await connection.send(["PEXPIRE", RedisArg(keys.session("q")), "100000"]).get()
+        _ = try await h.admitStream("q", "n/4", limit: 4).get()
+        let afterOpening = try await ttl(keys.session("q"))
+        XCTAssertGreaterThan(afterOpening, 100_000, "an opened stream renews the session's expiry")
+    }
+
     func testCommitPublishesTheSameEventItAppends() async throws {
         let h = harness()
         let lease = try await h.create("p", "n").get()

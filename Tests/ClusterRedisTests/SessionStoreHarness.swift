@@ -105,10 +105,13 @@ final class SessionStoreHarness: @unchecked Sendable {
         }
     }
     /// Stream checks of `ids` (each with `members`) asked for in one loop iteration, answers in order.
-    func checkStreamsTogether(_ ids: [String], members: [String]) async -> [Result<StreamsCheck, StoreError>] {
+    func checkStreamsTogether(
+        _ ids: [String], members: [String], renewsExpiry: Bool = true
+    ) async -> [Result<StreamsCheck, StoreError>] {
         await together(ids) { s, id, done in
             s.checkStreams(
-                sessionID: id, members: members, ttlMilliseconds: SessionStoreContract.streamTTL, completion: done)
+                sessionID: id, members: members, ttlMilliseconds: SessionStoreContract.streamTTL,
+                renewsExpiry: renewsExpiry, completion: done)
         }
     }
     func releaseStream(_ id: String, _ member: String) async -> Result<Void, StoreError> {

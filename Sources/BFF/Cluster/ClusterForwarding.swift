@@ -503,7 +503,10 @@ extension ClusterNode {
     /// Redis together, `RedisSessionStore.checkStreams`): their streams here get a new deadline in the
     /// session's cluster-wide set of open streams, the session's keys their idle expiry (a session
     /// watched on any node does not expire, as in single-process mode), and the answer names the lease's
-    /// holder. One whose lease nobody holds (its owner died, `kill -9`) is then acquired and taken over
+    /// holder. The session's keys get their idle expiry again once every `expiryRenewalPasses` passes (about
+    /// once per `SessionStoreLimits.expiryRenewalSeconds`, as an owner's commits renew it: their expiry is the
+    /// idle time-out plus that interval, so a watched session never expires). One whose lease nobody holds
+    /// (its owner died, `kill -9`) is then acquired and taken over
     /// even if no request comes (a search it was loading completes, the streams see it): one more round
     /// trip, only then.
     func startOrphanChecks() {
@@ -514,18 +517,22 @@ extension ClusterNode {
                 state.value.orphanTimer = loop.scheduleRepeating(every: self.streamedCheckInterval / Double(slices)) {
                     let slice = state.value.orphanSlice
                     state.value.orphanSlice = (slice + 1) % slices
+                    if slice == 0 { state.value.orphanPass &+= 1 }
+                    let renews = state.value.orphanPass % self.expiryRenewalPasses == 0
                     for (id, fed) in state.value.fed where fed.slot == slice {
-                        self.checkStreamed(id, members: fed.streams.map { $0.member }, from: index)
+                        self.checkStreamed(
+                            id, members: fed.streams.map { $0.member }, renewsExpiry: renews, from: index)
                     }
                 }
             }
         }
     }
 
-    private func checkStreamed(_ id: String, members: [String], from index: Int) {
+    private func checkStreamed(_ id: String, members: [String], renewsExpiry: Bool, from index: Int) {
         guard let owner = owner(of: id) else { return }
-        stores[index].checkStreams(sessionID: id, members: members, ttlMilliseconds: streamDeadlineMilliseconds) {
-            result in
+        stores[index].checkStreams(
+            sessionID: id, members: members, ttlMilliseconds: streamDeadlineMilliseconds, renewsExpiry: renewsExpiry
+        ) { result in
             if case .success(let check) = result { self.catchUpIfBehind(id, seq: check.seq, loop: index) }
             let holder = result.map(\.holder)
             owner.loop.runOrExecute {

@@ -90,6 +90,9 @@ final class ClusterNode: SessionBackend {
         streamedCheckInterval = max(0.05, min(settings.leaseTTL, configuration.sessionIdleTimeout / 4))
         streamDeadlineMilliseconds = max(1, Int((3 * streamedCheckInterval * 1000).rounded(.up)))
         streamedCheckSlices = max(1, Int(streamedCheckInterval / 0.1))
+        // A pass takes one check interval: the keys' expiry renewed once per renewal interval, at most (a
+        // pass late by a slice still renews within the extra the expiry carries).
+        expiryRenewalPasses = max(1, Int(Double(limits.expiryRenewalSeconds) / streamedCheckInterval))
         metrics = ClusterMetrics(factory: env.metrics.factory)
         loopProblems = Lock(Array(repeating: [], count: loops.count))
         for (i, client) in group.clients.enumerated() {
@@ -149,6 +152,10 @@ final class ClusterNode: SessionBackend {
     /// (`StreamedSession.slot`): still once per interval each, but never all at once. 2,000 sessions checked
     /// together stalled the loop and Redis for ~80 ms every interval (docs/BENCHMARKS.md, round 6).
     let streamedCheckSlices: Int
+
+    /// A streamed session's check renews its keys' idle expiry on every this-many passes over the slices
+    /// (`expiryRenewalSeconds / streamedCheckInterval`, at least 1: every pass).
+    let expiryRenewalPasses: Int
 
     /// How long an open stream counts towards its session's cluster-wide limit without a renewal
     /// (three check intervals: a live node renews it every interval; a dead node's streams stop
@@ -275,6 +282,8 @@ struct ClusterLoopState {
     /// The timer that looks for orphaned sessions among those streamed here, and the slice it checks next.
     var orphanTimer: LoopTimer?
     var orphanSlice = 0
+    /// Passes over every slice so far (the keys' expiry is renewed on every `expiryRenewalPasses`-th).
+    var orphanPass = 0
     /// The slice the next session streamed here is checked in (round robin).
     var nextSlot = 0
     /// The sharded channels owners answer this loop's forwarded inputs on (the first: `<prefix>:reply:
