@@ -168,4 +168,9 @@ print(f"deletes: {tot_deleted} of {nodes * streams} sessions, {tot_delete_failed
       f"the slowest node's in {slowest_delete:.1f} s")
 PY
 echo "redis keys: $keys_before before the run, $keys_after after it; session keys left: $session_keys_left"
+# What is left, by kind (a key's {hash tag} folded): e.g. the status board's key, per-client windows that expire.
+redis-cli -p "$RP" --scan | sed -E 's/\{[^}]*\}/{…}/; s/:[0-9a-f.:]+$/:…/' | sort | uniq -c | sort -rn | head -5 |
+    sed 's/^/redis keys left: /'
 redis-cli -p "$RP" INFO commandstats | grep -E "cmdstat_(evalsha|ssubscribe|spublish|publish):" | sed 's/^/redis: /'
+# Error replies by kind (a script's own refusal, e.g. a fenced write, counts as a failed call above).
+redis-cli -p "$RP" INFO errorstats | grep '^errorstat_' | sed 's/^/redis: /' || true
