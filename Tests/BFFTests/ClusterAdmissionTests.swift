@@ -52,6 +52,42 @@ final class ClusterAdmissionTests: ClusterTestCase {
         XCTAssertGreaterThanOrEqual(Double(refusals?.split(separator: " ").last ?? "") ?? 0, 2)
     }
 
+    /// A delete is admitted like a creation: while the connection is busy it is refused at once with `503`
+    /// + `Retry-After`, nothing done (the session and its stream stay as they were), and served after.
+    func testADeleteIsRefusedAtOnceWhileRedisIsBusyAndServedAfter() throws {
+        let a = try node("a", threads: 1, commandTimeout: 10) { $0.admissionInFlight = 2 }
+        let id = try firstSession(on: a)
+        let doomed = try a.createSession()
+        redis.signal(SIGSTOP)
+        var resumed = false
+        defer { if !resumed { redis.signal(SIGCONT) } }
+        let waiting = DispatchGroup()
+        for _ in 0..<2 {
+            waiting.enter()
+            Thread.detachNewThread {
+                _ = try? WireConnection(port: a.port, timeout: 20).request("POST", "/api/sessions")
+                waiting.leave()
+            }
+        }
+        let cluster = try XCTUnwrap(a.app.backend as? ClusterNode)
+        try waitUntil("two commands wait on the connection", within: 10) {
+            self.inFlight(cluster, key: cluster.keys.session(id)) >= 2
+        }
+        let started = Date()
+        let refused = try WireConnection(port: a.port, timeout: 20).request("DELETE", "/api/sessions/\(doomed)")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 1, "answered before any Redis round trip")
+        XCTAssertTrue(refused.problem(503).contains("busy"), refused.text)
+        XCTAssertEqual(refused.header("Retry-After"), "1")
+        redis.signal(SIGCONT)
+        resumed = true
+        XCTAssertEqual(waiting.wait(timeout: .now() + 20), .success)
+        XCTAssertEqual(try a.state(doomed)["seq"], 0, "the refused delete changed nothing")
+        try waitUntil("deletes served again", within: 10) {
+            try WireConnection(port: a.port).request("DELETE", "/api/sessions/\(doomed)").status == 204
+        }
+        XCTAssertEqual(try WireConnection(port: a.port).request("GET", "/api/sessions/\(doomed)/state").status, 404)
+    }
+
     /// Commits queued behind a batch in flight count as waiting work: with Redis stopped, one input's
     /// commit is on the connection and two more wait in the store for its answer (group commit); the
     /// connection holds one command, but a creation is refused at once, and every input is acknowledged

@@ -317,6 +317,9 @@ extension ClusterNode {
     {
         guard let owner = owner(of: id) else { return reply(.failure(.notFound)) }
         owner.loop.runOrExecute {
+            // Before any work, as for creations and streams: a burst of deletes (3,000 at once on one node)
+            // put the connection past its bound, and the commits of their `end` events were refused.
+            guard self.admits(key: self.keys.session(id), at: owner.loop.index) else { return reply(.failure(.busy)) }
             self.withOwned(
                 id, owner: owner, refuse: { reply(.failure($0)) },
                 onHeld: { holder, ms in
