@@ -64,7 +64,7 @@ extension RedisClient {
     /// thread only.
     public func commandsInFlight(key: RedisArg) -> Int {
         guard let m = master(forSlot: Self.slot(of: key)) else { return 0 }
-        return connectionIfAny(to: m)?.inFlight ?? 0
+        return connectionIfAny(to: m)?.waiting ?? 0
     }
 
     /// True when the master serving `key`'s slot is known and this loop's connection to it is ready: a

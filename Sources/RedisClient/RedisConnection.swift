@@ -25,8 +25,10 @@ import Synchronization
 ///   only when it makes no progress at all (no reply to anything) for a whole `commandTimeout` while
 ///   commands wait (`stallTimeout`), or when the socket fails.
 /// - At most `configuration.maxInFlight` commands (timed-out ones whose reply has not come yet
-///   included) are outstanding; past that `send` fails at once with `.overloaded`, before anything is
-///   written (the caller answers `503` + `Retry-After`).
+///   included) are outstanding; past that `send` holds commands, in order, up to `maxQueued`, and writes
+///   them as replies make room (a held command whose deadline passes fails with `.timeout`, never sent);
+///   past both it fails at once with `.overloaded`, before anything is written (the caller answers
+///   `503` + `Retry-After`).
 /// - A lost connection fails its pending commands with `.connectionLost` and reconnects with
 ///   exponential back-off and jitter (`Backoff`). Commands are sent only while `ready`: otherwise
 ///   they fail at once with `.notConnected` (callers answer `503`), they are not queued.
@@ -88,6 +90,19 @@ public final class RedisConnection: @unchecked Sendable {
     /// disarming within one iteration cancel out).
     private var flushQueued = false
 
+    /// Commands asked for while `maxInFlight` were outstanding, from `heldHead` on, in order (see `send`).
+    private var held: [Held] = []
+    private var heldHead = 0
+
+    private struct Held {
+        let args: [RedisArg]
+        let deadline: UInt64
+        let callback: Callback
+    }
+
+    /// What waits on this connection: commands outstanding and commands held for room. Loop thread only.
+    public var waiting: Int { inFlight + held.count - heldHead }
+
     private struct Pending {
         var callback: Callback
         var sentAt: UInt64
@@ -135,11 +150,46 @@ public final class RedisConnection: @unchecked Sendable {
     public func send(_ args: [RedisArg], timeout: Double? = nil, _ callback: @escaping Callback) {
         precondition(loop.inEventLoop, "RedisConnection.send off its loop")
         guard state == .ready else { return callback(.failure(.notConnected)) }
-        guard inFlight < configuration.maxInFlight else {
+        let timeout = timeout ?? configuration.commandTimeout
+        if inFlight < configuration.maxInFlight, heldHead == held.count {
+            issue(args, timeout: timeout, persistent: false, callback)
+            return
+        }
+        guard held.count - heldHead < configuration.maxQueued else {
             onEvent?(.refused)
             return callback(.failure(.overloaded))
         }
-        issue(args, timeout: timeout ?? configuration.commandTimeout, persistent: false, callback)
+        let deadline = monotonicNanos() &+ UInt64(max(0, timeout) * 1e9)
+        held.append(Held(args: args, deadline: deadline, callback: callback))
+        armDeadlineCheck(at: deadline)
+    }
+
+    /// Writes held commands, in order, while there is room; one whose deadline passed fails with
+    /// `.timeout` instead (it was never sent).
+    private func sendHeld() {
+        let now = monotonicNanos()
+        while heldHead < held.count, inFlight < configuration.maxInFlight, context != nil {
+            let h = held[heldHead]
+            heldHead += 1
+            if h.deadline <= now {
+                onEvent?(.timedOut)
+                h.callback(.failure(.timeout))
+            } else {
+                issue(h.args, timeout: Double(h.deadline - now) / 1e9, persistent: false, h.callback)
+            }
+        }
+        compactHeld()
+    }
+
+    /// Drops the entries before `heldHead` once they are all gone or most of the array.
+    private func compactHeld() {
+        if heldHead == held.count {
+            held.removeAll(keepingCapacity: true)
+            heldHead = 0
+        } else if heldHead > 64, heldHead * 2 > held.count {
+            held.removeFirst(heldHead)
+            heldHead = 0
+        }
     }
 
     /// Drops the connection and reconnects (pending commands fail with `.connectionLost`). For a
@@ -250,6 +300,9 @@ public final class RedisConnection: @unchecked Sendable {
         ctx.pointee.data = nil
         if context == ctx { context = nil }
         let failed = pending
+        let failedHeld = held[heldHead...]
+        held.removeAll()
+        heldHead = 0
         pending.removeAll()
         abandoned.removeAll()
         timed.removeAll()
@@ -262,6 +315,7 @@ public final class RedisConnection: @unchecked Sendable {
         for (_, p) in failed.sorted(by: { $0.key < $1.key }) {
             p.callback(.failure(.connectionLost(reason)))
         }
+        for h in failedHeld { h.callback(.failure(.connectionLost(reason))) }
         if reconnect { scheduleReconnect(reason: reason) }
         Unmanaged<RedisConnection>.fromOpaque(data).release()
     }
@@ -388,8 +442,26 @@ public final class RedisConnection: @unchecked Sendable {
             }
         }
         timed = waiting
+        var expired: [Held] = []
+        if heldHead < held.count {
+            var kept: [Held] = []
+            for h in held[heldHead...] {
+                if h.deadline <= now {
+                    expired.append(h)
+                } else {
+                    kept.append(h)
+                    next = min(next, h.deadline)
+                }
+            }
+            held = kept
+            heldHead = 0
+        }
         if next != .max { armDeadlineCheck(at: next) }
         for id in due.sorted() { timedOut(id) }
+        for h in expired {
+            onEvent?(.timedOut)
+            h.callback(.failure(.timeout))
+        }
     }
 
     /// `p` has left `pending` (answered or timed out).
@@ -448,6 +520,7 @@ public final class RedisConnection: @unchecked Sendable {
             if abandoned.remove(id) != nil {  // timed out: the late reply is dropped, but it is progress
                 lastReplyAt = monotonicNanos()
                 inFlight -= 1
+                if heldHead < held.count { sendHeld() }
             }
             return
         }
@@ -465,6 +538,7 @@ public final class RedisConnection: @unchecked Sendable {
         } else {
             p.callback(.success(value))
         }
+        if heldHead < held.count { sendHeld() }
     }
 }
 

@@ -66,12 +66,12 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
     }
 
     /// Lease renewals take a connection of their own (`RedisLane.leases`): while the command connection
-    /// is full (`maxInFlight` 2, both held by `BLPOP`s that block it in Redis for 1.5 s), a command on it
-    /// is refused with `.overloaded` and a script on the lease lane is answered at once. Before, the
+    /// is full (`maxInFlight` 2, both held by `BLPOP`s that block it in Redis for 1.5 s, nothing held
+    /// beyond), a command on it is refused with `.overloaded` and a script on the lease lane is answered at once. Before, the
     /// renewal shared the command connection and was refused too (issue 20: 6,379 renewals refused in
     /// one 6 × 8,000-stream run, sessions lost for it).
     func testTheLeaseLaneIsNotCrowdedOutByTheCommandConnection() async throws {
-        let c = TopologyTesting.client(server.url, on: loop, commandTimeout: 3, maxInFlight: 2)
+        let c = TopologyTesting.client(server.url, on: loop, commandTimeout: 3, maxInFlight: 2, maxQueued: 0)
         c.startFromAnyThread()
         let ready = await TopologyTesting.eventually { c.isReady }
         XCTAssertTrue(ready)

@@ -1,6 +1,7 @@
 import EventHTTP
 import Foundation
 import RedisTestSupport
+import Synchronization
 import XCTest
 
 @testable import RedisClient
@@ -151,12 +152,16 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
         await c.closeFromAnyThread()
     }
 
-    /// At most `maxInFlight` commands are outstanding: while a slow script holds the connection, the
-    /// commands past the bound are refused at once with `.overloaded` and never reach Redis (the counter
-    /// they would have incremented counts only the admitted ones); a timed-out command still holds its
-    /// place until its late reply comes.
-    func testCommandsPastTheInFlightBoundAreRefusedBeforeAnyWork() async throws {
-        let c = await connect(timeout: 2) { $0.maxInFlight = 4 }
+    /// At most `maxInFlight` commands are outstanding and `maxQueued` more are held: while a slow script
+    /// holds the connection, the commands past the bound wait, in order, and are sent as replies make room;
+    /// those past both are refused at once with `.overloaded` and never reach Redis (the counter they would
+    /// have incremented counts only the others); a timed-out command still holds its place until its late
+    /// reply comes.
+    func testCommandsPastTheInFlightBoundAreHeldThenRefusedBeforeAnyWork() async throws {
+        let c = await connect(timeout: 2) {
+            $0.maxInFlight = 4
+            $0.maxQueued = 2
+        }
         let replies = Replies()
         let events = Events()
         let started = Date()
@@ -168,13 +173,37 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
         await waitFor(replies, count: 10)
         let all = replies.all
         XCTAssertEqual(all[0], .failure(.timeout))
-        XCTAssertEqual((1...3).map { all[$0] }, (1...3).map { .success(.integer(Int64($0))) })
-        XCTAssertEqual((4...9).map { all[$0] }, Array(repeating: .failure(.overloaded), count: 6))
-        XCTAssertEqual(events.all.filter { $0 == .refused }.count, 6)
+        XCTAssertEqual((1...5).map { all[$0] }, (1...5).map { .success(.integer(Int64($0))) }, "3 sent, 2 held")
+        XCTAssertEqual((6...9).map { all[$0] }, Array(repeating: .failure(.overloaded), count: 4))
+        XCTAssertEqual(events.all.filter { $0 == .refused }.count, 4)
         let counter = await c.send(["GET", "admitted"])
-        XCTAssertEqual(counter.map(\.int), .success(3), "refused commands were never sent")
+        XCTAssertEqual(counter.map(\.int), .success(5), "refused commands were never sent")
         XCTAssertLessThan(Date().timeIntervalSince(started), 1.5)
         XCTAssertEqual(c.state, .ready)
+        await c.closeFromAnyThread()
+    }
+
+    /// A held command keeps the deadline it was asked with: one whose time-out passes while it waits for
+    /// room fails with `.timeout` at its deadline and is never sent; the one held behind it is sent once
+    /// the slow script answers.
+    func testAHeldCommandTimesOutAtItsDeadlineAndIsNeverSent() async throws {
+        let c = await connect(timeout: 2) { $0.maxInFlight = 1 }
+        let replies = Replies()
+        let started = Date()
+        let timedOutAfter = Mutex<Double?>(nil)
+        loop.execute {
+            c.send(["EVAL", RedisArg(Self.slowScript), 0, 400_000]) { replies.set(0, $0) }
+            c.send(["INCR", "held"], timeout: 0.1) {
+                timedOutAfter.withLock { $0 = Date().timeIntervalSince(started) }
+                replies.set(1, $0)
+            }
+            c.send(["INCR", "held"]) { replies.set(2, $0) }
+        }
+        await waitFor(replies, count: 3)
+        let all = replies.all
+        XCTAssertEqual(all[1], .failure(.timeout))
+        XCTAssertLessThan(timedOutAfter.withLock { $0 } ?? 9, 0.35, "at its own deadline, not after the script")
+        XCTAssertEqual(all[2], .success(.integer(1)), "the timed-out command never ran")
         await c.closeFromAnyThread()
     }
 

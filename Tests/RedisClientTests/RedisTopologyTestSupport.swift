@@ -10,7 +10,7 @@ enum TopologyTesting {
     /// A client (not started) for `url` with short time-outs, so a failover test runs in seconds.
     static func client(
         _ url: String, on loop: EventLoop, commandTimeout: Double = 1,
-        maxInFlight: Int? = nil, configure: (inout RedisClientOptions) -> Void = { _ in }
+        maxInFlight: Int? = nil, maxQueued: Int? = nil, configure: (inout RedisClientOptions) -> Void = { _ in }
     ) -> RedisClient {
         var topology = RedisTopology(url: url)!
         topology.node.commandTimeout = commandTimeout
@@ -19,6 +19,7 @@ enum TopologyTesting {
         topology.node.reconnectMax = 0.2
         topology.node.healthCheckInterval = 0.25
         if let maxInFlight { topology.node.maxInFlight = maxInFlight }
+        if let maxQueued { topology.node.maxQueued = maxQueued }
         var options = RedisClientOptions()
         options.failoverPollInterval = 0.1
         options.probeInterval = 0.25
