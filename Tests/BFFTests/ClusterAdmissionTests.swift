@@ -14,24 +14,9 @@ final class ClusterAdmissionTests: ClusterTestCase {
     func testNewWorkIsRefusedAtOnceWhileRedisIsBusyAndServedAfter() throws {
         let a = try node("a", threads: 1, commandTimeout: 10) { $0.admissionInFlight = 2 }
         let id = try firstSession(on: a)
-        redis.signal(SIGSTOP)  // Redis takes commands and answers none: they wait on the connection
         var resumed = false
         defer { if !resumed { redis.signal(SIGCONT) } }
-        // Two creations wait on the node's one connection (each is answered once Redis continues).
-        let waiting = DispatchGroup()
-        let answers = Lock<[Int]>([])
-        for _ in 0..<2 {
-            waiting.enter()
-            Thread.detachNewThread {
-                let status = (try? WireConnection(port: a.port, timeout: 20).request("POST", "/api/sessions"))?.status
-                answers.withLock { $0.append(status ?? 0) }
-                waiting.leave()
-            }
-        }
-        let cluster = try XCTUnwrap(a.app.backend as? ClusterNode)
-        try waitUntil("two commands wait on the connection", within: 10) {
-            self.inFlight(cluster, key: cluster.keys.session(id)) >= 2
-        }
+        let (waiting, answers) = try stopRedisWithTwoCreationsWaiting(on: a, key: id)
         // The next creation and a stream are refused without waiting for Redis.
         let started = Date()
         let refused = try WireConnection(port: a.port, timeout: 20).request("POST", "/api/sessions")
@@ -58,21 +43,9 @@ final class ClusterAdmissionTests: ClusterTestCase {
         let a = try node("a", threads: 1, commandTimeout: 10) { $0.admissionInFlight = 2 }
         let id = try firstSession(on: a)
         let doomed = try a.createSession()
-        redis.signal(SIGSTOP)
         var resumed = false
         defer { if !resumed { redis.signal(SIGCONT) } }
-        let waiting = DispatchGroup()
-        for _ in 0..<2 {
-            waiting.enter()
-            Thread.detachNewThread {
-                _ = try? WireConnection(port: a.port, timeout: 20).request("POST", "/api/sessions")
-                waiting.leave()
-            }
-        }
-        let cluster = try XCTUnwrap(a.app.backend as? ClusterNode)
-        try waitUntil("two commands wait on the connection", within: 10) {
-            self.inFlight(cluster, key: cluster.keys.session(id)) >= 2
-        }
+        let (waiting, _) = try stopRedisWithTwoCreationsWaiting(on: a, key: id)
         let started = Date()
         let refused = try WireConnection(port: a.port, timeout: 20).request("DELETE", "/api/sessions/\(doomed)")
         XCTAssertLessThan(Date().timeIntervalSince(started), 1, "answered before any Redis round trip")
@@ -145,6 +118,29 @@ final class ClusterAdmissionTests: ClusterTestCase {
 
     /// A session created on `a`, retried until `201`: at start the node loads its scripts on the connection,
     /// and with a small `admissionInFlight` a creation meanwhile is refused.
+    /// Stops Redis (`SIGSTOP`: it takes commands and answers none) and starts two creations on `a`, which
+    /// wait on its one connection (to the master of session `key`) until Redis continues; returns once both
+    /// are on the connection, with what tells when they are answered and their statuses. The caller sends
+    /// `SIGCONT`.
+    func stopRedisWithTwoCreationsWaiting(on a: LiveApp, key id: String) throws -> (DispatchGroup, Lock<[Int]>) {
+        redis.signal(SIGSTOP)
+        let waiting = DispatchGroup()
+        let answers = Lock<[Int]>([])
+        for _ in 0..<2 {
+            waiting.enter()
+            Thread.detachNewThread {
+                let status = (try? WireConnection(port: a.port, timeout: 20).request("POST", "/api/sessions"))?.status
+                answers.withLock { $0.append(status ?? 0) }
+                waiting.leave()
+            }
+        }
+        let cluster = try XCTUnwrap(a.app.backend as? ClusterNode)
+        try waitUntil("two commands wait on the connection", within: 10) {
+            self.inFlight(cluster, key: cluster.keys.session(id)) >= 2
+        }
+        return (waiting, answers)
+    }
+
     func firstSession(on a: LiveApp) throws -> String {
         var created: WireResponse?
         try waitUntil("a session created", within: 10) {

@@ -145,12 +145,7 @@ final class ScenarioTests: XCTestCase {
     func testStreamsOpensAllAndMeasuresBroadcastFanOut() throws {
         let server = try GreetingTestServer()
         defer { server.stop() }
-        var options = StreamsScenario.Options()
-        options.streams = 60
-        options.hold = 0
-        options.progress = false
-        options.pid = getpid()
-        let report = try StreamsScenario.run(target: Target(url: "http://127.0.0.1:\(server.port)"), options: options)
+        let report = try runStreams(60, on: server) { $0.pid = getpid() }
         XCTAssertEqual(report.int("succeeded"), 60, report.table)
         XCTAssertEqual(report.int("failed"), 0, report.table)
         XCTAssertEqual(report.int("broadcastReceived"), 60, report.table)
@@ -162,12 +157,7 @@ final class ScenarioTests: XCTestCase {
         let server = try GreetingTestServer()
         server.busyDeletes = 7
         defer { server.stop() }
-        var options = StreamsScenario.Options()
-        options.streams = 30
-        options.concurrency = 8
-        options.hold = 0
-        options.progress = false
-        let report = try StreamsScenario.run(target: Target(url: "http://127.0.0.1:\(server.port)"), options: options)
+        let report = try runStreams(30, on: server) { $0.concurrency = 8 }
         XCTAssertEqual(report.int("deleted"), 30, report.table)
         XCTAssertEqual(report.int("deleteRetries"), 7, report.table)
         XCTAssertEqual(report.int("deleteFailed"), 0, report.table)
@@ -178,12 +168,7 @@ final class ScenarioTests: XCTestCase {
     func testStreamsCountsADeleteThatFailsAsFailed() throws {
         let server = try GreetingTestServer()
         defer { server.stop() }
-        var options = StreamsScenario.Options()
-        options.streams = 5
-        options.hold = 0
-        options.progress = false
-        options.cleanup = false
-        _ = try StreamsScenario.run(target: Target(url: "http://127.0.0.1:\(server.port)"), options: options)
+        _ = try runStreams(5, on: server) { $0.cleanup = false }
         // Ids the server does not have: each delete a failure, with its status; the run's kept sessions stay.
         let loop = try LoadLoop()
         defer { loop.close() }
@@ -256,11 +241,7 @@ final class ScenarioTests: XCTestCase {
         let server = try GreetingTestServer()
         server.hasStatusHook = false
         defer { server.stop() }
-        var options = StreamsScenario.Options()
-        options.streams = 3
-        options.hold = 0
-        options.progress = false
-        let report = try StreamsScenario.run(target: Target(url: "http://127.0.0.1:\(server.port)"), options: options)
+        let report = try runStreams(3, on: server)
         guard case .text(let text)? = report["broadcast"] else { return XCTFail(report.table) }
         XCTAssertEqual(text, "broadcast skipped: server has no test hook")
     }
@@ -278,5 +259,17 @@ final class ScenarioTests: XCTestCase {
         XCTAssertEqual(report.int("non2xx"), 0, report.table)
         XCTAssertEqual(report.int("errors"), 0, report.table)
         XCTAssertEqual((report.int("stateRequests") ?? 0) + (report.int("searchRequests") ?? 0), requests)
+    }
+
+    /// `streams` of `StreamsScenario` against `server`, held for no time and quiet, with `configure`'s changes.
+    private func runStreams(
+        _ streams: Int, on server: GreetingTestServer, _ configure: (inout StreamsScenario.Options) -> Void = { _ in }
+    ) throws -> LoadReport {
+        var options = StreamsScenario.Options()
+        options.streams = streams
+        options.hold = 0
+        options.progress = false
+        configure(&options)
+        return try StreamsScenario.run(target: Target(url: "http://127.0.0.1:\(server.port)"), options: options)
     }
 }
