@@ -87,8 +87,7 @@ enum SessionScripts {
     /// session: session, events, streams, lease, deadline ms, renew (1/0), m, member 1 … member m. For each
     /// session: with renew 1 the idle expiry of the session, its history and its set of streams again;
     /// expired stream members dropped, the m members given the deadline now + its deadline ms (added again
-    /// if they were dropped); answers {the lease's holder
-    /// (false if no lease), seq}, or `GONE` if no session. As in `renewMany`, the keys are arguments and
+    /// if they were dropped); answers {the lease's holder (false if no lease), seq}, or `GONE` if no session. As in `renewMany`, the keys are arguments and
     /// every session is read first: one not served here fails the call with `CROSSSLOT` before any write
     /// (the caller sends it again per slot).
     static let renewStreamsMany = RedisScript(
