@@ -31,18 +31,9 @@ extension RedisSessionStore {
             sessionID: sessionID, members: members, ttlMilliseconds: ttlMilliseconds, renewsExpiry: renewsExpiry,
             completion: completion)
         guard client.loop.inEventLoop else { return checkNow([check], splitOnRedirect: false) }
-        pendingStreamChecks.value.append(check)
-        guard pendingStreamChecks.value.count == 1 else { return }
-        client.loop.runSoon { [self] in
-            let batch = pendingStreamChecks.value
-            pendingStreamChecks.value = []
-            for group in client.groupedByMaster(batch, key: { RedisArg(keys.session($0.sessionID)) }) {
-                for start in stride(from: 0, to: group.count, by: Self.streamCheckBatch) {
-                    checkNow(
-                        Array(group[start..<min(start + Self.streamCheckBatch, group.count)]), splitOnRedirect: true)
-                }
-            }
-        }
+        sendAtIterationEnd(
+            check, pending: pendingStreamChecks, key: { [keys] in RedisArg(keys.session($0.sessionID)) },
+            batch: Self.streamCheckBatch, send: { [self] in checkNow($0, splitOnRedirect: true) })
     }
 
     /// One `renewStreamsMany` call for `batch`, each completion with its own answer.
@@ -60,12 +51,12 @@ extension RedisSessionStore {
         client.evalScript(
             SessionScripts.renewStreamsMany, keys: [RedisArg(keys.session(batch[0].sessionID))], args: args
         ) { [self] r in
-            if splitOnRedirect, case .failure(let e) = r, e.isSlotRedirect {
-                let bySlot = RedisClient.groupedBySlot(batch) { RedisArg(keys.session($0.sessionID)) }
-                if bySlot.count > 1 {
-                    for group in bySlot { checkNow(group, splitOnRedirect: false) }
-                    return
-                }
+            if splitOnRedirect,
+                resentPerSlot(
+                    batch, after: r, key: { RedisArg(keys.session($0.sessionID)) },
+                    again: { checkNow($0, splitOnRedirect: false) })
+            {
+                return
             }
             switch r {
             case .failure(let e):

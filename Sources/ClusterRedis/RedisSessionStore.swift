@@ -176,17 +176,41 @@ public final class RedisSessionStore: SessionStore, Sendable {
     /// Off the loop (tests), one call at once.
     public func renew(_ lease: Lease, completion: @escaping (Result<Bool, StoreError>) -> Void) {
         guard client.loop.inEventLoop else { return renewNow([(lease, completion)], splitOnRedirect: false) }
-        pendingRenewals.value.append((lease, completion))
-        guard pendingRenewals.value.count == 1 else { return }
+        sendAtIterationEnd(
+            (lease, completion), pending: pendingRenewals, key: { [keys] in RedisArg(keys.lease($0.lease.sessionID)) },
+            batch: Self.renewBatch, send: { [self] in renewNow($0, splitOnRedirect: true) })
+    }
+
+    /// Keeps `item` in `pending` and, for the first one of this loop iteration, sends them all once the
+    /// iteration's callbacks are done: grouped by the master serving `key`, in calls of at most `batch`
+    /// (`send`). How lease renewals and stream checks reach Redis together. Loop only.
+    func sendAtIterationEnd<Item>(
+        _ item: Item, pending: LoopBound<[Item]>, key: @escaping (Item) -> RedisArg, batch: Int,
+        send: @escaping ([Item]) -> Void
+    ) {
+        pending.value.append(item)
+        guard pending.value.count == 1 else { return }
         client.loop.runSoon { [self] in
-            let batch = pendingRenewals.value
-            pendingRenewals.value = []
-            for group in client.groupedByMaster(batch, key: { RedisArg(keys.lease($0.lease.sessionID)) }) {
-                for start in stride(from: 0, to: group.count, by: Self.renewBatch) {
-                    renewNow(Array(group[start..<min(start + Self.renewBatch, group.count)]), splitOnRedirect: true)
+            let items = pending.value
+            pending.value = []
+            for group in client.groupedByMaster(items, key: key) {
+                for start in stride(from: 0, to: group.count, by: batch) {
+                    send(Array(group[start..<min(start + batch, group.count)]))
                 }
             }
         }
+    }
+
+    /// True, with `batch` sent again one slot at a time (`again`), when `r` is Redis redirecting a call over
+    /// several slots (the slot map was out of date; nothing of it ran).
+    func resentPerSlot<Item>(
+        _ batch: [Item], after r: Result<RESPValue, RedisError>, key: (Item) -> RedisArg, again: ([Item]) -> Void
+    ) -> Bool {
+        guard case .failure(let e) = r, e.isSlotRedirect else { return false }
+        let bySlot = RedisClient.groupedBySlot(batch, key: key)
+        guard bySlot.count > 1 else { return false }
+        for group in bySlot { again(group) }
+        return true
     }
 
     typealias Renewal = (lease: Lease, completion: (Result<Bool, StoreError>) -> Void)
@@ -201,12 +225,12 @@ public final class RedisSessionStore: SessionStore, Sendable {
                 + batch.map { RedisArg("\($0.lease.holder)|\($0.lease.token)") },
             lane: .leases
         ) { [self] r in
-            if splitOnRedirect, case .failure(let e) = r, e.isSlotRedirect {
-                let bySlot = RedisClient.groupedBySlot(batch) { RedisArg(keys.lease($0.lease.sessionID)) }
-                if bySlot.count > 1 {
-                    for group in bySlot { renewNow(group, splitOnRedirect: false) }
-                    return
-                }
+            if splitOnRedirect,
+                resentPerSlot(
+                    batch, after: r, key: { RedisArg(keys.lease($0.lease.sessionID)) },
+                    again: { renewNow($0, splitOnRedirect: false) })
+            {
+                return
             }
             let answers = r.store { v -> [Bool]? in
                 guard let a = v.array, a.count == batch.count else { return nil }

@@ -18,11 +18,7 @@ final class ClusterAdmissionTests: ClusterTestCase {
         defer { if !resumed { redis.signal(SIGCONT) } }
         let (waiting, answers) = try stopRedisWithTwoCreationsWaiting(on: a, key: id)
         // The next creation and a stream are refused without waiting for Redis.
-        let started = Date()
-        let refused = try WireConnection(port: a.port, timeout: 20).request("POST", "/api/sessions")
-        XCTAssertLessThan(Date().timeIntervalSince(started), 1, "answered before any Redis round trip")
-        XCTAssertTrue(refused.problem(503).contains("busy"), refused.text)
-        XCTAssertEqual(refused.header("Retry-After"), "1")
+        try assertBusyAtOnce(a, "POST", "/api/sessions")
         let stream = try WireConnection(port: a.port, timeout: 20).request("GET", "/api/sessions/\(id)/events")
         XCTAssertTrue(stream.problem(503).contains("busy"), stream.text)
         redis.signal(SIGCONT)
@@ -46,11 +42,7 @@ final class ClusterAdmissionTests: ClusterTestCase {
         var resumed = false
         defer { if !resumed { redis.signal(SIGCONT) } }
         let (waiting, _) = try stopRedisWithTwoCreationsWaiting(on: a, key: id)
-        let started = Date()
-        let refused = try WireConnection(port: a.port, timeout: 20).request("DELETE", "/api/sessions/\(doomed)")
-        XCTAssertLessThan(Date().timeIntervalSince(started), 1, "answered before any Redis round trip")
-        XCTAssertTrue(refused.problem(503).contains("busy"), refused.text)
-        XCTAssertEqual(refused.header("Retry-After"), "1")
+        try assertBusyAtOnce(a, "DELETE", "/api/sessions/\(doomed)")
         redis.signal(SIGCONT)
         resumed = true
         XCTAssertEqual(waiting.wait(timeout: .now() + 20), .success)
@@ -139,6 +131,16 @@ final class ClusterAdmissionTests: ClusterTestCase {
             self.inFlight(cluster, key: cluster.keys.session(id)) >= 2
         }
         return (waiting, answers)
+    }
+
+    /// `method path` on `a` is answered `503` "busy" with `Retry-After: 1` within a second: before any
+    /// Redis round trip (Redis is stopped).
+    func assertBusyAtOnce(_ a: LiveApp, _ method: String, _ path: String, line: UInt = #line) throws {
+        let started = Date()
+        let refused = try WireConnection(port: a.port, timeout: 20).request(method, path)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 1, "answered before any Redis round trip", line: line)
+        XCTAssertTrue(refused.problem(503, line: line).contains("busy"), refused.text, line: line)
+        XCTAssertEqual(refused.header("Retry-After"), "1", line: line)
     }
 
     func firstSession(on a: LiveApp) throws -> String {
