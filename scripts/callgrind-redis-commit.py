@@ -19,8 +19,10 @@ import socket
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from redis_wire import commit_script, encode, free_port, reply  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "Sources/ClusterRedis/SessionScripts.swift")
@@ -29,41 +31,11 @@ RENEW = os.environ.get("RENEW", "0")
 if RENEW not in ("0", "1") or N < 1:
     sys.exit("callgrind-redis-commit: RENEW must be 0 or 1 and N at least 1")
 
-match = re.search(r'static let commitMany = RedisScript\(\n\s*#"""\n(.*?)"""#\)', open(SOURCE).read(), re.S)
-if not match:
+SCRIPT = commit_script(SOURCE)
+if not SCRIPT:
     sys.exit(f"callgrind-redis-commit: no commitMany script in {SOURCE}")
-SCRIPT = textwrap.dedent(match.group(1))
 # Before round 12 a commit had no renewal flag (9 fields before its events, not 10).
 HAS_RENEW_FLAG = "a + 10 +" in SCRIPT
-
-
-def encode(*args):
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
-
-
-def reply(f):
-    line = f.readline()
-    kind, rest = line[:1], line[1:-2]
-    if kind == b"-":
-        raise RuntimeError(rest.decode())
-    if kind in (b"+", b":"):
-        return rest
-    if kind == b"$":
-        n = int(rest)
-        return None if n < 0 else f.read(n + 2)[:-2]
-    if kind == b"*":
-        return [reply(f) for _ in range(max(int(rest), 0))]
-    raise RuntimeError(f"unexpected reply {line!r}")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run(calls, out):

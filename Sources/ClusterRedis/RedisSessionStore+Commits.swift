@@ -40,6 +40,8 @@ extension RedisSessionStore {
     /// How soon waiting commits are tried again when their connection was full (its `maxInFlight`
     /// outstanding): they wait, in order, instead of being refused.
     static let fullConnectionRetry = 0.005
+    /// The commit script's flags and empty channel, made once (a literal is a new array each time).
+    static let one: RedisArg = "1", zero: RedisArg = "0", empty: RedisArg = ""
 
     /// With `replicaAcks` > 0 the script publishes nothing: once the replicas confirmed the batch, each
     /// commit's events are published here (`SPUBLISH`, in commit order: commits of one session go out on one
@@ -48,7 +50,7 @@ extension RedisSessionStore {
     public func commit(_ commit: SessionCommit, completion: @escaping (Result<CommitResult, StoreError>) -> Void) {
         if let e = limits.check(commit) { return completion(.failure(e)) }
         precondition(client.loop.inEventLoop, "RedisSessionStore.commit off its loop")
-        let master = client.masterName(serving: RedisArg(keys.session(commit.lease.sessionID)))
+        let master = client.masterName(serving: keys.arg(commit.lease.sessionID))
         commitQueue.value.waiting[master, default: []].append(PendingCommit(commit: commit, completion: completion))
         if commitWindowNanos > 0 {
             let now = monotonicNanos()
@@ -91,7 +93,7 @@ extension RedisSessionStore {
     /// acknowledged by a late commit could be missing from the state its session was restored from.
     func sendCommitsBefore(sessionID id: String) {
         guard client.loop.inEventLoop else { return }
-        let master = client.masterName(serving: RedisArg(keys.session(id)))
+        let master = client.masterName(serving: keys.arg(id))
         commitQueue.value.held.remove(master)
         guard let batch = commitQueue.value.waiting.removeValue(forKey: master) else { return }
         sendInBatches(batch, master: master)
@@ -167,23 +169,24 @@ extension RedisSessionStore {
     /// is sent again one slot at a time.
     private func send(_ batch: [PendingCommit], master: String, splitOnRedirect: Bool) {
         commitQueue.value.inFlight[master, default: 0] += 1
-        var args: [RedisArg] = [
-            RedisArg(limits.historyEvents), RedisArg(limits.expirySeconds), RedisArg(limits.idempotencySeconds),
-            RedisArg(batch.count),
-        ]
+        var args = commitHeader
+        args.append(RedisArg(batch.count))
+        args.reserveCapacity(4 + batch.reduce(0) { $0 + 10 + $1.commit.events.count })
+        var keyArgs: [RedisArg] = []
         for item in batch {
             let c = item.commit
             let id = c.lease.sessionID
+            let session = keys.arg(id)
+            if keyArgs.isEmpty { keyArgs = [session] }
             args += [
-                RedisArg(keys.session(id)), RedisArg(keys.events(id)),
-                RedisArg(keys.idempotency(id, c.idempotencyKey ?? "")), RedisArg(Int(c.lease.token)),
-                RedisArg(bytes: c.state), c.isInput ? "1" : "0", c.isInput && c.idempotencyKey != nil ? "1" : "0",
-                replicaAcks > 0 ? "" : RedisArg(keys.channel(id)), c.renewsExpiry ? "1" : "0",
+                session, keys.arg(id, .events), keys.arg(id, .idempotency, c.idempotencyKey ?? ""),
+                RedisArg(Int(c.lease.token)), RedisArg(bytes: c.state), c.isInput ? Self.one : Self.zero,
+                c.isInput && c.idempotencyKey != nil ? Self.one : Self.zero,
+                replicaAcks > 0 ? Self.empty : keys.arg(id, .channel), c.renewsExpiry ? Self.one : Self.zero,
                 RedisArg(c.events.count),
             ]
-            args += c.events.map { RedisArg(bytes: $0) }
+            for event in c.events { args.append(RedisArg(bytes: event)) }
         }
-        let keyArgs = [RedisArg(keys.session(batch[0].commit.lease.sessionID))]
         replicated(SessionScripts.commitMany, keys: keyArgs, args: args) { [self] r, redirected in
             commitQueue.value.inFlight[master, default: 1] -= 1
             if commitQueue.value.inFlight[master] == 0 { commitQueue.value.inFlight[master] = nil }

@@ -33,6 +33,8 @@ public final class RedisSessionStore: SessionStore, Sendable {
     public let replicaTimeout: Double
     /// The commit window in nanoseconds (0: none): see "Commit window" in `RedisSessionStore+Commits.swift`.
     let commitWindowNanos: UInt64
+    /// The commit script's first arguments, the same for every call: history max, expiry, idempotency.
+    let commitHeader: [RedisArg]
 
     /// A store on `client`, with `limits`, under `keys`, each decisive write confirmed by `replicaAcks`
     /// replicas within `replicaTimeout` seconds (default: the command time-out), commits held for up to
@@ -47,6 +49,9 @@ public final class RedisSessionStore: SessionStore, Sendable {
         self.replicaAcks = max(0, replicaAcks)
         self.replicaTimeout = replicaTimeout ?? client.topology.node.commandTimeout
         commitWindowNanos = UInt64(max(0, min(commitWindow, 60)) * 1e9)
+        commitHeader = [
+            RedisArg(limits.historyEvents), RedisArg(limits.expirySeconds), RedisArg(limits.idempotencySeconds),
+        ]
         pendingRenewals = LoopBound([], loop: client.loop)
         pendingStreamChecks = LoopBound([], loop: client.loop)
         commitQueue = LoopBound(CommitQueue(), loop: client.loop)

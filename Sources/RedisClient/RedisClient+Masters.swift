@@ -53,10 +53,10 @@ extension RedisClient {
 
     /// A name for the master that serves `key`'s slot by this loop's slot map ("slot N" while none is
     /// known): equal for keys one master serves, on any topology (one name on one Redis or a Sentinel's
-    /// master). For grouping work per master. Loop thread only.
-    public func masterName(serving key: RedisArg) -> String {
+    /// master). For grouping work per master. `key` is made only on a sharded topology. Loop thread only.
+    public func masterName(serving key: @autoclosure () -> RedisArg) -> String {
         guard isSharded else { return "master" }
-        let slot = Self.slot(of: key)
+        let slot = Self.slot(of: key())
         return master(forSlot: slot).map { "\($0)" } ?? "slot \(slot)"
     }
 

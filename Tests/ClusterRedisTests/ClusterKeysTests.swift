@@ -1,4 +1,5 @@
 import ClusterRedis
+import RedisClient
 import XCTest
 
 /// Every key and channel name comes from `ClusterKeys` (the node's input and reply channels and the
@@ -22,5 +23,19 @@ final class ClusterKeysTests: XCTestCase {
         XCTAssertEqual(k.cacheLock("q"), "p:c:{q}:lock")
         XCTAssertEqual(k.cacheWake("q"), "p:cwake:q")
         XCTAssertEqual(k.cacheWakePattern, "p:cwake:*")
+    }
+
+    func testASessionKeyWrittenAsAnArgumentHasTheBytesOfItsName() {
+        let k = ClusterKeys(prefix: "bff")
+        for id in ["i", "0123456789abcdef0123456789abcdef", "é✓"] {
+            XCTAssertEqual(k.arg(id), RedisArg(k.session(id)))
+            XCTAssertEqual(k.arg(id, .lease), RedisArg(k.lease(id)))
+            XCTAssertEqual(k.arg(id, .events), RedisArg(k.events(id)))
+            XCTAssertEqual(k.arg(id, .idempotency, "key-1"), RedisArg(k.idempotency(id, "key-1")))
+            XCTAssertEqual(k.arg(id, .idempotency), RedisArg(k.idempotency(id, "")))
+            XCTAssertEqual(k.arg(id, .streams), RedisArg(k.streams(id)))
+            XCTAssertEqual(k.arg(id, .channel), RedisArg(k.channel(id)))
+        }
+        XCTAssertEqual(k.arg("i", .events).bytes, Array("bff:s:{i}:ev".utf8))
     }
 }
