@@ -66,7 +66,7 @@ done
 if [[ $MASTERS == 1 ]]; then
     REDIS_URL="redis://127.0.0.1:${REDIS_PORTS[0]}"
 else
-    redis-cli --cluster create $(printf '127.0.0.1:%s ' "${REDIS_PORTS[@]}") --cluster-replicas 0 --cluster-yes \
+    redis-cli --cluster create "${REDIS_PORTS[@]/#/127.0.0.1:}" --cluster-replicas 0 --cluster-yes \
         > "$OUT/idle-cluster-create.log" 2>&1 || { cat "$OUT/idle-cluster-create.log" >&2; exit 1; }
     for ((i = 0; i < 100; i++)); do
         redis-cli -p "${REDIS_PORTS[0]}" cluster info | grep -q cluster_state:ok && break

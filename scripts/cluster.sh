@@ -59,8 +59,8 @@ fi
 # refuse to start instead.
 case $redis_mode in
   one) redis_ports=("$redis_port") ;;
-  cluster) redis_ports=($(seq "$redis_port" $((redis_port + 5))) $(seq $((redis_port + 10000)) $((redis_port + 10005)))) ;;
-  sentinel) redis_ports=($(seq "$redis_port" $((redis_port + 4)))) ;;
+  cluster) mapfile -t redis_ports < <(seq "$redis_port" $((redis_port + 5)); seq $((redis_port + 10000)) $((redis_port + 10005))) ;;
+  sentinel) mapfile -t redis_ports < <(seq "$redis_port" $((redis_port + 4))) ;;
 esac
 ports=("$port" "$stats_port" "${redis_ports[@]}" "$base" $((base + 1)) $((base + 2)))
 ((demo)) && ports+=("$sim_port")
@@ -113,7 +113,9 @@ case $redis_mode in
       started "redis$((i + 1))" $! "redis://127.0.0.1:$p"
     done
     for i in 0 1 2 3 4 5; do redis_ready $((redis_port + i)); done
-    redis-cli --cluster create $(for i in 0 1 2 3 4 5; do echo "127.0.0.1:$((redis_port + i))"; done) \
+    redis_nodes=()
+    for i in 0 1 2 3 4 5; do redis_nodes+=("127.0.0.1:$((redis_port + i))"); done
+    redis-cli --cluster create "${redis_nodes[@]}" \
       --cluster-replicas 1 --cluster-yes >"$dir/cluster-create.log" 2>&1 \
       || { echo "cluster.sh: redis-cli --cluster create failed; see $dir/cluster-create.log" >&2; exit 1; }
     redis_url="redis+cluster://127.0.0.1:$redis_port,127.0.0.1:$((redis_port + 1)),127.0.0.1:$((redis_port + 2))"
@@ -162,8 +164,8 @@ if ((tls)); then
   tls_env=(HAPROXY_CERT="$cert" HAPROXY_TLS_BIND="127.0.0.1:$tls_port")
   tls_what=", https://127.0.0.1:$tls_port (HTTP/2)"
 fi
-env BFF_NODE1=127.0.0.1:$base BFF_NODE2=127.0.0.1:$((base + 1)) BFF_NODE3=127.0.0.1:$((base + 2)) \
-  HAPROXY_BIND=127.0.0.1:$port HAPROXY_STATS_BIND=127.0.0.1:$stats_port "${tls_env[@]}" \
+env BFF_NODE1="127.0.0.1:$base" BFF_NODE2="127.0.0.1:$((base + 1))" BFF_NODE3="127.0.0.1:$((base + 2))" \
+  HAPROXY_BIND="127.0.0.1:$port" HAPROXY_STATS_BIND="127.0.0.1:$stats_port" "${tls_env[@]}" \
   haproxy -f "$config" >"$dir/haproxy.log" 2>&1 &
 started haproxy $! "http://127.0.0.1:$port$tls_what, stats http://127.0.0.1:$stats_port"
 

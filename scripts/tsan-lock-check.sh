@@ -9,7 +9,7 @@
 # `_MutexHandle._lockSlow`, which ThreadSanitizer does not see, so the program needs contention (hence
 # 8 threads on a 2-core machine; the Mutex run is tried up to 3 times). scripts/tsan.sh runs it first. Prints "N passed, M failed".
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 work="$(mktemp -d /tmp/bff-tsan-lock.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 
@@ -48,8 +48,8 @@ check() {  # $1: name, $2: expect "race" or "clean", $3...: sources
     # then run in the precompiled runtime. (Optimised, they may be inlined into the instrumented program.)
     swiftc -sanitize=thread -Onone -module-name Check -I Sources/CTSan "$@" -o "$work/$name" \
         > "$work/$name.build.log" 2>&1 || { cat "$work/$name.build.log" >&2; failed=$((failed + 1)); return; }
-    local races attempt
-    for attempt in 1 2 3; do
+    local races
+    for _ in 1 2 3; do
         TSAN_OPTIONS="halt_on_error=0 exitcode=0" "$work/$name" > "$work/$name.log" 2>&1
         races=$(grep -c "WARNING: ThreadSanitizer" "$work/$name.log")
         [[ $expect == race && $races -eq 0 ]] || break

@@ -169,9 +169,10 @@ extension RedisSessionStore {
     /// is sent again one slot at a time.
     private func send(_ batch: [PendingCommit], master: String, splitOnRedirect: Bool) {
         commitQueue.value.inFlight[master, default: 0] += 1
-        var args = commitHeader
+        var args: [RedisArg] = []  // one allocation of the final size
+        args.reserveCapacity(commitHeader.count + 1 + batch.reduce(0) { $0 + 10 + $1.commit.events.count })
+        args += commitHeader
         args.append(RedisArg(batch.count))
-        args.reserveCapacity(4 + batch.reduce(0) { $0 + 10 + $1.commit.events.count })
         var keyArgs: [RedisArg] = []
         for item in batch {
             let c = item.commit
