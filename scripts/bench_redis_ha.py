@@ -1,7 +1,7 @@
 """Driver of scripts/bench-redis-ha.sh (see there): Redis deployments, bff nodes, latency runs with Redis
 CPU per input, and failover trials. Every process it starts is stopped when it ends (or is interrupted)."""
 
-import json, os, re, signal, socket, statistics, subprocess, sys, tempfile, threading, time
+import json, os, signal, socket, statistics, subprocess, sys, tempfile, threading, time
 
 BIN, OUT = os.environ["HA_BIN"], os.environ["HA_OUT"]
 SERVER_PIN = os.environ.get("HA_SERVER_PIN", "").split()
