@@ -4,7 +4,8 @@
 # --test-hooks, its default flags otherwise) holding STREAMS streams opened by `bff-load streams`, then
 # BROADCASTS status changes through the test hook, one a second; the node's CPU (/proc) over that time minus
 # its CPU over as long without broadcasts (lease renewals, stream checks) is the broadcasts' cost. Prints
-# that per stream and broadcast, for each BIN given (alternated ROUNDS times: builds compared in one run).
+# that per stream and broadcast, for each BIN given (alternated ROUNDS times: builds compared in one run),
+# and the same for the `bff-load` process reading the events (the clients share this host's two cores).
 #
 # Usage: scripts/bench-broadcast-cpu.sh [BIN...]   (folders with release bff and bff-load; default
 #        .build/release)
@@ -38,7 +39,7 @@ post() {
 }
 
 measure() { # bin
-    local bin=$1 node load i t0 t1 t2
+    local bin=$1 node load i t0 t1 t2 l0 l1 l2
     redis-cli -p "$REDIS_PORT" flushall > /dev/null
     "$bin/bff" --port "$PORT" --threads 1 --cache-file none --log-level warning --test-hooks \
         --redis-url "redis://127.0.0.1:$REDIS_PORT/0" > "$OUT/node.log" 2>&1 &
@@ -55,6 +56,7 @@ measure() { # bin
     [[ $(open_streams || echo 0) -ge $STREAMS ]] || { log "$STREAMS streams did not open"; exit 1; }
     sleep 2
     t0=$(cpu_ticks_of "$node")
+    l0=$(cpu_ticks_of "$load")
     for ((i = 0; i < BROADCASTS; i += 2)); do
         post '{"reachable":false,"message":"broadcast '"$i"'"}'
         sleep 1
@@ -62,18 +64,23 @@ measure() { # bin
         sleep 1
     done
     t1=$(cpu_ticks_of "$node")
+    l1=$(cpu_ticks_of "$load")
     sleep $((2 * ((BROADCASTS + 1) / 2)))
     t2=$(cpu_ticks_of "$node")
+    l2=$(cpu_ticks_of "$load")
     kill "$load" 2> /dev/null || true
     kill "$node"
     wait "$node" 2> /dev/null || true
     wait "$load" 2> /dev/null || true
-    python3 - "$bin" "$t0" "$t1" "$t2" "$(getconf CLK_TCK)" "$STREAMS" "$((2 * ((BROADCASTS + 1) / 2)))" << 'PY'
+    python3 - "$bin" "$t0" "$t1" "$t2" "$l0" "$l1" "$l2" "$(getconf CLK_TCK)" "$STREAMS" \
+        "$((2 * ((BROADCASTS + 1) / 2)))" << 'PY'
 import sys
-bin, t0, t1, t2, hz, streams, n = sys.argv[1], *map(int, sys.argv[2:])
+bin, t0, t1, t2, l0, l1, l2, hz, streams, n = sys.argv[1], *map(int, sys.argv[2:])
 busy, idle = (t1 - t0) / hz, (t2 - t1) / hz
+lbusy, lidle = (l1 - l0) / hz, (l2 - l1) / hz
 print(f"{bin}: {n} broadcasts to {streams} streams: node CPU {busy:.2f} s, {idle:.2f} s as long without; "
-      f"{(busy - idle) / n / streams * 1e6:.2f} us per stream and broadcast")
+      f"{(busy - idle) / n / streams * 1e6:.2f} us per stream and broadcast; the loader reading them "
+      f"{lbusy:.2f} s, {lidle:.2f} s without: {(lbusy - lidle) / n / streams * 1e6:.2f} us per event")
 PY
 }
 
