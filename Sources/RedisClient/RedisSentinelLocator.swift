@@ -10,20 +10,19 @@ import Logging
 final class RedisSentinelLocator: RedisMasterLocator {
     private let name: String
     private var context: RedisLocatorContext!
-    private var master: RedisAddress?
     private var sentinel: RedisRotatingConnection!
     private var watch: RedisPubSubConnection?
     private var schedule: RedisRefreshSchedule!
     private var lastError: String?
-    /// The highest `config-epoch` of the master a sentinel reported (each failover raises it), and how
-    /// many sentinels in a row answered with a lower one.
-    private var knownEpoch = 0
-    private var staleInARow = 0
+    /// What the sentinels' answers and announcements established (which are believed: `SentinelAnswers`).
+    private var answers = SentinelAnswers()
 
     /// A locator of the master named `name`.
     init(name: String) { self.name = name }
 
     var isSharded: Bool { false }
+
+    private var master: RedisAddress? { answers.master }
 
     func master(forSlot slot: Int) -> RedisAddress? { master }
 
@@ -88,15 +87,14 @@ final class RedisSentinelLocator: RedisMasterLocator {
             // "<name> <old ip> <old port> <new ip> <new port>"
             let parts = String(decoding: message.payload, as: UTF8.self).split(separator: " ")
             guard let self, parts.count == 5, parts[0] == self.name, let port = Int(parts[4]) else { return }
-            self.set(RedisAddress(host: String(parts[3]), port: port))
+            self.apply(self.answers.announced(RedisAddress(host: String(parts[3]), port: port)))
         }
         w.start()
     }
 
-    /// Asks the sentinel for the master with `SENTINEL MASTER` (its address and its `config-epoch`). A
-    /// sentinel whose epoch is below the highest seen has not heard of the last failover yet (sentinels
-    /// learn it from each other within a second or two): its answer — the old master, perhaps restarted
-    /// empty — is not used, the next sentinel is asked.
+    /// Asks the sentinel for the master with `SENTINEL MASTER` (its address and its `config-epoch`). An
+    /// answer `SentinelAnswers` finds stale (a sentinel that has not heard of the last failover, or one
+    /// still naming the master just replaced) is not used: the next sentinel is asked.
     private func refresh(_ done: @escaping () -> Void) {
         guard sentinel.isReady else { return done() }  // `onReady` asks again
         sentinel.send(["SENTINEL", "MASTER", RedisArg(name)]) { [weak self] result in
@@ -114,18 +112,15 @@ final class RedisSentinelLocator: RedisMasterLocator {
                     return self.sentinel.moveOn()
                 }
                 let epoch = fields["config-epoch"].flatMap { Int($0) } ?? 0
-                // Every sentinel behind, in a row: the set was made anew (its epochs start again), not
-                // stale; believe it.
-                if epoch < self.knownEpoch, self.staleInARow < self.context.topology.seeds.count {
-                    self.staleInARow += 1
-                    self.lastError = "a sentinel behind the others (config epoch \(epoch) < \(self.knownEpoch))"
+                let decision = self.answers.answer(
+                    RedisAddress(host: host, port: port), epoch: epoch, sentinels: self.context.topology.seeds.count)
+                if case .stale(let reason) = decision {
+                    self.lastError = reason
                     return self.sentinel.moveOn()
                 }
-                self.staleInARow = 0
-                self.knownEpoch = epoch
                 self.lastError = nil
                 self.context.report(.topologyRefreshed(masters: 1))
-                self.set(RedisAddress(host: host, port: port))
+                self.apply(decision)
             case .failure(let e):
                 self.lastError = "\(e)"
                 if case .server = e { self.sentinel.moveOn() }
@@ -133,12 +128,14 @@ final class RedisSentinelLocator: RedisMasterLocator {
         }
     }
 
-    private func set(_ address: RedisAddress) {
-        guard address != master else { return }
-        let old = master
-        master = address
-        if let old {
-            context.logger.warning("redis master switched", metadata: ["from": "\(old)", "to": "\(address)"])
+    /// Acts on a decision of `answers`: a switch is logged (with the epoch it was taken at), counted as a
+    /// failover when there was a master before, and handed to the client.
+    private func apply(_ decision: SentinelAnswers.Decision) {
+        guard case .switchTo(let address) = decision else { return }
+        if let old = answers.left?.address {
+            context.logger.warning(
+                "redis master switched",
+                metadata: ["from": "\(old)", "to": "\(address)", "config-epoch": "\(answers.knownEpoch)"])
             context.report(.failover(from: old, to: address))
         }
         context.changed()
