@@ -15,7 +15,7 @@
 ///   the epoch again, and a `+switch-master` naming it is always believed.
 ///
 /// Threading: a value; the locator keeps it on its loop.
-struct SentinelAnswers: Equatable {
+struct SentinelAnswers {
     /// The decision on one answer.
     enum Decision: Equatable {
         /// The answer names the master already known (its epoch is recorded).
@@ -34,11 +34,6 @@ struct SentinelAnswers: Equatable {
     private(set) var left: (address: RedisAddress, epoch: Int)?
     /// Answers not used in a row.
     private(set) var staleInARow = 0
-
-    static func == (a: SentinelAnswers, b: SentinelAnswers) -> Bool {
-        a.master == b.master && a.knownEpoch == b.knownEpoch && a.left?.address == b.left?.address
-            && a.left?.epoch == b.left?.epoch && a.staleInARow == b.staleInARow
-    }
 
     /// Takes one sentinel's answer: `address` at `epoch`, from a set of `sentinels`.
     mutating func answer(_ address: RedisAddress, epoch: Int, sentinels: Int) -> Decision {
