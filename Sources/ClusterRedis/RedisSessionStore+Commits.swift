@@ -192,12 +192,12 @@ extension RedisSessionStore {
             commitQueue.value.inFlight[master, default: 1] -= 1
             if commitQueue.value.inFlight[master] == 0 { commitQueue.value.inFlight[master] = nil }
             if commitQueue.value.waiting[master] != nil { scheduleCommits() }
-            if splitOnRedirect, redirected {
-                let bySlot = RedisClient.groupedBySlot(batch) { RedisArg(keys.session($0.commit.lease.sessionID)) }
-                if bySlot.count > 1 {
-                    for group in bySlot { send(group, master: master, splitOnRedirect: false) }
-                    return
-                }
+            if splitOnRedirect,
+                resentPerSlot(
+                    batch, redirected: redirected, key: { keys.arg($0.commit.lease.sessionID) },
+                    again: { send($0, master: master, splitOnRedirect: false) })
+            {
+                return
             }
             answer(batch, r)
         }

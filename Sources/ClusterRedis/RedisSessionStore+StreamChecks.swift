@@ -32,7 +32,7 @@ extension RedisSessionStore {
             completion: completion)
         guard client.loop.inEventLoop else { return checkNow([check], splitOnRedirect: false) }
         sendAtIterationEnd(
-            check, pending: pendingStreamChecks, key: { [keys] in RedisArg(keys.session($0.sessionID)) },
+            check, pending: pendingStreamChecks, key: { [keys] in keys.arg($0.sessionID) },
             batch: Self.streamCheckBatch, send: { [self] in checkNow($0, splitOnRedirect: true) })
     }
 
@@ -42,18 +42,16 @@ extension RedisSessionStore {
         for c in batch {
             let id = c.sessionID
             args += [
-                RedisArg(keys.session(id)), RedisArg(keys.events(id)), RedisArg(keys.streams(id)),
-                RedisArg(keys.lease(id)), RedisArg(c.ttlMilliseconds), c.renewsExpiry ? "1" : "0",
-                RedisArg(c.members.count),
+                keys.arg(id), keys.arg(id, .events), keys.arg(id, .streams), keys.arg(id, .lease),
+                RedisArg(c.ttlMilliseconds), c.renewsExpiry ? Self.one : Self.zero, RedisArg(c.members.count),
             ]
             args += c.members.map { RedisArg($0) }
         }
-        client.evalScript(
-            SessionScripts.renewStreamsMany, keys: [RedisArg(keys.session(batch[0].sessionID))], args: args
-        ) { [self] r in
+        client.evalScript(SessionScripts.renewStreamsMany, keys: [keys.arg(batch[0].sessionID)], args: args) {
+            [self] r in
             if splitOnRedirect,
                 resentPerSlot(
-                    batch, after: r, key: { RedisArg(keys.session($0.sessionID)) },
+                    batch, after: r, key: { keys.arg($0.sessionID) },
                     again: { checkNow($0, splitOnRedirect: false) })
             {
                 return

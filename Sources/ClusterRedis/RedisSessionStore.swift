@@ -182,7 +182,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
     public func renew(_ lease: Lease, completion: @escaping (Result<Bool, StoreError>) -> Void) {
         guard client.loop.inEventLoop else { return renewNow([(lease, completion)], splitOnRedirect: false) }
         sendAtIterationEnd(
-            (lease, completion), pending: pendingRenewals, key: { [keys] in RedisArg(keys.lease($0.lease.sessionID)) },
+            (lease, completion), pending: pendingRenewals, key: { [keys] in keys.arg($0.lease.sessionID, .lease) },
             batch: Self.renewBatch, send: { [self] in renewNow($0, splitOnRedirect: true) })
     }
 
@@ -211,7 +211,15 @@ public final class RedisSessionStore: SessionStore, Sendable {
     func resentPerSlot<Item>(
         _ batch: [Item], after r: Result<RESPValue, RedisError>, key: (Item) -> RedisArg, again: ([Item]) -> Void
     ) -> Bool {
-        guard case .failure(let e) = r, e.isSlotRedirect else { return false }
+        guard case .failure(let e) = r else { return false }
+        return resentPerSlot(batch, redirected: e.isSlotRedirect, key: key, again: again)
+    }
+
+    /// The same, when the caller already knows whether Redis redirected the call (`replicated`).
+    func resentPerSlot<Item>(
+        _ batch: [Item], redirected: Bool, key: (Item) -> RedisArg, again: ([Item]) -> Void
+    ) -> Bool {
+        guard redirected else { return false }
         let bySlot = RedisClient.groupedBySlot(batch, key: key)
         guard bySlot.count > 1 else { return false }
         for group in bySlot { again(group) }
@@ -232,7 +240,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
         ) { [self] r in
             if splitOnRedirect,
                 resentPerSlot(
-                    batch, after: r, key: { RedisArg(keys.lease($0.lease.sessionID)) },
+                    batch, after: r, key: { keys.arg($0.lease.sessionID, .lease) },
                     again: { renewNow($0, splitOnRedirect: false) })
             {
                 return
