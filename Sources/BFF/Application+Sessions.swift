@@ -90,7 +90,7 @@ extension Application {
     static func response(to outcome: InputOutcome, sessionID id: String) -> HTTPResponse {
         switch outcome {
         case .accepted(let seq), .duplicate(let seq):
-            return .json(202, ["inputSeq": .int(seq)])
+            return accepted(inputSeq: seq)
         case .rateLimited(let seconds, let rate):
             return .problem(
                 status: 429, detail: "session '\(id)' sent more than \(rate) inputs per second; retry in \(seconds) s",
@@ -104,6 +104,17 @@ extension Application {
             case .invalidValue: return .problem(status: 400, detail: error.detail)
             }
         }
+    }
+
+    /// `202 {"inputSeq":N}`, written straight into its bytes: the reply to every input, where a
+    /// `JSONObject` built only to be serialized cost more than the rest of the reply (callgrind, round 15).
+    static func accepted(inputSeq: Int) -> HTTPResponse {
+        var body: [UInt8] = []
+        body.reserveCapacity(32)
+        body.append(contentsOf: #"{"inputSeq":"#.utf8)
+        JSONValue.writeInt(inputSeq, into: &body)
+        body.append(UInt8(ascii: "}"))
+        return .json(202, bytes: body)
     }
 
     /// `10` for 10.0, `2.5` for 2.5.

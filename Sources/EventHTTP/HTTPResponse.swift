@@ -14,8 +14,17 @@ public struct HTTPResponse: Sendable {
 
     /// A JSON response (`application/json`).
     public static func json(_ status: Int, _ value: JSONValue, headers: [(String, String)] = []) -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: value.bytes)
+        json(status, bytes: value.bytes, headers: headers)
     }
+
+    /// A JSON response whose body is already encoded (compact JSON, e.g. written straight into bytes on
+    /// the per-input path, where building a `JSONValue` only to serialize it costs more than the reply).
+    public static func json(_ status: Int, bytes: [UInt8], headers: [(String, String)] = []) -> HTTPResponse {
+        HTTPResponse(status: status, headers: headers.isEmpty ? jsonHeaders : jsonHeaders + headers, body: bytes)
+    }
+
+    /// `Content-Type: application/json`, made once (an array literal is a new allocation per response).
+    private static let jsonHeaders = [("Content-Type", "application/json")]
 
     /// An RFC 9457 problem document: `application/problem+json` with type, title, status, detail.
     /// `detail` says precisely what was wrong (the field, the limit, the id).

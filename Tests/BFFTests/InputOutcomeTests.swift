@@ -17,6 +17,12 @@ final class InputOutcomeTests: XCTestCase {
         let duplicate = Application.response(to: .duplicate(inputSeq: 3), sessionID: "s")
         XCTAssertEqual(duplicate.status, 202, "a repeated key answers as the first time")
         XCTAssertEqual(duplicate.body, accepted.body)
+        for seq in [0, 7, 10, 12_345, Int.max] {  // written as bytes: the same as the JSON encoder's
+            let r = Application.response(to: .accepted(inputSeq: seq), sessionID: "s")
+            XCTAssertEqual(r.body, JSONValue.object(["inputSeq": .int(seq)]).bytes)
+            XCTAssertEqual(r.header("Content-Type"), "application/json")
+            XCTAssertEqual(r.headers.count, 1)
+        }
 
         let limited = Application.response(to: .rateLimited(retryAfterSeconds: 2, inputsPerSecond: 50), sessionID: "s")
         XCTAssertTrue(problem(limited) == (429, "session 's' sent more than 50 inputs per second; retry in 2 s"))
