@@ -19,18 +19,29 @@ enum SSEFrame {
 
     /// One event whose data is already-encoded compact JSON (one line, no CR or LF).
     static func event(id: Int?, name: String, data: [UInt8]) -> [UInt8] {
+        event(id: id, name: name, capacity: data.count) { $0.append(contentsOf: data) }
+    }
+
+    /// One event whose compact JSON data `writeData` appends to the frame itself: the frame is the only
+    /// buffer (a session's own events, the per-input path). `capacity`: the data's expected size.
+    static func event(id: Int?, name: String, capacity: Int, writeData: (inout [UInt8]) -> Void) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(data.count + 48)
+        out.reserveCapacity(capacity + name.utf8.count + 40)
         if let id {
             out.append(contentsOf: "id: ".utf8)
             JSONValue.writeInt(id, into: &out)
             out.append(0x0A)
         }
         out.append(contentsOf: "event: ".utf8)
-        for b in name.utf8 where b != 0x0A && b != 0x0D { out.append(b) }  // no array of its own per frame
+        if name.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D }) {
+            for b in name.utf8 where b != 0x0A && b != 0x0D { out.append(b) }
+        } else {
+            out.append(contentsOf: name.utf8)
+        }
         out.append(contentsOf: "\ndata: ".utf8)
-        out.append(contentsOf: data)
-        out.append(contentsOf: [0x0A, 0x0A])
+        writeData(&out)
+        out.append(0x0A)
+        out.append(0x0A)
         return out
     }
 

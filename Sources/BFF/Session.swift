@@ -112,7 +112,13 @@ final class Session {
     /// Publishes one view-model change: numbers it, frames it once, keeps it for replay, and hands
     /// it to every stream.
     func emit(viewModel: String, _ event: ViewModelEvent) {
-        emit(viewModel: viewModel, data: Session.eventData(event), isSignal: !event.signals.isEmpty)
+        let isSignal = !event.signals.isEmpty
+        guard !isEnded else { return }
+        if custodian != nil { return emit(viewModel: viewModel, data: Session.eventData(event), isSignal: isSignal) }
+        // The data is written into the frame itself: one buffer per event, not two.
+        seq += 1
+        let frame = SSEFrame.event(id: seq, name: viewModel, capacity: 96) { Session.writeEventData(event, into: &$0) }
+        publish(frame, isSignal: isSignal)
     }
 
     /// Publishes a change whose `data:` JSON is already encoded (a status change is encoded once per
@@ -121,8 +127,12 @@ final class Session {
         guard !isEnded else { return }
         if let custodian { return custodian.sessionEmitted(viewModel: viewModel, data: data, isSignal: isSignal) }
         seq += 1
+        publish(SSEFrame.event(id: seq, name: viewModel, data: data), isSignal: isSignal)
+    }
+
+    /// Keeps the frame of event `seq` (just numbered) for replay and hands it to every stream.
+    private func publish(_ frame: [UInt8], isSignal: Bool) {
         snapshotChanged()
-        let frame = SSEFrame.event(id: seq, name: viewModel, data: data)
         let c = owner.env.configuration
         history.append(
             .init(seq: seq, frame: frame, isSignal: isSignal), maxEvents: c.historyEvents, maxBytes: c.historyBytes)
@@ -146,6 +156,12 @@ final class Session {
     static func eventData(_ event: ViewModelEvent) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(96)
+        writeEventData(event, into: &out)
+        return out
+    }
+
+    /// Appends an event's `data:` JSON (`eventData`) to `out`.
+    static func writeEventData(_ event: ViewModelEvent, into out: inout [UInt8]) {
         out.append(contentsOf: #"{"inputSeq":"#.utf8)
         if let n = event.inputSeq { JSONValue.writeInt(n, into: &out) } else { out.append(contentsOf: "null".utf8) }
         if !event.outputs.isEmpty {
@@ -157,7 +173,6 @@ final class Session {
             event.signals.write(into: &out)
         }
         out.append(UInt8(ascii: "}"))
-        return out
     }
 
     /// Applies one input if the rate allows and it is valid; only an `accepted` input uses an `inputSeq`.
