@@ -206,6 +206,7 @@ enum InputBody {
             let got = type.isEmpty ? "no Content-Type" : "'\(type.prefix(100))'"
             return .failure(HTTPError(415, "inputs must be sent as application/json; got \(got)"))
         }
+        if let value = JSONValue.soleMember("value", of: body) { return .success(value) }  // the usual body
         let parsed: JSONValue
         do {
             parsed = try JSONValue.parse(body)

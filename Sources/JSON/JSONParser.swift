@@ -28,6 +28,31 @@ extension JSONValue {
     public static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
         try parse(Array(text.utf8))
     }
+
+    /// The value of the document `{"name": value}` when `bytes` is exactly that: an object with one
+    /// member whose key is written without escapes, valid JSON throughout. Anything else gives nil, an
+    /// invalid document included: the caller then parses it whole (`parse`) to learn what it is or what is
+    /// wrong. For reading one member without building an object (every input's body).
+    public static func soleMember(_ name: StaticString, of bytes: [UInt8]) -> JSONValue? {
+        var p = JSONParser(bytes: bytes)
+        p.skipWhitespace()
+        guard p.skip(UInt8(ascii: "{")) else { return nil }
+        p.skipWhitespace()
+        guard p.skip(UInt8(ascii: "\"")), p.i + name.utf8CodeUnitCount < bytes.count else { return nil }
+        for k in 0..<name.utf8CodeUnitCount where bytes[p.i + k] != name.utf8Start[k] { return nil }
+        p.i += name.utf8CodeUnitCount
+        guard p.skip(UInt8(ascii: "\"")) else { return nil }
+        p.skipWhitespace()
+        guard p.skip(UInt8(ascii: ":")) else { return nil }
+        p.skipWhitespace()
+        p.depth = 1
+        guard let value = try? p.parseValue() else { return nil }
+        p.skipWhitespace()
+        guard p.skip(UInt8(ascii: "}")) else { return nil }
+        p.skipWhitespace()
+        guard p.i == bytes.count else { return nil }  // (`value : nil` would be JSON's null: a literal)
+        return value
+    }
 }
 
 struct JSONParser {
@@ -46,6 +71,13 @@ struct JSONParser {
     }
 
     func fail(_ reason: String) -> JSONParseError { JSONParseError(offset: i, reason: reason) }
+
+    /// Steps over `byte` if it is next.
+    mutating func skip(_ byte: UInt8) -> Bool {
+        guard i < bytes.count, bytes[i] == byte else { return false }
+        i += 1
+        return true
+    }
 
     mutating func skipWhitespace() {
         while i < bytes.count {
