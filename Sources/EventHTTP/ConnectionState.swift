@@ -327,15 +327,21 @@ final class ConnectionState {
         evbuffer_freeze(output, 1)
     }
 
-    /// After a stream chunk was written whole (`flushOutput`): stops waiting for writability, which
-    /// evhttp asked for with the chunk. Left armed, the loop's next poll would register the socket for
+    /// After a stream chunk was queued and `flushOutput` wrote what the socket took: waits for
+    /// writability only while bytes remain (the bufferevent then writes them as usual), and stops waiting
+    /// once none do. Waiting with nothing to write, the loop's next poll would register the socket for
     /// `EPOLLOUT` (one `epoll_ctl`), report it writable with nothing to write, and unregister it (a second
-    /// `epoll_ctl`) — for each of 17,000 streams of a broadcast. Asked for and dropped in the same loop
-    /// iteration, the change never reaches epoll (`EPOLL_USE_CHANGELIST`). evhttp asks again with the next
-    /// chunk or the stream's end; what the socket did not take keeps it armed.
-    func stopWaitingToWriteIfDrained() {
-        guard !isClosed, let output = bufferevent_get_output(bev), evbuffer_get_length(output) == 0 else { return }
-        bufferevent_disable(bev, Int16(EV_WRITE))
+    /// `epoll_ctl`) — for each of 17,000 streams of a broadcast. Chunks are queued without asking for
+    /// writability (`clibevent_stream_chunk`); evhttp's own way asks, and the ask is dropped here in the
+    /// same loop iteration, so it never reaches epoll (`EPOLL_USE_CHANGELIST`).
+    func waitToWriteOnlyIfPending() {
+        guard !isClosed, let output = bufferevent_get_output(bev) else { return }
+        let writing = bufferevent_get_enabled(bev) & Int16(EV_WRITE) != 0
+        if evbuffer_get_length(output) == 0 {
+            if writing { bufferevent_disable(bev, Int16(EV_WRITE)) }
+        } else if !writing {
+            bufferevent_enable(bev, Int16(EV_WRITE))
+        }
     }
 
     /// Watches for the peer closing while a response streams. libevent 2.1 keeps reading a connection

@@ -192,11 +192,13 @@ final class ResponderCore {
         }
         guard let req = request, let owner else { return }
         let before = connection?.outputLength ?? 0
-        evbuffer_add(owner.scratch, bytes.baseAddress, bytes.count)
-        evhttp_send_reply_chunk(req, owner.scratch)
+        if clibevent_stream_chunk(req, bytes.baseAddress, bytes.count) == 0 {  // no memory: evhttp's way
+            evbuffer_add(owner.scratch, bytes.baseAddress, bytes.count)
+            evhttp_send_reply_chunk(req, owner.scratch)
+        }
         connection?.streamBytesAdded(since: before)
         connection?.flushOutput()
-        connection?.stopWaitingToWriteIfDrained()
+        connection?.waitToWriteOnlyIfPending()
     }
 
     var queuedBytes: Int {

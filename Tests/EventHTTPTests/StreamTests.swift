@@ -138,6 +138,63 @@ final class StreamTests: XCTestCase {
         XCTAssertGreaterThan(box.queued, 1_000_000)
     }
 
+    /// Chunks are queued without asking for writability and written at once: what the socket does not
+    /// take must still go out as the reader reads (the server waits to write only then), in order,
+    /// and the queue ends empty.
+    func testEventsTheSocketCouldNotTakeAtOnceArriveWholeAndInOrder() throws {
+        let s = Streams()
+        let t = try makeServer(s)
+        let c = try WireConnection(port: t.port, timeout: 20)
+        let (_, reader) = try c.openEventStream("/stream")
+        XCTAssertEqual(try reader.next()?.data, "hello")
+        XCTAssertTrue(s.opened.wait())
+        let stream = s.streams[0]
+        final class Box: @unchecked Sendable { var queued = 0 }
+        let box = Box()
+        let written = Signal()
+        stream.loop.execute {
+            for i in 0..<100 {  // 6.4 MB: far more than the socket's buffers hold
+                let payload = String(i) + String(repeating: "a", count: 64 * 1024)
+                stream.write(Array("data: \(payload)\n\n".utf8))
+            }
+            box.queued = stream.queuedBytes
+            written.fire()
+        }
+        XCTAssertTrue(written.wait())
+        XCTAssertGreaterThan(box.queued, 1_000_000, "the socket took only part: the rest waits for writability")
+        for i in 0..<100 {
+            let data = try reader.next()?.data
+            XCTAssertEqual(data?.count, String(i).count + 64 * 1024)
+            XCTAssertTrue(data?.hasPrefix(String(i) + "a") == true, "event \(i) in order")
+        }
+        let drained = Signal()
+        stream.loop.execute {
+            box.queued = stream.queuedBytes
+            drained.fire()
+        }
+        XCTAssertTrue(drained.wait())
+        XCTAssertEqual(box.queued, 0)
+    }
+
+    /// An HTTP/1.0 reader gets the stream without chunk framing: the events as they are, until the
+    /// server ends the stream and closes the connection.
+    func testAnHTTP10StreamIsNotChunked() throws {
+        let s = Streams()
+        let t = try makeServer(s)
+        let c = try WireConnection(port: t.port)
+        try c.send(raw: "GET /stream HTTP/1.0\r\n\r\n")
+        XCTAssertTrue(s.opened.wait())
+        let stream = s.streams[0]
+        stream.loop.execute {
+            stream.write(Array("data: two\n\n".utf8))
+            stream.end()
+        }
+        let response = try c.readResponse()
+        XCTAssertEqual(response.status, 200)
+        XCTAssertNil(response.header("Transfer-Encoding"))
+        XCTAssertEqual(String(decoding: response.body, as: UTF8.self), "data: hello\n\ndata: two\n\n")
+    }
+
     func testGracefulShutdownEndsOpenStreamsAndTurnsStateDraining() throws {
         let s = Streams()
         let t = try makeServer(s)
