@@ -58,7 +58,7 @@ let package = Package(
         // MARK: Redis on the event loops (the only importer of CHiredis), and cluster-mode building blocks
         .target(
             name: "RedisClient",
-            dependencies: ["CHiredis", "EventHTTP", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CHiredis", "EventHTTP", "Primitives", .product(name: "Logging", package: "swift-log")]
         ),
         .target(name: "ClusterStore", dependencies: ["Primitives"]),
         .target(name: "ClusterRedis", dependencies: ["ClusterStore", "RedisClient", "EventHTTP", "Primitives"]),

@@ -1,3 +1,4 @@
+import Primitives
 import RedisClient
 
 /// Every Redis key and channel cluster mode uses, in one place (docs/CLUSTER.md lists their bounds
@@ -44,7 +45,8 @@ public struct ClusterKeys: Sendable, Equatable {
     public func arg(_ id: String, _ kind: SessionKey = .hash, _ tail: String = "") -> RedisArg {
         let count = prefix.utf8.count + id.utf8.count + kind.rawValue.utf8.count + tail.utf8.count + 5
         return RedisArg(
-            bytes: [UInt8](unsafeUninitializedCapacity: count) { buffer, written in
+            bytes: bytesWritten(count: count) { buffer in
+                var written = 0
                 func put(_ s: String) {  // the view copies its contiguous bytes at once
                     written += UnsafeMutableBufferPointer(rebasing: buffer[written...]).initialize(from: s.utf8).1
                 }
@@ -55,6 +57,7 @@ public struct ClusterKeys: Sendable, Equatable {
                 written += 1
                 put(kind.rawValue)
                 put(tail)
+                return written
             })
     }
     /// Sharded pub/sub channel of the inputs forwarded to lease holder `holder` (one loop of one node),

@@ -1,6 +1,7 @@
 import CLibevent
 import Glibc
 import Logging
+import Primitives
 
 /// One evhttp instance on one loop: accepts connections on that loop's listening socket, tracks
 /// them, reads requests, applies the soft limits and dispatches to the router.
@@ -321,9 +322,7 @@ final class LoopHTTP: @unchecked Sendable {
                         headers: [("Connection", "close")]))
             }
             if n > 0 {
-                body = [UInt8](unsafeUninitializedCapacity: n) { buf, count in
-                    count = Int(evbuffer_copyout(inbuf, buf.baseAddress, n))
-                }
+                body = bytesWritten(count: n) { max(0, Int(evbuffer_copyout(inbuf, $0.baseAddress, n))) }
             }
         }
         var request = HTTPRequest(

@@ -4,6 +4,8 @@
 /// gets its own `RedisConnection` on its own `event_base`, so no Redis call blocks a loop or crosses
 /// threads.
 
+import Primitives
+
 /// One argument of a Redis command: binary-safe bytes.
 public struct RedisArg: Sendable, Hashable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
     /// The argument's bytes as sent.
@@ -17,10 +19,10 @@ public struct RedisArg: Sendable, Hashable, ExpressibleByStringLiteral, Expressi
     public init(_ value: Int) {
         let sign = value < 0 ? 1 : 0
         let count = sign + decimalDigits(value.magnitude)
-        bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, written in
+        bytes = bytesWritten(count: count) { buffer in
             if sign == 1 { buffer[0] = UInt8(ascii: "-") }
             writeDecimal(value.magnitude, into: buffer, endingAt: count)
-            written = count
+            return count
         }
     }
     /// The decimal form of `value` (Redis reads floats as decimal strings).

@@ -2,6 +2,7 @@ import CHiredis
 import EventHTTP
 import Glibc
 import Logging
+import Primitives
 import Synchronization
 
 /// One asynchronous Redis connection (hiredis) attached to one `EventLoop`'s `event_base`.
@@ -553,7 +554,7 @@ func respCommand(_ args: [RedisArg]) -> [UInt8] {
     // commit of 14 arguments cost ~11,000 instructions appending byte by byte; callgrind, issue 20).
     var size = 1 + decimalDigits(UInt(args.count)) + 2 + 1
     for a in args { size += 1 + decimalDigits(UInt(a.bytes.count)) + 2 + a.bytes.count + 2 }
-    return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+    return bytesWritten(count: size) { buffer in
         var at = 0
         func line(_ marker: UInt8, _ n: Int) {  // marker, decimal n (n >= 0), CRLF
             buffer[at] = marker
@@ -577,7 +578,7 @@ func respCommand(_ args: [RedisArg]) -> [UInt8] {
             at += 2
         }
         buffer[at] = 0
-        count = at + 1
+        return at + 1
     }
 }
 
