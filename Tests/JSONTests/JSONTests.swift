@@ -50,6 +50,23 @@ final class JSONTests: XCTestCase {
 
     func testRejectsInvalidUTF8AndDeepNesting() {
         XCTAssertThrowsError(try JSONValue.parse([0x22, 0xFF, 0x22]))
+        // Invalid sequences of every kind, in a string with and without an escape (two paths): a lone
+        // continuation byte, a truncated 2-, 3- and 4-byte sequence (the last as long as its U+FFFD), an
+        // overlong form, a surrogate, past U+10FFFF.
+        let invalid: [[UInt8]] = [
+            [0x80], [0xC3], [0xE2, 0x82], [0xF0, 0x90, 0x80], [0xC0, 0xAF], [0xED, 0xA0, 0x80],
+            [0xF4, 0x90, 0x80, 0x80],
+        ]
+        for bytes in invalid {
+            XCTAssertThrowsError(try JSONValue.parse([0x22, 0x61] + bytes + [0x22]), "\(bytes)")
+            XCTAssertThrowsError(try JSONValue.parse([0x22, 0x5C, 0x6E] + bytes + [0x22]), "\(bytes) after an escape")
+        }
+        // Valid ones of every length, ASCII or not, escaped or not.
+        for text in ["abc", "é", "€ 1", "𝄞", #"a\u00e9"#, #"\u20ac€"#, #"\ud834\udd1e"#] {
+            let value = try? JSONValue.parse("\"" + text + "\"")
+            XCTAssertNotNil(value, text)
+        }
+        XCTAssertEqual(try? JSONValue.parse(Array("\"é€𝄞\"".utf8)), "é€𝄞")
         XCTAssertThrowsError(
             try JSONValue.parse(String(repeating: "[", count: 100) + String(repeating: "]", count: 100)))
         XCTAssertNoThrow(try JSONValue.parse(String(repeating: "[", count: 60) + String(repeating: "]", count: 60)))
