@@ -15,7 +15,7 @@ final class LoopLagTests: XCTestCase {
         let before = try lagSamples(app)
         XCTAssertFalse(logs.all.contains("event loop ran its timers late"), "nothing late before the stall")
         // The session's loop is held for 1.5 s, as by a callback that works that long.
-        try app.onOwner(of: id) { _ in usleep(1_500_000) }
+        try app.onOwner(of: id) { _ in _ = usleep(1_500_000) }
         // The probe runs right after the stall (its timer is due meanwhile); its sample is then in /metrics.
         let deadline = Date().addingTimeInterval(5)
         var after = try lagSamples(app)
