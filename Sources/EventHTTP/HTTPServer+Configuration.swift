@@ -44,8 +44,8 @@ extension HTTPServer {
         /// Headers added to every response.
         public var commonHeaders: [(String, String)] = [("X-Content-Type-Options", "nosniff")]
         /// Complete responses are written to the connection in one piece where evhttp's rules allow
-        /// (`RawReply`); false sends all of them through evhttp's header list (the same bytes; tests
-        /// compare the two).
+        /// (`RawReply`), and so are stream chunks (`clibevent_stream_chunk`); false sends all of them
+        /// through evhttp's own functions (the same bytes; tests compare the two).
         public var directReplies = true
 
         public init() {}

@@ -43,6 +43,9 @@ final class LoopHTTP: @unchecked Sendable {
     /// evhttp's header list instead (`directReplies` off, a common header `RawReply` cannot write,
     /// or a libevent other than the release whose `struct evhttp_request` it reads).
     let rawCommonHeaders: [UInt8]?
+    /// Stream chunks are queued in one piece (`clibevent_stream_chunk`, which reads `struct evhttp_request`
+    /// as the raw replies do); false (`directReplies` off, another libevent release): `evhttp_send_reply_chunk`.
+    let directChunks: Bool
     /// This loop's request counts and latencies (merged across loops when /metrics is read).
     private(set) var requestMetrics = RequestMetrics()
     // Read on every request: kept here so the hot path copies no configuration struct and
@@ -72,9 +75,8 @@ final class LoopHTTP: @unchecked Sendable {
         routes = server.router.table()
         logger = server.logger
         debugLogging = server.logger.logLevel <= .debug
-        rawCommonHeaders =
-            server.configuration.directReplies && clibevent_raw_reply_supported() != 0
-            ? RawReply.headerBlock(server.configuration.commonHeaders) : nil
+        directChunks = server.configuration.directReplies && clibevent_raw_reply_supported() != 0
+        rawCommonHeaders = directChunks ? RawReply.headerBlock(server.configuration.commonHeaders) : nil
         let cfg = config
         let http = evhttp_new(loop.base)!
         self.http = http

@@ -192,7 +192,8 @@ final class ResponderCore {
         }
         guard let req = request, let owner else { return }
         let before = connection?.outputLength ?? 0
-        if clibevent_stream_chunk(req, bytes.baseAddress, bytes.count) == 0 {  // no memory: evhttp's way
+        // evhttp's way when direct chunks are off, or if the direct way found no memory for the chunk
+        if !owner.directChunks || clibevent_stream_chunk(req, bytes.baseAddress, bytes.count) == 0 {
             evbuffer_add(owner.scratch, bytes.baseAddress, bytes.count)
             evhttp_send_reply_chunk(req, owner.scratch)
         }

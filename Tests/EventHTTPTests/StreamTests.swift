@@ -195,6 +195,33 @@ final class StreamTests: XCTestCase {
         XCTAssertEqual(String(decoding: response.body, as: UTF8.self), "data: hello\n\ndata: two\n\n")
     }
 
+    /// Chunks queued in one piece (`clibevent_stream_chunk`) are byte for byte what evhttp's
+    /// `evhttp_send_reply_chunk` sends: size lines of one to five hex digits, the end of the stream.
+    func testDirectChunksAreTheBytesEvhttpSends() throws {
+        func wire(direct: Bool) throws -> [UInt8] {
+            let s = Streams()
+            let t = try makeServer(s) { $0.directReplies = direct }
+            let peer = try RawPeer(port: t.port)
+            try peer.send("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
+            XCTAssertTrue(s.opened.wait())
+            let stream = s.streams[0]
+            stream.loop.execute {
+                for size in [1, 15, 16, 255, 4096, 70_000] { stream.write([UInt8](repeating: 0x62, count: size)) }
+                stream.end()
+            }
+            var bytes: [UInt8] = []
+            let tail = Array("0\r\n\r\n".utf8)
+            while !(bytes.count > 4 && Array(bytes.suffix(5)) == tail) { bytes += try peer.readSome() }
+            // From the body on: the head carries a Date that may differ.
+            let body = bytes.firstRange(of: Array("\r\n\r\n".utf8)).map { Array(bytes[$0.upperBound...]) } ?? []
+            return body
+        }
+        let direct = try wire(direct: true)
+        XCTAssertEqual(direct, try wire(direct: false))
+        XCTAssertEqual(String(decoding: direct.prefix(18), as: UTF8.self), "d\r\ndata: hello\n\n\r\n")  // 13 = 0xd
+        XCTAssertTrue(String(decoding: direct, as: UTF8.self).contains("\r\n11170\r\nbbb"), "70,000 = 0x11170")
+    }
+
     func testGracefulShutdownEndsOpenStreamsAndTurnsStateDraining() throws {
         let s = Streams()
         let t = try makeServer(s)
