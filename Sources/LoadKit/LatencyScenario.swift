@@ -1,3 +1,4 @@
+import JSON
 import WireClient
 
 #if canImport(Glibc)
@@ -90,6 +91,7 @@ public struct LatencyScenario {
         var unmatched = 0
         var statusCounts: [Int: Int] = [:]
         var snapshots = 0
+        var streamRefusal: String?  // the first refused stream's status and detail
         var running = true
         var start: UInt64 = 0
         func measured(scheduled: UInt64, arrival: UInt64) {
@@ -113,13 +115,28 @@ public struct LatencyScenario {
                     session.early[seq] = now
                 }
             }
-            stream.onHead = { head in if head.status != 200 { streamErrors += 1 } }
-            stream.onClose = { error in if running && error != nil { streamErrors += 1 } }
+            stream.onHead = { head in
+                guard head.status != 200 else { return }
+                streamErrors += 1
+                if streamRefusal == nil { streamRefusal = LatencyScenario.refusal(head) }
+            }
+            stream.onClose = { error in
+                guard running, let error else { return }
+                streamErrors += 1
+                if streamRefusal == nil, stream.head == nil {
+                    // bff closes connections past --max-connections-per-client at once, without a response
+                    streamRefusal =
+                        "closed before a response (\(error)): a per-client connection limit? "
+                        + "--source spreads the run over several client addresses"
+                }
+            }
             session.stream = stream
         }
         loop.run(timeout: 30) { snapshots + streamErrors >= sessions.count }
         guard snapshots == sessions.count else {
-            throw WireError.malformed("only \(snapshots) of \(sessions.count) streams delivered a snapshot")
+            throw WireError.malformed(
+                "only \(snapshots) of \(sessions.count) streams delivered a snapshot"
+                    + (streamRefusal.map { "; the first refused: \($0)" } ?? ""))
         }
 
         let interval = 1e9 / options.rate
@@ -234,6 +251,12 @@ public struct LatencyScenario {
     }
 
     /// Writes `samples` (ns) to `file` as `LatencyScenario.Options.samplesPath` describes (µs).
+    /// "HTTP 429: <the problem's detail>" for a refused stream (the detail cut to 200 characters).
+    static func refusal(_ head: WireResponse) -> String {
+        let detail = (try? JSONValue.parse(head.body))?["detail"]?.stringValue.map { ": \($0.prefix(200))" }
+        return "HTTP \(head.status)\(detail ?? "")"
+    }
+
     private static func writeSamples(
         _ samples: [(scheduled: UInt64, latency: UInt64)], to file: UnsafeMutablePointer<FILE>, path: String
     ) throws {

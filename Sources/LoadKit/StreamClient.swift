@@ -28,33 +28,40 @@ public final class StreamClient {
         text += "Accept: text/event-stream\r\n"
         for (name, value) in headers { text += "\(name): \(value)\r\n" }
         connection.send(Array((text + "\r\n").utf8))
-        connection.onEvent = { [unowned self] event in
-            switch event {
-            case .head(let response):
-                head = response
-                if response.status == 200 { onHead(response) }
-            case .body(let bytes):
-                if head?.status == 200 {
-                    let now = LoadLoop.now()
-                    parser.feed(bytes) { onEvent($0, now) }
-                } else {
-                    errorBody += bytes
-                }
-            case .end:
-                if var response = head, response.status != 200 {
-                    response.body = errorBody
-                    onHead(response)
-                }
-                connection.close(head?.status == 200 ? .closed : nil)
+        // Both callbacks keep this stream alive while they run: the owner's callbacks they call or drop
+        // often hold the last reference to it (a scenario's session that holds its stream), and `self`
+        // used after that would be a destroyed object.
+        connection.onEvent = { [unowned self] event in withExtendedLifetime(self) { handle(event) } }
+        connection.onClose = { [unowned self] error in
+            withExtendedLifetime(self) {
+                let callback = onClose
+                // The owner's callbacks often capture what holds this stream: drop them once closed.
+                onEvent = { _, _ in }
+                onHead = { _ in }
+                onClose = { _ in }
+                callback(error)
             }
         }
-        connection.onClose = { [unowned self] error in
-            let callback = onClose
-            // The owner's callbacks often capture what holds this stream: drop them once closed.
-            onEvent = { _, _ in }
-            onHead = { _ in }
-            onClose = { _ in }
-            callback(error)
+    }
+
+    private func handle(_ event: HTTPResponseParser.Event) {
+        switch event {
+        case .head(let response):
+            head = response
+            if response.status == 200 { onHead(response) }
+        case .body(let bytes):
+            if head?.status == 200 {
+                let now = LoadLoop.now()
+                parser.feed(bytes) { onEvent($0, now) }
+            } else {
+                errorBody += bytes
+            }
+        case .end:
+            if var response = head, response.status != 200 {
+                response.body = errorBody
+                onHead(response)
+            }
+            connection.close(head?.status == 200 ? .closed : nil)
         }
     }
 

@@ -91,6 +91,68 @@ final class RealServerTests: XCTestCase {
         XCTAssertEqual(app.sessions, 0, "no session was created")
     }
 
+    /// Streams a server closes before any response (bff past --max-connections-per-client) end the run
+    /// with an error that says so, and the streams still open are closed without touching a freed
+    /// object: the run used to crash here (a stream's close dropped its owner's callbacks, which held
+    /// the last reference to the stream, and then used the stream).
+    func testLatencyWithStreamsTheServerClosesSaysWhyAndClosesTheRest() throws {
+        var configuration = AppConfiguration()
+        configuration.http.port = 0
+        configuration.http.threads = 1
+        configuration.http.maxConnectionsPerClient = 8
+        configuration.shutdownGracePeriod = 0.2
+        let limited = Application(
+            configuration: configuration, search: EmptySearch(), logger: Logger(label: "loadkit-test"))
+        try limited.start()
+        defer { limited.shutdown() }
+        var o = LatencyScenario.Options()
+        o.sessions = 12
+        o.connections = 2
+        o.progress = false
+        XCTAssertThrowsError(
+            try LatencyScenario.run(target: try Target(url: "http://127.0.0.1:\(limited.port)"), options: o)
+        ) {
+            error in
+            let text = "\(error)"
+            XCTAssertTrue(text.contains("of 12 streams delivered a snapshot"), text)
+            XCTAssertTrue(text.contains("closed before a response"), text)
+            XCTAssertTrue(text.contains("--source"), text)
+        }
+    }
+
+    /// A stream whose owner's callbacks hold the only reference to it (as a scenario's session holds
+    /// its stream and the stream's callback the session), closed with its loop: its close drops those
+    /// callbacks, which frees the stream while its own close callback still runs. It must keep itself
+    /// alive until it returns (it read a freed object before: "Attempted to read an unowned reference").
+    func testAStreamHeldOnlyByItsOwnersCallbacksClosesWithItsLoop() throws {
+        final class Owner {
+            var stream: StreamClient?
+            var events = 0
+            var closes = 0
+        }
+        final class Counts {
+            var events = 0
+            var closes = 0
+        }
+        let loop = try LoadLoop()
+        let pool = RequestPool(loop: loop, target: target, size: 1)
+        let id = try XCTUnwrap(try LoadSession.create(1, loop: loop, pool: pool).first)
+        let counts = Counts()
+        do {
+            let owner = Owner()
+            let stream = try StreamClient(loop: loop, target: target, path: "/api/sessions/\(id)/events")
+            stream.onEvent = { _, _ in
+                owner.events += 1  // the callback holds the owner, the owner the stream
+                counts.events += 1
+            }
+            stream.onClose = { _ in counts.closes += 1 }
+            owner.stream = stream
+        }  // nothing else holds them now
+        XCTAssertTrue(loop.run(timeout: 5) { counts.events >= 1 }, "the stream's snapshot arrived")
+        loop.close()
+        XCTAssertEqual(counts.closes, 1, "the stream was told it closed, once")
+    }
+
     func testLatencyReportsErrorsWhenTheServerStopsMidRun() throws {
         var o = LatencyScenario.Options()
         o.sessions = 5
