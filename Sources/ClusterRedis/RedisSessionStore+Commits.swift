@@ -124,8 +124,8 @@ extension RedisSessionStore {
 
     /// True when the connection to the master of `key` can take one more command now (fewer than its
     /// `maxInFlight` outstanding); else a retry of the waiting commits is armed.
-    private func hasRoom(for key: RedisArg) -> Bool {
-        if client.commandsInFlight(key: key) < client.topology.node.maxInFlight { return true }
+    private func hasRoom(for key: @autoclosure () -> RedisArg) -> Bool {
+        if client.commandsInFlight(key: key()) < client.topology.node.maxInFlight { return true }
         if commitQueue.value.retry == nil {
             commitQueue.value.retry = client.loop.schedule(after: Self.fullConnectionRetry) { [self] in
                 commitQueue.value.retry = nil
@@ -147,7 +147,7 @@ extension RedisSessionStore {
         var sent = 0
         while start < batch.count {
             guard sent < calls,
-                !onlyWithRoom || hasRoom(for: RedisArg(keys.session(batch[start].commit.lease.sessionID)))
+                !onlyWithRoom || hasRoom(for: keys.arg(batch[start].commit.lease.sessionID))
             else { return Array(batch[start...]) }
             sent += 1
             var end = start + 1

@@ -61,16 +61,20 @@ extension RedisClient {
     }
 
     /// Commands this loop's connection to the master of `key`'s slot has outstanding (0 without one). Loop
-    /// thread only.
-    public func commandsInFlight(key: RedisArg) -> Int {
-        guard let m = master(forSlot: Self.slot(of: key)) else { return 0 }
+    /// thread only. `key` is only built (and its slot computed) when the topology is sharded.
+    public func commandsInFlight(key: @autoclosure () -> RedisArg) -> Int {
+        guard let m = master(forSlot: slot(ifSharded: key)) else { return 0 }
         return connectionIfAny(to: m)?.waiting ?? 0
     }
 
     /// True when the master serving `key`'s slot is known and this loop's connection to it is ready: a
     /// command for `key` would be sent now (not failed at once as unavailable). Loop thread only.
-    public func canServe(key: RedisArg) -> Bool {
-        guard let m = master(forSlot: Self.slot(of: key)) else { return false }
+    public func canServe(key: @autoclosure () -> RedisArg) -> Bool {
+        guard let m = master(forSlot: slot(ifSharded: key)) else { return false }
         return connectionIfAny(to: m)?.state == .ready
     }
+
+    /// `key`'s slot where slots pick the master; 0 (any slot: one master serves them all) otherwise,
+    /// without building the key (a commit asks for every call: a CRC16 of a key made for nothing).
+    private func slot(ifSharded key: () -> RedisArg) -> Int { isSharded ? Self.slot(of: key()) : 0 }
 }
