@@ -26,7 +26,7 @@ enum SSEFrame {
     /// buffer (a session's own events, the per-input path). `capacity`: the data's expected size.
     static func event(id: Int?, name: String, capacity: Int, writeData: (inout [UInt8]) -> Void) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(capacity + name.utf8.count + 40)
+        out.reserveCapacity(capacity + name.utf8.count + 48)  // "id: " + 20 digits + "\nevent: \ndata: " + "\n\n": 41
         if let id {
             out.append(contentsOf: "id: ".utf8)
             JSONValue.writeInt(id, into: &out)

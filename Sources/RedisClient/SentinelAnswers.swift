@@ -49,16 +49,15 @@ struct SentinelAnswers {
                         + "(it answered \(epoch))")
             }
         }
-        staleInARow = 0
         knownEpoch = epoch
-        guard address != master else { return .same }
-        if let master { left = (master, epoch) }
-        master = address
-        return .switchTo(address)
+        return believe(address)
     }
 
     /// Takes a `+switch-master` announcement (final: the switch is done): `address` is the master now.
-    mutating func announced(_ address: RedisAddress) -> Decision {
+    mutating func announced(_ address: RedisAddress) -> Decision { believe(address) }
+
+    /// `address` is the master, at `knownEpoch`: the master before it, if another, is left at that epoch.
+    private mutating func believe(_ address: RedisAddress) -> Decision {
         staleInARow = 0
         guard address != master else { return .same }
         if let master { left = (master, knownEpoch) }

@@ -34,6 +34,11 @@ final class SSEFrameTests: XCTestCase {
             ViewModelEvent(inputSeq: 12_345_678, signals: ["deselect": .null]),
             ViewModelEvent(inputSeq: 1, outputs: ["repositories": .array(Array(repeating: ["n": 1], count: 40))]),
         ]
+        // The bytes of one, written out (the comparison below shares the framing with what it compares to).
+        XCTAssertEqual(
+            text(
+                SSEFrame.event(id: 1, name: "greeting", capacity: 96) { Session.writeEventData(events[0], into: &$0) }),
+            "id: 1\nevent: greeting\ndata: {\"inputSeq\":3,\"outputs\":{\"buttonEnabled\":true}}\n\n")
         for (i, e) in events.enumerated() {
             let viaData = SSEFrame.event(id: i + 1, name: "search", data: Session.eventData(e))
             let inPlace = SSEFrame.event(id: i + 1, name: "search", capacity: 96) {

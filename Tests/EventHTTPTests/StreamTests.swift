@@ -125,17 +125,23 @@ final class StreamTests: XCTestCase {
         XCTAssertEqual(try reader.next()?.data, "hello")
         XCTAssertTrue(s.opened.wait())
         let stream = s.streams[0]
-        let measured = Signal()
-        final class Box: @unchecked Sendable { var queued = 0 }
-        let box = Box()
-        stream.loop.execute {
+        let queued = onLoop(stream) {
             let chunk = [UInt8](repeating: UInt8(ascii: "a"), count: 64 * 1024)
             for _ in 0..<100 { stream.write(chunk) }  // 6.4 MB, far more than socket buffers hold
-            box.queued = stream.queuedBytes
-            measured.fire()
+            return stream.queuedBytes
         }
-        XCTAssertTrue(measured.wait())
-        XCTAssertGreaterThan(box.queued, 1_000_000)
+        XCTAssertGreaterThan(try XCTUnwrap(queued), 1_000_000)
+    }
+
+    /// Runs `body` on `stream`'s loop and returns its result (nil if the loop did not run it within 5 s).
+    private func onLoop<T>(_ stream: HTTPStream, _ body: @escaping @Sendable () -> T) -> T? {
+        let box = LoopResult<T>()
+        let done = Signal()
+        stream.loop.execute {
+            box.value = body()
+            done.fire()
+        }
+        return done.wait() ? box.value : nil
     }
 
     /// Chunks are queued without asking for writability and written at once: what the socket does not
@@ -149,31 +155,21 @@ final class StreamTests: XCTestCase {
         XCTAssertEqual(try reader.next()?.data, "hello")
         XCTAssertTrue(s.opened.wait())
         let stream = s.streams[0]
-        final class Box: @unchecked Sendable { var queued = 0 }
-        let box = Box()
-        let written = Signal()
-        stream.loop.execute {
+        let queued = onLoop(stream) {
             for i in 0..<100 {  // 6.4 MB: far more than the socket's buffers hold
                 let payload = String(i) + String(repeating: "a", count: 64 * 1024)
                 stream.write(Array("data: \(payload)\n\n".utf8))
             }
-            box.queued = stream.queuedBytes
-            written.fire()
+            return stream.queuedBytes
         }
-        XCTAssertTrue(written.wait())
-        XCTAssertGreaterThan(box.queued, 1_000_000, "the socket took only part: the rest waits for writability")
+        XCTAssertGreaterThan(
+            try XCTUnwrap(queued), 1_000_000, "the socket took only part: the rest waits for writability")
         for i in 0..<100 {
             let data = try reader.next()?.data
             XCTAssertEqual(data?.count, String(i).count + 64 * 1024)
             XCTAssertTrue(data?.hasPrefix(String(i) + "a") == true, "event \(i) in order")
         }
-        let drained = Signal()
-        stream.loop.execute {
-            box.queued = stream.queuedBytes
-            drained.fire()
-        }
-        XCTAssertTrue(drained.wait())
-        XCTAssertEqual(box.queued, 0)
+        XCTAssertEqual(onLoop(stream) { stream.queuedBytes }, 0)
     }
 
     /// An HTTP/1.0 reader gets the stream without chunk framing: the events as they are, until the
@@ -253,4 +249,9 @@ final class StreamTests: XCTestCase {
         XCTAssertTrue(c.waitForClose(timeout: 5))
         XCTAssertThrowsError(try WireConnection(port: t.port).request("GET", "/hello"))
     }
+}
+
+/// What a closure run on a loop returned, for the test thread (`StreamTests.onLoop`; read after its signal).
+private final class LoopResult<T>: @unchecked Sendable {
+    var value: T?
 }

@@ -92,9 +92,9 @@ final class RealServerTests: XCTestCase {
     }
 
     /// Streams a server closes before any response (bff past --max-connections-per-client) end the run
-    /// with an error that says so, and the streams still open are closed without touching a freed
-    /// object: the run used to crash here (a stream's close dropped its owner's callbacks, which held
-    /// the last reference to the stream, and then used the stream).
+    /// with an error that says so, and the streams still open are closed with the loop. (Where a release
+    /// build shortened the sessions' lifetime this path crashed; a debug build keeps them alive to the end
+    /// of the scope, so the crash itself is `testAStreamHeldOnlyByItsOwnersCallbacksClosesWithItsLoop`'s.)
     func testLatencyWithStreamsTheServerClosesSaysWhyAndClosesTheRest() throws {
         var configuration = AppConfiguration()
         configuration.http.port = 0
