@@ -10,6 +10,11 @@
 #         monotonic clock on the host), so "the slowest node" is the last of 102,000 streams to get it
 #   each  every loader posts its own broadcast and its reset through its node (rounds 8-12): 6 changes and
 #         6 resets, each reaching every stream of the cluster, timed per loader from its own post
+# The teardown (CS_TEARDOWN, with CS_BROADCAST=one):
+#   together (default) every loader closes its streams and deletes its sessions once every loader has seen
+#         the broadcast on all its streams: no loader's teardown (17,000 closes and deletes) runs on the
+#         host's 2 cores while another node's broadcast is still being timed
+#   each  each loader tears down as soon as its own streams have it (rounds 13-15)
 # Prints one line per node and the totals; logs and JSON stay in $OUT.
 # Stays within this host's 20,000 open files per process (6 x 17,000 by default).
 #
@@ -27,6 +32,8 @@ STREAMS=${CS_STREAMS:-17000}
 CONCURRENCY=${CS_CONCURRENCY:-100}
 HOLD=${CS_HOLD:-15}
 BROADCAST=${CS_BROADCAST:-one}
+TEARDOWN=${CS_TEARDOWN:-together}
+[[ $TEARDOWN == together || $TEARDOWN == each ]] || { echo "CS_TEARDOWN must be together or each" >&2; exit 2; }
 [[ $BROADCAST == one || $BROADCAST == each ]] || { echo "CS_BROADCAST must be one or each" >&2; exit 2; }
 OUT=${CS_OUT:-$(mktemp -d)}
 BENCH_NAME=bench-cluster-streams
@@ -83,10 +90,11 @@ keys_before=$(redis-cli -p "$RP" DBSIZE)
 redis_before=$(cpu_ticks_of "$REDIS_PID")
 started=$(date +%s.%N)
 LOADERS=()
-rm -f "$OUT"/ready* "$OUT/broadcast-posted-at"
+rm -f "$OUT"/ready* "$OUT"/seen* "$OUT/teardown" "$OUT/broadcast-posted-at"
 for n in $(seq 1 "$NODES"); do
     observe=()
-    [[ $BROADCAST == one ]] && observe=(--broadcast-ready-file "$OUT/ready$n")
+    [[ $BROADCAST == one ]] && observe=(--broadcast-ready-file "$OUT/ready$n" --broadcast-seen-file "$OUT/seen$n")
+    [[ $BROADCAST == one && $TEARDOWN == together ]] && observe+=(--teardown-after-file "$OUT/teardown")
     "$BIN/bff-load" streams --url "http://127.0.0.1:${PORTS[$n]}" --streams "$STREAMS" --hold "$HOLD" "${observe[@]}" \
         --concurrency "$CONCURRENCY" --pid "${NODE_PIDS[$((n - 1))]}" --source "127.0.$n.1-127.0.$n.254" \
         --json --quiet > "$OUT/load$n.json" 2> "$OUT/load$n.err" &
@@ -112,6 +120,11 @@ status = post({"reachable": False, "message": "load-test broadcast"})
 open(f"{out}/broadcast-posted-at", "w").write(f"{posted_at}\n")
 print(f"bench-cluster-streams: one broadcast posted to node 1 (HTTP {status}) once {len(loaders)} loaders were ready",
       file=sys.stderr)
+# Every loader tears down (closes its streams, deletes its sessions) once every loader has seen the broadcast
+# on all its streams (or given up), so no teardown takes the CPU a broadcast still being measured needs.
+while not all(os.path.exists(f"{out}/seen{n}") or not alive(pid) for n, pid in enumerate(loaders, 1)):
+    time.sleep(0.01)
+open(f"{out}/teardown", "w").write(f"{time.monotonic_ns()}\n")
 PY
 fi
 for pid in "${LOADERS[@]}"; do wait "$pid" || true; done

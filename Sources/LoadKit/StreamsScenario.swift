@@ -32,6 +32,13 @@ public struct StreamsScenario {
         public var broadcastReadyFile: String?
         /// Seconds an observer waits for the broadcast to start (the other loaders may still be establishing).
         public var broadcastStartTimeout = 600.0
+        /// An observer writes this file (the time, monotonic ns) once the broadcast reached every stream or
+        /// `broadcastTimeout` passed.
+        public var broadcastSeenFile: String?
+        /// Keep the streams open after the broadcast until this file exists (at most `broadcastTimeout`
+        /// more seconds), then close them and delete the sessions: with several loaders on one host, one
+        /// loader's teardown then does not take the CPU the others' broadcasts still need.
+        public var teardownAfterFile: String?
         /// Print a progress line to stderr every second.
         public var progress = true
         /// Delete the sessions afterwards, `concurrency` at once (reported: `deleted`, `deleteFailed`, …).
@@ -169,6 +176,11 @@ public struct StreamsScenario {
             try writeReady(readyFile, armedAt: broadcastAt!)
             loop.run(timeout: options.broadcastStartTimeout) { broadcastReceived > 0 || open == 0 }
             loop.run(timeout: options.broadcastTimeout) { broadcastReceived >= open }
+            if let seenFile = options.broadcastSeenFile { try writeReady(seenFile, armedAt: LoadLoop.now()) }
+            if let teardownFile = options.teardownAfterFile {
+                let deadline = LoadLoop.now() + UInt64(options.broadcastTimeout * 1e9)
+                while access(teardownFile, F_OK) != 0, LoadLoop.now() < deadline { loop.run(timeout: 0.01) }
+            }
             report.add("broadcast", .text(broadcastReceived > 0 ? "observed (posted by another)" : "none came"))
             report.add("broadcastReceived", .int(broadcastReceived))
             if broadcastReceived > 0 {

@@ -108,10 +108,25 @@ extension BffLoad {
                 once the streams are held and measured, then wait for another's status change to reach every \
                 stream; the report gives broadcastFirstAtNs and broadcastLastAtNs on the same clock.
                 """) var broadcastReadyFile: String?
+        @Option(
+            help: """
+                With --broadcast-ready-file: write this file (CLOCK_MONOTONIC ns) once the broadcast reached every \
+                stream (or --broadcast-timeout passed).
+                """) var broadcastSeenFile: String?
+        @Option(
+            help: """
+                Keep the streams open after the broadcast until this file exists (at most --broadcast-timeout s), \
+                then close them and delete the sessions: several loaders on one host then tear down together, \
+                after every broadcast is measured, not during the others' broadcasts.
+                """) var teardownAfterFile: String?
+        @Option(help: "Seconds to wait for the broadcast to reach every stream.") var broadcastTimeout = 30.0
 
         func run() throws {
             var o = StreamsScenario.Options()
             o.broadcastReadyFile = broadcastReadyFile
+            o.broadcastSeenFile = broadcastSeenFile
+            o.teardownAfterFile = teardownAfterFile
+            o.broadcastTimeout = broadcastTimeout
             o.streams = streams
             o.pid = pid
             o.hold = hold
