@@ -519,9 +519,9 @@ extension ClusterNode {
                     state.value.orphanSlice = (slice + 1) % slices
                     if slice == 0 { state.value.orphanPass &+= 1 }
                     let renews = state.value.orphanPass % self.expiryRenewalPasses == 0
-                    for (id, fed) in state.value.fed where fed.slot == slice {
+                    for fed in state.value.fedSessions(inSlice: slice) {
                         self.checkStreamed(
-                            id, members: fed.streams.map { $0.member }, renewsExpiry: renews, from: index)
+                            fed.id, members: fed.streams.map { $0.member }, renewsExpiry: renews, from: index)
                     }
                 }
             }

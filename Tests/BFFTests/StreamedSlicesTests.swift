@@ -1,0 +1,67 @@
+import EventHTTP
+import XCTest
+
+@testable import BFF
+
+/// `ClusterLoopState`'s streamed sessions by slice: the periodic check of a slice visits exactly the
+/// sessions streamed on the loop in that slice, however sessions come and go (the last of a slice takes a
+/// removed one's place).
+final class StreamedSlicesTests: XCTestCase {
+    func testEachSliceHoldsExactlyItsStreamedSessionsThroughAddsAndRemoves() {
+        // Never run: the state only needs a loop to make its timers with.
+        var state = ClusterLoopState(loop: EventLoop(index: 0))
+        let slices = 7
+        var live: [String: StreamedSession] = [:]
+        var rng = SplitMix(seed: 20)
+        for step in 0..<2_000 {
+            if live.isEmpty || rng.next() % 3 != 0 {
+                let id = "s\(step)"
+                let session = StreamedSession(id: id, slot: state.takeSlot(of: slices))
+                state.addFed(session)
+                live[id] = session
+            } else {
+                let victim = live.keys.sorted()[Int(rng.next() % UInt64(live.count))]
+                state.removeFed(live.removeValue(forKey: victim)!)
+            }
+            if step % 97 == 0 || step == 1_999 { check(state, live: live, slices: slices) }
+        }
+        // Removing one twice, or one never added, changes nothing.
+        let gone = StreamedSession(id: "gone", slot: 3)
+        state.removeFed(gone)
+        if let some = live.values.first {
+            state.removeFed(some)
+            live[some.id] = nil
+            state.removeFed(some)
+        }
+        check(state, live: live, slices: slices)
+    }
+
+    private func check(_ state: ClusterLoopState, live: [String: StreamedSession], slices: Int) {
+        XCTAssertEqual(Set(state.fed.keys), Set(live.keys))
+        var seen = 0
+        for slice in 0..<slices {
+            let ids = state.fedSessions(inSlice: slice).map(\.id)
+            XCTAssertEqual(ids.count, Set(ids).count, "slice \(slice) lists a session twice")
+            XCTAssertEqual(Set(ids), Set(live.values.filter { $0.slot == slice }.map(\.id)), "slice \(slice)")
+            for (i, session) in state.fedSessions(inSlice: slice).enumerated() {
+                XCTAssertEqual(session.sliceIndex, i, "\(session.id)'s place in slice \(slice)")
+            }
+            seen += ids.count
+        }
+        XCTAssertEqual(seen, live.count)
+        XCTAssertTrue(state.fedSessions(inSlice: slices + 5).isEmpty)
+    }
+}
+
+/// A small deterministic generator for the test's choices.
+private struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
