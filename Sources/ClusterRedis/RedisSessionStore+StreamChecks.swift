@@ -38,14 +38,20 @@ extension RedisSessionStore {
 
     /// One `renewStreamsMany` call for `batch`, each completion with its own answer.
     private func checkNow(_ batch: [StreamCheck], splitOnRedirect: Bool) {
-        var args: [RedisArg] = [RedisArg(limits.expirySeconds), RedisArg(batch.count)]
+        var args: [RedisArg] = []
+        args.reserveCapacity(2 + batch.reduce(0) { $0 + 7 + $1.members.count })
+        args.append(RedisArg(limits.expirySeconds))
+        args.append(RedisArg(batch.count))
         for c in batch {
             let id = c.sessionID
-            args += [
-                keys.arg(id), keys.arg(id, .events), keys.arg(id, .streams), keys.arg(id, .lease),
-                RedisArg(c.ttlMilliseconds), c.renewsExpiry ? Self.one : Self.zero, RedisArg(c.members.count),
-            ]
-            args += c.members.map { RedisArg($0) }
+            args.append(keys.arg(id))
+            args.append(keys.arg(id, .events))
+            args.append(keys.arg(id, .streams))
+            args.append(keys.arg(id, .lease))
+            args.append(RedisArg(c.ttlMilliseconds))
+            args.append(c.renewsExpiry ? Self.one : Self.zero)
+            args.append(RedisArg(c.members.count))
+            for m in c.members { args.append(RedisArg(m)) }
         }
         client.evalScript(SessionScripts.renewStreamsMany, keys: [keys.arg(batch[0].sessionID)], args: args) {
             [self] r in
