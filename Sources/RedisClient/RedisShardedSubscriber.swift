@@ -66,8 +66,17 @@ public final class RedisShardedSubscriber: Sendable {
         var link: RedisAddress?
         /// `.pending` until its command is written, `.sent` until confirmed.
         var stage = Stage.pending {
-            didSet { if oldValue == .confirmed && stage != .confirmed { waitingSince = monotonicNanos() } }
+            didSet {
+                if stage == .confirmed {
+                    waiting.subscriptions[ObjectIdentifier(self)] = nil
+                } else if oldValue == .confirmed {
+                    waitingSince = monotonicNanos()
+                    waiting.subscriptions[ObjectIdentifier(self)] = self
+                }
+            }
         }
+        /// The subscriber's subscriptions not confirmed, this one among them while it is not.
+        unowned let waiting: Waiting
         var everConfirmed = false
         /// When a refusal of its subscribe command (an ACL, a misconfiguration) was last logged: at most
         /// every 10 s, though it is tried again every `failoverPollInterval`.
@@ -78,11 +87,20 @@ public final class RedisShardedSubscriber: Sendable {
 
         enum Stage { case pending, sent, confirmed }
 
-        init(key: Key, handler: @escaping (RedisMessage) -> Void, onSubscribed: (() -> Void)?) {
+        init(key: Key, handler: @escaping (RedisMessage) -> Void, onSubscribed: (() -> Void)?, waiting: Waiting) {
             self.key = key
             self.handler = handler
             self.onSubscribed = onSubscribed
+            self.waiting = waiting
+            waiting.subscriptions[ObjectIdentifier(self)] = self  // pending
         }
+    }
+
+    /// The subscriptions not confirmed (pending or sent), kept as their stage changes: `problems` looks at
+    /// these, not at every subscription (a node subscribes a channel per streamed session; walking 17,000
+    /// of them up to 14 times a second for health was most of an idle loop's work). Loop thread only.
+    final class Waiting {
+        var subscriptions: [ObjectIdentifier: Subscription] = [:]
     }
 
     /// An unsubscribe Redis has not confirmed yet.
@@ -95,6 +113,8 @@ public final class RedisShardedSubscriber: Sendable {
     /// The subscriber's mutable state (its loop only).
     struct State {
         var subscriptions: [Key: Subscription] = [:]
+        /// Those of `subscriptions` not confirmed.
+        let waiting = Waiting()
         var draining: [Key: Draining] = [:]
         var links: [RedisAddress: Link] = [:]
         /// Some subscription is not placed or not written: `reconcile` has work.
@@ -177,6 +197,7 @@ public final class RedisShardedSubscriber: Sendable {
         state.value.retryTimer?.cancel()
         state.value.probeTimer?.cancel()
         subscriptions.removeAll()
+        state.value.waiting.subscriptions.removeAll()
         for link in links.values { link.close() }
         links.removeAll()
         completeDraining { _ in true }
@@ -249,7 +270,7 @@ public final class RedisShardedSubscriber: Sendable {
             existing.onSubscribed = onSubscribed
             return
         }
-        let sub = Subscription(key: key, handler: handler, onSubscribed: onSubscribed)
+        let sub = Subscription(key: key, handler: handler, onSubscribed: onSubscribed, waiting: state.value.waiting)
         subscriptions[key] = sub
         guard !closed else { return }
         // This one only: `reconcile` walks every subscription, and a node subscribes a channel per session
@@ -266,6 +287,7 @@ public final class RedisShardedSubscriber: Sendable {
             }
             return
         }
+        sub.waiting.subscriptions[ObjectIdentifier(sub)] = nil
         guard let at = sub.link, let link = links[at], sub.stage != .pending, link.connection.state == .ready else {
             onUnsubscribed?()
             return
@@ -287,7 +309,7 @@ public final class RedisShardedSubscriber: Sendable {
         }
     }
 
-    /// Recomputes `isHealthy` and tells `onHealthChange`. `problems` walks every subscription: with `soon`
+    /// Recomputes `isHealthy` and tells `onHealthChange`. `problems` walks the subscriptions not confirmed: with `soon`
     /// (a subscription added or confirmed: thousands at once after a reconnect) it runs at most every
     /// 0.1 s, the last call's recomputation deferred to the end of that window.
     func updateHealth(soon: Bool = false) {
@@ -316,10 +338,9 @@ public final class RedisShardedSubscriber: Sendable {
         let limit = UInt64(client.topology.node.commandTimeout * 1e9)
         let now = monotonicNanos()
         var unplaced = 0
-        for sub in subscriptions.values where sub.stage != .confirmed && now &- sub.waitingSince > limit {
-            unplaced += 1
-        }
-        state.value.visited += subscriptions.count
+        let waiting = state.value.waiting.subscriptions
+        for sub in waiting.values where now &- sub.waitingSince > limit { unplaced += 1 }
+        state.value.visited += waiting.count
         if unplaced > 0 {
             out.append("\(unplaced) channels not subscribed for over \(client.topology.node.commandTimeout) s")
         }

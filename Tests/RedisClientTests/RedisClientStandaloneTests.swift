@@ -118,6 +118,57 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
         await c.closeFromAnyThread()
     }
 
+    /// The health reading looks at the channels not confirmed, not at every channel: with 500 confirmed,
+    /// twenty readings of `problems` visit none of them (before: 500 each; a node reads it up to 14 times a
+    /// second per loop, with a channel per streamed session). A channel whose confirmation does not come
+    /// (its connection frozen by a proxy, the probe off) is still named once it waited a command time-out;
+    /// once every channel is confirmed again on a new connection, readings visit none again.
+    func testHealthReadingsVisitOnlyTheChannelsNotConfirmed() async throws {
+        let proxy = try FreezingProxy(targetPort: server.port)
+        defer { proxy.stop() }
+        let c = await readyClient("redis://127.0.0.1:\(proxy.port)") { $0.probeInterval = nil }
+        let s = RedisShardedSubscriber(client: c)
+        await c.onLoop { s.start() }
+        let n = 500
+        let inbox = Inbox()
+        await c.onLoop {
+            for i in 0..<n { s.ssubscribe(channel: "h:{\(i)}", onSubscribed: { inbox.confirmed("\(i)") }) { _ in } }
+        }
+        var ok = await TopologyTesting.eventually { inbox.confirmedCount >= n && s.isHealthy }
+        XCTAssertTrue(ok, "every channel confirmed")
+        let (before, after, problems) = await c.onLoop {
+            let before = s.subscriptionsVisited
+            var problems: [String] = []
+            for _ in 0..<20 { problems += s.problems }
+            return (before, s.subscriptionsVisited, problems)
+        }
+        XCTAssertEqual(problems, [])
+        XCTAssertEqual(after - before, 0, "confirmed channels are not visited by health readings")
+
+        // One more, on the connection frozen before its confirmation comes back.
+        XCTAssertEqual(
+            proxy.freeze { FreezingProxy.contains($0, "SSUBSCRIBE") && FreezingProxy.contains($0, "h:{0}") }, 1)
+        await c.onLoop { s.ssubscribe(channel: "late:{1}", onSubscribed: nil) { _ in } }
+        ok = await TopologyTesting.eventually(within: 5) {
+            await c.onLoop { s.problems.contains { $0.hasPrefix("1 channels not subscribed for over") } }
+        }
+        XCTAssertTrue(ok, "the channel left waiting is named")
+        // Its time-out gives the connection up: every channel waits again (each is visited while it does),
+        // until a new connection confirms them all.
+        ok = await TopologyTesting.eventually { await c.onLoop { s.problems.isEmpty } && s.isHealthy }
+        XCTAssertTrue(ok, "subscribed again on a new connection")
+        let visits = await c.onLoop {
+            let before = s.subscriptionsVisited
+            for _ in 0..<20 { _ = s.problems }
+            return s.subscriptionsVisited - before
+        }
+        XCTAssertEqual(visits, 0, "all confirmed again: nothing to visit")
+        await c.onLoop { s.close() }
+        let left = await c.onLoop { s.problems.filter { $0.contains("not subscribed") } }
+        XCTAssertEqual(left, [], "closed: nothing waits")
+        await c.closeFromAnyThread()
+    }
+
     /// Sharded and classic channels and patterns on one subscription connection; an unsubscribe is
     /// confirmed, after which a publish reaches nobody.
     func testShardedClassicAndPatternSubscriptions() async throws {
