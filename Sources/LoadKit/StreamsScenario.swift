@@ -39,6 +39,9 @@ public struct StreamsScenario {
         /// more seconds), then close them and delete the sessions: with several loaders on one host, one
         /// loader's teardown then does not take the CPU the others' broadcasts still need.
         public var teardownAfterFile: String?
+        /// Where the streams are opened (nil: the target, where the sessions are created). In a cluster the
+        /// node that creates a session runs it: another node's streams are fed through Redis.
+        public var streamTarget: Target?
         /// Print a progress line to stderr every second.
         public var progress = true
         /// Delete the sessions afterwards, `concurrency` at once (reported: `deleted`, `deleteFailed`, …).
@@ -53,7 +56,7 @@ public struct StreamsScenario {
         let loop = try LoadLoop()
         defer { loop.close() }
         let pool = RequestPool(loop: loop, target: target, size: options.connections)
-        let before = SystemProbe.serverResidentBytes(target: target, pid: options.pid)
+        let before = SystemProbe.serverResidentBytes(target: options.streamTarget ?? target, pid: options.pid)
         let started = LoadLoop.now()
         var phase = "creating sessions"
         var established = LatencyHistogram()
@@ -80,7 +83,8 @@ public struct StreamsScenario {
         /// after that many seconds (at most 5, with jitter), up to 10 times, as `EventSource` would.
         func open(_ index: Int, attempt: Int) {
             do {
-                let stream = try StreamClient(loop: loop, target: target, path: "/api/sessions/\(ids[index])/events")
+                let stream = try StreamClient(
+                    loop: loop, target: options.streamTarget ?? target, path: "/api/sessions/\(ids[index])/events")
                 var first = true
                 var done = false
                 var sawBroadcast = false
@@ -147,7 +151,7 @@ public struct StreamsScenario {
         loop.run(timeout: max(120, Double(ids.count) * 0.02)) { succeeded + failed == ids.count }
         phase = "holding"
         loop.run(timeout: options.hold)
-        let after = SystemProbe.serverResidentBytes(target: target, pid: options.pid)
+        let after = SystemProbe.serverResidentBytes(target: options.streamTarget ?? target, pid: options.pid)
 
         var report = LoadReport(scenario: "streams")
         report.add("streams", .int(options.streams))

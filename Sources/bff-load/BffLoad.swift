@@ -120,6 +120,11 @@ extension BffLoad {
                 after every broadcast is measured, not during the others' broadcasts.
                 """) var teardownAfterFile: String?
         @Option(help: "Seconds to wait for the broadcast to reach every stream.") var broadcastTimeout = 30.0
+        @Option(
+            help: """
+                Open the streams here instead of on --url, which creates (and so, in a cluster, runs) the \
+                sessions: streams on another node are fed through Redis. The memory measured is this server's (--pid: its PID).
+                """) var streamUrl: String?
 
         func run() throws {
             var o = StreamsScenario.Options()
@@ -127,6 +132,7 @@ extension BffLoad {
             o.broadcastSeenFile = broadcastSeenFile
             o.teardownAfterFile = teardownAfterFile
             o.broadcastTimeout = broadcastTimeout
+            o.streamTarget = try streamUrl.map { try common.withSources(Target(url: $0)) }
             o.streams = streams
             o.pid = pid
             o.hold = hold
