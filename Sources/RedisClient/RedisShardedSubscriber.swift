@@ -309,9 +309,9 @@ public final class RedisShardedSubscriber: Sendable {
         }
     }
 
-    /// Recomputes `isHealthy` and tells `onHealthChange`. `problems` walks the subscriptions not confirmed: with `soon`
-    /// (a subscription added or confirmed: thousands at once after a reconnect) it runs at most every
-    /// 0.1 s, the last call's recomputation deferred to the end of that window.
+    /// Recomputes `isHealthy` and tells `onHealthChange`. `problems` walks the subscriptions not confirmed:
+    /// with `soon` (a subscription added or confirmed: thousands at once after a reconnect) it runs at most
+    /// every 0.1 s, the last call's recomputation deferred to the end of that window.
     func updateHealth(soon: Bool = false) {
         let t = monotonicNanos()
         if soon, t &- state.value.healthComputedAt < Self.healthInterval {
