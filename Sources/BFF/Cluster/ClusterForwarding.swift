@@ -520,8 +520,9 @@ extension ClusterNode {
                     if slice == 0 { state.value.orphanPass &+= 1 }
                     let renews = state.value.orphanPass % self.expiryRenewalPasses == 0
                     for fed in state.value.fedSessions(inSlice: slice) {
+                        guard let id = fed.streams.first?.sessionID else { continue }
                         self.checkStreamed(
-                            fed.id, members: fed.streams.map { $0.member }, renewsExpiry: renews, from: index)
+                            id, members: fed.streams.map { $0.member }, renewsExpiry: renews, from: index)
                     }
                 }
             }

@@ -247,7 +247,7 @@ extension ClusterNode {
     ) {
         let index = stream.host.loop.index
         let state = perLoop[index]
-        let fed = state.value.fed[id] ?? StreamedSession(id: id, slot: state.value.takeSlot(of: streamedCheckSlices))
+        let fed = state.value.fed[id] ?? StreamedSession(slot: state.value.takeSlot(of: streamedCheckSlices))
         let cs = ClusterStream(
             sessionID: id, memberNumber: memberNumber, lastEventID: lastEventID, stream: stream, refuse: refuse,
             node: self)
@@ -261,7 +261,7 @@ extension ClusterNode {
             fed.streams.removeAll { $0 === cs }
             if fed.streams.isEmpty, state.value.fed[id] === fed {
                 let subscribed = !fed.local
-                state.value.removeFed(fed)  // the last reference to `fed`: read nothing of it after this
+                state.value.removeFed(fed, id: id)  // the last reference to `fed`: read nothing of it after this
                 if subscribed { feed.unsubscribe(sessionID: id) }
             }
             // Best effort: if this is lost (Redis away, the node killed), the deadline ends the count.
@@ -269,7 +269,7 @@ extension ClusterNode {
         }
         fed.streams.append(cs)
         if state.value.fed[id] == nil {
-            state.value.addFed(fed)
+            state.value.addFed(fed, id: id)
             if index == owner.loop.index, state.value.owned[id] != nil {
                 // Run on this very loop: its commits feed the streams (`deliverLocally`), without a round
                 // trip through Redis's pub/sub for the node's own events, until the session leaves it.
