@@ -58,8 +58,10 @@ class ClusterTestCase: XCTestCase {
 
     /// A node composed as `bff` composes it (`Application.live`): the cluster's status board, shared GitHub
     /// budget and search cache, and the test hook's status through the board. GitHub is an address nothing
-    /// listens on: these tests make no search.
-    func composedNode(_ name: String, threads: Int = 1) throws -> LiveApp {
+    /// listens on: these tests make no search. `probing: false` turns the subscription connections' loopback
+    /// probe off (an `SPUBLISH` every second per connection), for a test that counts the `SPUBLISH`es of
+    /// something else.
+    func composedNode(_ name: String, threads: Int = 1, probing: Bool = true) throws -> LiveApp {
         var c = AppConfiguration()
         c.http.port = 0
         c.http.threads = threads
@@ -68,6 +70,7 @@ class ClusterTestCase: XCTestCase {
         c.clientSessionBurst = 1_000_000
         c.maxSessionsPerClient = 1_000_000
         c.cluster = ClusterSettings(redisURL: redisURL, nodeID: name, leaseTTL: 10)
+        if !probing { c.cluster?.clientOptions.probeInterval = nil }
         var github = GitHubSettings()
         github.baseURL = "http://127.0.0.1:9"
         github.cachePath = nil
