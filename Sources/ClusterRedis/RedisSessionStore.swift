@@ -231,24 +231,14 @@ public final class RedisSessionStore: SessionStore, Sendable {
 
     /// A lease key's value, "holder|token", as the argument the scripts compare it with.
     static func leaseValue(_ lease: Lease) -> RedisArg {
-        var digits = 1
-        var v = lease.token
-        while v >= 10 {
-            v /= 10
-            digits += 1
-        }
-        let count = lease.holder.utf8.count + 1 + digits
+        let token = UInt(lease.token)
+        let count = lease.holder.utf8.count + 1 + decimalDigits(token)
         return RedisArg(
             bytes: bytesWritten(count: count) { buffer in
-                var written = UnsafeMutableBufferPointer(rebasing: buffer[...]).initialize(from: lease.holder.utf8).1
+                let written = UnsafeMutableBufferPointer(rebasing: buffer[...]).initialize(from: lease.holder.utf8).1
                 buffer[written] = UInt8(ascii: "|")
-                written += 1 + digits
-                var rest = lease.token
-                for i in stride(from: written - 1, through: written - digits, by: -1) {
-                    buffer[i] = UInt8(ascii: "0") + UInt8(rest % 10)
-                    rest /= 10
-                }
-                return written
+                writeDecimal(token, into: buffer, endingAt: count)
+                return count
             })
     }
 

@@ -32,27 +32,3 @@ public struct RedisArg: Sendable, Hashable, ExpressibleByStringLiteral, Expressi
     /// An integer literal argument.
     public init(integerLiteral value: Int) { self.init(value) }
 }
-
-/// The number of decimal digits of `n`.
-@inline(__always)
-func decimalDigits(_ n: UInt) -> Int {
-    var digits = 1
-    var v = n
-    while v >= 10 {
-        v /= 10
-        digits += 1
-    }
-    return digits
-}
-
-/// Writes the decimal digits of `n` into `buffer`, the last one just before index `end`.
-@inline(__always)
-func writeDecimal(_ n: UInt, into buffer: UnsafeMutableBufferPointer<UInt8>, endingAt end: Int) {
-    var v = n
-    var i = end
-    repeat {
-        i -= 1
-        buffer[i] = UInt8(ascii: "0") + UInt8(v % 10)
-        v /= 10
-    } while v > 0
-}

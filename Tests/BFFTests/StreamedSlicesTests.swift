@@ -1,4 +1,5 @@
 import EventHTTP
+import GitHubSimulator
 import XCTest
 
 @testable import BFF
@@ -12,7 +13,7 @@ final class StreamedSlicesTests: XCTestCase {
         var state = ClusterLoopState(loop: EventLoop(index: 0))
         let slices = 7
         var live: [String: StreamedSession] = [:]
-        var rng = SplitMix(seed: 20)
+        var rng = SplitMix64(seed: 20)
         for step in 0..<2_000 {
             if live.isEmpty || rng.next() % 3 != 0 {
                 let id = "s\(step)"
@@ -55,18 +56,5 @@ final class StreamedSlicesTests: XCTestCase {
         }
         XCTAssertEqual(seen, live.count)
         XCTAssertTrue(state.fedSessions(inSlice: slices + 5).isEmpty)
-    }
-}
-
-/// A small deterministic generator for the test's choices.
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
