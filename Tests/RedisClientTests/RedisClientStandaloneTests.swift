@@ -27,6 +27,18 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
         }
     }
 
+    /// Subscribes `n` sharded channels `prefix:{0}` … in one loop turn; their confirmations in the inbox
+    /// ("0", "1", …).
+    func subscribeMany(_ s: RedisShardedSubscriber, _ n: Int, prefix: String) async -> Inbox {
+        let inbox = Inbox()
+        await s.client.onLoop {
+            for i in 0..<n {
+                s.ssubscribe(channel: "\(prefix):{\(i)}", onSubscribed: { inbox.confirmed("\(i)") }) { _ in }
+            }
+        }
+        return inbox
+    }
+
     func spublish(_ s: RedisShardedSubscriber, _ channel: String, _ text: String) async -> Result<RESPValue, RedisError>
     {
         await withCheckedContinuation { k in
@@ -104,10 +116,7 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
         let s = RedisShardedSubscriber(client: c)
         await c.onLoop { s.start() }
         let n = 3_000
-        let inbox = Inbox()
-        await c.onLoop {
-            for i in 0..<n { s.ssubscribe(channel: "many:{\(i)}", onSubscribed: { inbox.confirmed("\(i)") }) { _ in } }
-        }
+        let inbox = await subscribeMany(s, n, prefix: "many")
         let all = await TopologyTesting.eventually { inbox.confirmedCount >= n }
         XCTAssertTrue(all, "every channel confirmed")
         let healthy = await TopologyTesting.eventually { s.isHealthy }
@@ -130,10 +139,7 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
         let s = RedisShardedSubscriber(client: c)
         await c.onLoop { s.start() }
         let n = 500
-        let inbox = Inbox()
-        await c.onLoop {
-            for i in 0..<n { s.ssubscribe(channel: "h:{\(i)}", onSubscribed: { inbox.confirmed("\(i)") }) { _ in } }
-        }
+        let inbox = await subscribeMany(s, n, prefix: "h")
         var ok = await TopologyTesting.eventually { inbox.confirmedCount >= n && s.isHealthy }
         XCTAssertTrue(ok, "every channel confirmed")
         let (before, after, problems) = await c.onLoop {
