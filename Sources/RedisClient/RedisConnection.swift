@@ -74,6 +74,8 @@ public final class RedisConnection: @unchecked Sendable {
     /// When `inFlight` last went from 0 to 1: progress is measured from this or the last reply.
     private var busySince: UInt64 = 0
     private var stallTimer: LoopTimer?
+    /// The progress mark (`max(lastReplyAt, busySince)`) when a pause's grace last put off a stall reset.
+    private var stallGracedAt: UInt64 = 0
     /// The timer of `checkDeadlines`, armed for `deadlineTimerAt` (monotonic ns), the earliest deadline
     /// of a waiting command when it was armed; nil when none is armed.
     private var deadlineTimer: LoopTimer?
@@ -112,6 +114,8 @@ public final class RedisConnection: @unchecked Sendable {
         var timeout: Double
         /// Subscription callbacks stay registered after their first reply.
         var persistent: Bool
+        /// Its deadline was moved once by a pause's grace (`UnreadReplies.pauseGrace`).
+        var graced = false
     }
 
     /// A connection to `configuration` on `loop`; call `start()` on the loop to connect.
@@ -429,6 +433,7 @@ public final class RedisConnection: @unchecked Sendable {
         var next = UInt64.max
         let unread = UnreadReplies.waiting(on: context)
         var waiting: [UInt] = []  // `timed` without the answered ones
+        var late = 0.0  // how long after its deadline the latest due command is judged
         for id in timed {
             guard let p = pending[id] else { continue }
             waiting.append(id)
@@ -438,8 +443,17 @@ public final class RedisConnection: @unchecked Sendable {
                 let later = now &+ UInt64(UnreadReplies.recheckDelay(p.timeout) * 1e9)
                 pending[id]?.deadline = later
                 next = min(next, later)
+            } else if !p.graced,
+                let grace = UnreadReplies.pauseGrace(
+                    late: UnreadReplies.secondsLate(p.deadline, now: now), limit: p.timeout)
+            {
+                let later = now &+ UInt64(grace * 1e9)
+                pending[id]?.deadline = later
+                pending[id]?.graced = true
+                next = min(next, later)
             } else {
                 due.append(id)
+                late = max(late, UnreadReplies.secondsLate(p.deadline, now: now))
             }
         }
         timed = waiting
@@ -458,7 +472,7 @@ public final class RedisConnection: @unchecked Sendable {
             heldHead = 0
         }
         if next != .max { armDeadlineCheck(at: next) }
-        for id in due.sorted() { timedOut(id) }
+        for id in due.sorted() { timedOut(id, late: late) }
         for h in expired {
             onEvent?(.timedOut)
             h.callback(.failure(.timeout))
@@ -472,41 +486,57 @@ public final class RedisConnection: @unchecked Sendable {
         if timedWaiting == 0 { timed.removeAll(keepingCapacity: true) }
     }
 
-    /// One command's time-out: it alone fails, unless the connection made no progress at all for a whole
-    /// `stallTimeout` (then it is dropped first, so the caller sees the new state).
-    private func timedOut(_ id: UInt) {
+    /// One command's time-out, judged `late` seconds after its deadline: it alone fails, unless the
+    /// connection made no progress at all for a whole `stallTimeout` (then it is dropped first, so the caller
+    /// sees the new state).
+    private func timedOut(_ id: UInt, late: Double) {
         guard let p = pending.removeValue(forKey: id) else { return }
         answered(p)
         abandoned.insert(id)
         onEvent?(.timedOut)
-        if !checkStall() { armStallCheck() }
+        if checkStall(late: late) == .fine { armStallCheck() }
         p.callback(.failure(.timeout))
     }
 
     /// Seconds since the connection last made progress: its last reply, or when it last got busy.
     private var secondsWithoutProgress: Double { Double(monotonicNanos() &- max(lastReplyAt, busySince)) / 1e9 }
 
-    /// Drops the connection when commands wait and nothing was answered for `stallTimeout`; true if it did.
-    private func checkStall() -> Bool {
+    private enum StallVerdict { case fine, graced, dropped }
+
+    /// Drops the connection when commands wait and nothing was answered for `stallTimeout`, judged `late`
+    /// seconds after the check was due: after a pause (`UnreadReplies.pauseGrace`) the verdict waits a grace
+    /// (`.graced`: the check is armed for then).
+    private func checkStall(late: Double) -> StallVerdict {
         let limit = stallTimeout ?? configuration.commandTimeout
-        guard inFlight > 0, context != nil, secondsWithoutProgress >= limit * 0.999 else { return false }
-        guard !UnreadReplies.waiting(on: context) else { return false }  // replies wait to be read: progress
+        guard inFlight > 0, context != nil, secondsWithoutProgress >= limit * 0.999 else { return .fine }
+        guard !UnreadReplies.waiting(on: context) else { return .fine }  // replies wait to be read: progress
+        let progress = max(lastReplyAt, busySince)
+        if stallGracedAt != progress, let grace = UnreadReplies.pauseGrace(late: late, limit: limit) {
+            stallGracedAt = progress  // one grace until the connection makes progress again
+            armStallCheck(after: grace)
+            return .graced
+        }
         onEvent?(.stalled)
         dropContext(reason: "no reply for \(limit) s while commands waited", reconnect: true)
-        return true
+        return .dropped
     }
 
     /// After a time-out that did not drop the connection: checks again when the stall limit would be
-    /// reached, so that a connection whose every waiting command has timed out is still reset if stuck.
-    private func armStallCheck() {
+    /// reached (or after `wait`), so that a connection whose every waiting command has timed out is still
+    /// reset if stuck.
+    private func armStallCheck(after wait: Double? = nil) {
         stallTimer?.cancel()
+        stallTimer = nil
         guard inFlight > 0 else { return }
         let limit = stallTimeout ?? configuration.commandTimeout
-        let wait = max(0.001, limit - secondsWithoutProgress)
+        let wait = wait ?? max(0.001, limit - secondsWithoutProgress)
+        let due = monotonicNanos() &+ UInt64(wait * 1e9)
         stallTimer = loop.schedule(after: wait) { [weak self] in
             guard let self else { return }
             self.stallTimer = nil
-            if !self.checkStall() { self.armStallCheck() }
+            if self.checkStall(late: UnreadReplies.secondsLate(due, now: monotonicNanos())) == .fine {
+                self.armStallCheck()
+            }
         }
     }
 

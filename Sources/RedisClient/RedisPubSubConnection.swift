@@ -209,7 +209,10 @@ final class RedisPubSubConnection: @unchecked Sendable {
         nextID &+= 1
         let limit = timeout ?? configuration.commandTimeout
         if expectedHead == expected.count { lastReplyAt = monotonicNanos() }  // nothing waited: the clock starts
-        let timer = loop.schedule(after: limit) { [weak self] in self?.overdue(id, kind: kind, limit: limit) }
+        let due = monotonicNanos() &+ UInt64(limit * 1e9)
+        let timer = loop.schedule(after: limit) { [weak self] in
+            self?.overdue(id, kind: kind, limit: limit, due: due, graced: false)
+        }
         expected.append(Expect(id: id, kind: kind, channel: channel, callback: callback, timer: timer))
         scheduleFlush()
     }
@@ -219,18 +222,28 @@ final class RedisPubSubConnection: @unchecked Sendable {
     /// (a resubscribe after a failover) on a busy Redis is slow, not lost, and dropping the connection
     /// would send them all again (issue 20's cascade). Otherwise checked again once `limit` has passed
     /// without a reply.
-    private func overdue(_ id: UInt, kind: String?, limit: Double) {
+    /// The check was due at `due` (monotonic ns): one run long after that follows a pause, and waits a
+    /// grace before dropping (`UnreadReplies.pauseGrace`), once (`graced`).
+    private func overdue(_ id: UInt, kind: String?, limit: Double, due: UInt64, graced: Bool) {
         guard let head = expected[expectedHead...].first, head.id <= id else { return }
+        let now = monotonicNanos()
         let quiet = secondsSinceLastReply
+        let again: Double
+        var graced = graced
         if hasUnreadReplies {
             // Redis has sent something the loop has not read yet: not a dead connection. Look again soon.
-            _ = loop.schedule(after: UnreadReplies.recheckDelay(limit)) { [weak self] in
-                self?.overdue(id, kind: kind, limit: limit)
-            }
-        } else if quiet >= limit * 0.999 {
-            drop(reason: "no reply to \(kind ?? "a command") within \(limit) s", reconnect: true)
+            again = UnreadReplies.recheckDelay(limit)
+        } else if quiet < limit * 0.999 {
+            again = limit - quiet
+        } else if !graced, let grace = UnreadReplies.pauseGrace(late: UnreadReplies.secondsLate(due, now: now), limit: limit) {
+            again = grace
+            graced = true
         } else {
-            _ = loop.schedule(after: limit - quiet) { [weak self] in self?.overdue(id, kind: kind, limit: limit) }
+            return drop(reason: "no reply to \(kind ?? "a command") within \(limit) s", reconnect: true)
+        }
+        let next = now &+ UInt64(again * 1e9)
+        _ = loop.schedule(after: again) { [weak self] in
+            self?.overdue(id, kind: kind, limit: limit, due: next, graced: graced)
         }
     }
 

@@ -40,18 +40,35 @@ extension RedisShardedSubscriber {
     /// The timer that declares the probe `token` lost after `seconds`: the connection is deaf when nothing at
     /// all came on it for `limit` (a connection that keeps delivering other messages is busy, its probe
     /// behind them: checked again once it has been quiet for `limit`).
-    private func probeTimer(_ l: Link, at address: RedisAddress, token: String, after seconds: Double, limit: Double)
-        -> LoopTimer
-    {
-        loop.schedule(after: seconds) { [weak self, weak l] in
+    private func probeTimer(
+        _ l: Link, at address: RedisAddress, token: String, after seconds: Double, limit: Double, graced: Bool = false
+    ) -> LoopTimer {
+        let due = monotonicNanos() &+ UInt64(seconds * 1e9)
+        return loop.schedule(after: seconds) { [weak self, weak l] in
             guard let self, let l, l.pendingProbe?.token == token else { return }
             let quiet = l.connection.secondsSinceLastReply
             // Unread bytes in the socket: Redis answered while this loop was busy (the probe may be among
             // them). Called deaf, a connection carrying 11,615 channels was made again after a 6 s stall.
-            let unread = l.connection.hasUnreadReplies
-            if quiet < limit * 0.999 || unread {
-                let again = unread ? UnreadReplies.recheckDelay(limit) : limit - quiet
-                l.pendingProbe = (token, self.probeTimer(l, at: address, token: token, after: again, limit: limit))
+            // A check run long after it was due follows a pause (of the host, perhaps with Redis): a grace.
+            let again: Double
+            var gracedNext = graced  // one grace at most
+            if l.connection.hasUnreadReplies {
+                again = UnreadReplies.recheckDelay(limit)
+            } else if quiet < limit * 0.999 {
+                again = limit - quiet
+            } else if !graced,
+                let grace = UnreadReplies.pauseGrace(
+                    late: UnreadReplies.secondsLate(due, now: monotonicNanos()), limit: limit)
+            {
+                again = grace
+                gracedNext = true
+            } else {
+                again = 0
+            }
+            if again > 0 {
+                let timer = self.probeTimer(
+                    l, at: address, token: token, after: again, limit: limit, graced: gracedNext)
+                l.pendingProbe = (token, timer)
                 return
             }
             l.pendingProbe = nil

@@ -1,9 +1,14 @@
 import CHiredis
 
-/// A connection's time-outs are judged on what Redis answered, not on what the loop has read: while bytes
-/// wait unread in the socket (one read event reads 16 KB; after a long loop iteration the timers run in the
-/// same iteration as that one read), a command's time-out, a stall reset, a subscription's overdue
-/// confirmation and a probe are looked at again after `recheckDelay`, once the read events had their turn.
+/// A connection's time-outs are judged on what Redis answered, not on what the loop has read or on time the
+/// loop did not look:
+/// - While bytes wait unread in the socket (one read event reads 16 KB; after a long loop iteration the timers
+///   run in the same iteration as that one read), a command's time-out, a stall reset, a subscription's overdue
+///   confirmation and a probe are looked at again after `recheckDelay`, once the read events had their turn.
+/// - A check that runs long after it was due ran after a pause: of this process, or of the whole host (a
+///   stalled VM pauses Redis with it). Redis then had no time to answer since it woke, so the verdict waits
+///   `pauseGrace` once (each caller keeps that it gave one, until progress). The check after the grace
+///   judges as usual: a Redis still silent then is stuck, and a pause delays that verdict by one grace.
 enum UnreadReplies {
     /// True when `context`'s socket holds bytes the loop has not read yet.
     static func waiting(on context: UnsafeMutablePointer<redisAsyncContext>?) -> Bool {
@@ -12,4 +17,14 @@ enum UnreadReplies {
 
     /// How soon a check postponed because of unread replies runs again, for a time-out of `limit` seconds.
     static func recheckDelay(_ limit: Double) -> Double { max(0.005, limit / 20) }
+
+    /// For a check due `late` seconds ago with a limit of `limit`: how long to wait before judging, or nil
+    /// to judge now (the check ran less than a grace late).
+    static func pauseGrace(late: Double, limit: Double) -> Double? {
+        let grace = max(recheckDelay(limit), limit / 4)
+        return late >= grace ? grace : nil
+    }
+
+    /// Seconds from `due` to `now` (monotonic ns), 0 if not yet due.
+    static func secondsLate(_ due: UInt64, now: UInt64) -> Double { now > due ? Double(now - due) / 1e9 : 0 }
 }

@@ -99,6 +99,31 @@ public final class RedisServerProcess: Sendable {
     /// Sends `signal` (SIGSTOP, SIGCONT) to the server.
     public func signal(_ signal: Int32) { Glibc.kill(pid, signal) }
 
+    /// Stops the server (`SIGSTOP`) and returns once the kernel reports it stopped (at most 5 s).
+    public func stop() {
+        signal(SIGSTOP)
+        let deadline = Date().addingTimeInterval(5)
+        while !isStopped, Date() < deadline { usleep(1000) }
+    }
+
+    /// A stall of the whole host as this process and the server see it (a paused VM): this process is
+    /// stopped (`SIGSTOP`, from a child shell) for `seconds`, then continued, and the stopped server right
+    /// after it unless `continueServer` is false. Returns once this process runs again. Its event loops
+    /// wait in `epoll_wait` meanwhile, as an idle loop does when its host stalls.
+    public func stallWithThisProcess(for seconds: Double, continueServer: Bool = true) throws {
+        let me = getpid()
+        let script = "kill -STOP \(me); sleep \(seconds); kill -CONT \(me)" + (continueServer ? "; kill -CONT \(pid)" : "")
+        let child = try Spawn.start("/bin/sh", ["-c", script], stdout: .discard, stderr: .discard)
+        let status = Spawn.wait(child.pid)
+        guard status == 0 else { throw NSError(domain: "the stall's shell exited with \(status)", code: Int(status)) }
+    }
+
+    /// True while the server is stopped by `SIGSTOP` (its state in `/proc/<pid>/stat` is `T`).
+    public var isStopped: Bool {
+        let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+        return stat.split(separator: ")").last?.split(separator: " ").first == "T"
+    }
+
     /// True while the server process runs (not killed).
     public var isRunning: Bool { process.withLock { $0 != nil } }
 

@@ -252,7 +252,7 @@ final class ClusterRedisOutageTests: XCTestCase {
         try watch.read(upTo: try state(portA, id)["seq"]?.intValue ?? 0, within: 10)
 
         redis.signal(SIGSTOP)
-        try poll("redis-server stopped", within: 5) { Self.isStopped(redis.pid) }
+        try poll("redis-server stopped", within: 5) { redis.isStopped }
         let sentAt = Date()
         let early = try nameInput(portA, id, key: "k3", value: "three")
         assertUnavailable(early, "an input whose commit Redis does not answer")
@@ -316,11 +316,5 @@ final class ClusterRedisOutageTests: XCTestCase {
             return Double(line.dropFirst(name.count + 1)) ?? -1
         }
         return 0
-    }
-
-    /// True when the kernel reports `pid` stopped (state `T` in /proc/<pid>/stat).
-    private static func isStopped(_ pid: Int32) -> Bool {
-        let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
-        return stat.split(separator: ")").last?.split(separator: " ").first == "T"
     }
 }

@@ -319,6 +319,59 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
         }
     }
 
+    /// A stall of the whole host (this process and Redis paused together for 0.6 s, longer than the probe's
+    /// 0.4 s time-out) does not call a subscription deaf: a probe sent to the stopped Redis is overdue when
+    /// the loop looks again, and nothing came on the connection for longer than the limit, but Redis,
+    /// paused too, had no time to answer (a 50 ms script another connection sent first holds it). The
+    /// verdict waits a grace and the probe comes back in it. Before: "probe not back within 0.4 s", the
+    /// connection made again and every channel on it subscribed again.
+    func testAStallOfTheWholeHostDoesNotCallASubscriptionDeaf() async throws {
+        let c = TopologyTesting.client(server.url, on: loop, commandTimeout: 0.4) { $0.probeInterval = 0.25 }
+        c.startFromAnyThread()
+        var ok = await TopologyTesting.eventually { c.isReady }
+        XCTAssertTrue(ok)
+        let s = RedisShardedSubscriber(client: c)
+        let inbox = Inbox()
+        let events = EventLog()
+        await c.onLoop {
+            c.onEvent = { events.add($0) }
+            s.start()
+        }
+        await subscribe(s, "stall", inbox)
+        ok = await TopologyTesting.eventually { inbox.confirmations(of: "stall") == 1 && s.isHealthy }
+        XCTAssertTrue(ok)
+        var config = RedisConfiguration(url: server.url)!
+        config.commandTimeout = 5
+        let slow = RedisConnection(loop: loop, configuration: config)
+        slow.startFromAnyThread()
+        ok = await waitForState(slow, .ready)
+        XCTAssertTrue(ok)
+
+        server.stop()
+        ok = await TopologyTesting.eventually {  // the next probe is sent to the stopped Redis
+            await c.onLoop { s.links.values.contains { $0.pendingProbe != nil } }
+        }
+        XCTAssertTrue(ok, "a probe waits")
+        let loop: EventLoop = self.loop
+        await withCheckedContinuation { (sent: CheckedContinuation<Void, Never>) in
+            loop.execute {
+                slow.send(["EVAL", RedisArg(RedisCommandTimeoutTests.slowScript), 0, 50_000]) { _ in }
+                loop.runSoon { sent.resume() }  // after the script's flush, queued first
+            }
+        }
+        try server.stallWithThisProcess(for: 0.6)
+        _ = await slow.send(["PING"])  // Redis runs again; the next probes go round
+        _ = await spublish(s, "stall", "after")
+        ok = await TopologyTesting.eventually { inbox.payloads(on: "stall") == ["after"] }
+        XCTAssertTrue(ok)
+        XCTAssertFalse(events.all.contains { if case .subscriptionDeaf = $0 { true } else { false } }, "\(events.all)")
+        XCTAssertEqual(c.metrics[.probeFailures], 0)
+        XCTAssertEqual(inbox.confirmations(of: "stall"), 1, "never subscribed again")
+        await c.onLoop { s.close() }
+        await slow.closeFromAnyThread()
+        await c.closeFromAnyThread()
+    }
+
     /// A client through `proxy` (command time-out 1 s, probe every 0.25 s) whose subscriber has subscribed to
     /// `channel` and is healthy; the events it reports are collected.
     func subscribedThrough(_ proxy: FreezingProxy, channel: String) async -> (

@@ -1,5 +1,6 @@
 import EventHTTP
 import Foundation
+import Logging
 import RedisTestSupport
 import Synchronization
 import XCTest
@@ -235,6 +236,139 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
         XCTAssertEqual(events.all, [], "no time-out, no stall reset")
         XCTAssertEqual(c.state, .ready)
         await c.closeFromAnyThread()
+    }
+
+    /// Stops Redis, sends `commands` (a 50 ms script first, then `PING`s, each with `timeout`), then stalls
+    /// this process with Redis for `pause` seconds (`stallWithThisProcess`); with `resume`, Redis continues
+    /// right after this process and answers 50 ms after the loop looks again.
+    func sendThroughAPause(
+        _ c: RedisConnection, commands: Int, timeout: Double, pause: Double, resume: Bool
+    ) async throws -> (Replies, Events) {
+        server.stop()
+        XCTAssertTrue(server.isStopped)
+        let replies = Replies()
+        let events = Events()
+        let loop: EventLoop = self.loop
+        await withCheckedContinuation { (sent: CheckedContinuation<Void, Never>) in
+            loop.execute {
+                c.onEvent = { events.add($0) }
+                c.send(["EVAL", RedisArg(Self.slowScript), 0, 50_000], timeout: timeout) { replies.set(0, $0) }
+                for i in 1..<commands { c.send(["PING"], timeout: timeout) { replies.set(i, $0) } }
+                loop.runSoon { sent.resume() }  // after the commands' flush, queued first
+            }
+        }
+        try server.stallWithThisProcess(for: pause, continueServer: resume)
+        return (replies, events)
+    }
+
+    /// A pause of the whole host (a stalled VM: this loop and Redis paused together, for longer than the
+    /// time-out) fails nothing: when the loop looks again, every deadline has passed and the connection has
+    /// been silent past its stall limit, but Redis, paused too, had no time to answer. Each verdict waits a
+    /// grace (`UnreadReplies.pauseGrace`, a quarter of the limit) and Redis answers in it. Before: every
+    /// command timed out and the connection was reset ("no reply for 0.4 s while commands waited"), as two
+    /// nodes did in the 6 × 17,000 streams run under host-wide stalls of 1–2 s.
+    func testAPauseOfTheWholeHostFailsNoCommandAndKeepsTheConnection() async throws {
+        let c = await connect(timeout: 0.4)
+        let idBefore = await c.send(["CLIENT", "ID"])
+        let (replies, events) = try await sendThroughAPause(c, commands: 20, timeout: 0.4, pause: 0.6, resume: true)
+        await waitFor(replies, count: 20)
+        let all = replies.all
+        XCTAssertEqual(all[0], .success(.bulkString(Array("slow".utf8))))
+        XCTAssertEqual((1..<20).map { all[$0] }, Array(repeating: .success(.simpleString("PONG")), count: 19))
+        XCTAssertEqual(events.all, [], "no time-out, no stall reset")
+        XCTAssertEqual(c.state, .ready)
+        let idAfter = await c.send(["CLIENT", "ID"])
+        XCTAssertEqual(idAfter, idBefore, "the same connection")
+        await c.closeFromAnyThread()
+    }
+
+    /// The connection's own stall check gets the same grace: a command timed out while Redis was stopped
+    /// (0.1 s), so the check of the whole connection is armed for the stall limit (0.4 s); the host then
+    /// stalls past it with Redis. When the loop looks again nothing has come for longer than the limit, but
+    /// Redis had no time to answer; it answers the 50 ms script (time-out 5 s) within the grace, on the same
+    /// connection. Before: reset when the loop woke, and the script failed with "no reply for 0.4 s".
+    func testAStallOfTheWholeHostDoesNotResetAConnectionWhoseCommandsWait() async throws {
+        let c = await connect(timeout: 0.4)
+        let idBefore = await c.send(["CLIENT", "ID"])
+        server.stop()
+        let replies = Replies()
+        let events = Events()
+        loop.execute {
+            c.onEvent = { events.add($0) }
+            c.send(["EVAL", RedisArg(Self.slowScript), 0, 50_000], timeout: 5) { replies.set(0, $0) }
+            c.send(["PING"], timeout: 0.1) { replies.set(1, $0) }
+        }
+        await waitFor(replies, count: 1)  // the PING's time-out: the stall check is armed
+        XCTAssertEqual(replies.all[1], .failure(.timeout))
+        try server.stallWithThisProcess(for: 0.6)
+        await waitFor(replies, count: 2)
+        XCTAssertEqual(replies.all[0], .success(.bulkString(Array("slow".utf8))))
+        XCTAssertEqual(events.all, [.timedOut], "no stall reset")
+        let idAfter = await c.send(["CLIENT", "ID"])
+        XCTAssertEqual(idAfter, idBefore, "the same connection")
+        await c.closeFromAnyThread()
+    }
+
+    /// The grace after a pause does not hide a Redis that stays silent: Redis is stopped and not continued,
+    /// the loop pauses past the time-out, and the commands still time out and the connection is reset, one
+    /// grace (0.1 s) after the loop looked again.
+    func testAPauseDoesNotHideARedisThatStaysSilent() async throws {
+        let c = await connect(timeout: 0.4)
+        let started = Date()
+        let (replies, events) = try await sendThroughAPause(c, commands: 3, timeout: 0.4, pause: 0.6, resume: false)
+        await waitFor(replies, count: 3)
+        let elapsed = Date().timeIntervalSince(started)
+        server.signal(SIGCONT)
+        let all = replies.all
+        XCTAssertEqual(all[0], .failure(.timeout))
+        for i in 1..<3 {
+            guard case .failure = all[i] else { return XCTFail("\(i) answered by a stopped Redis: \(all)") }
+        }
+        XCTAssertEqual(events.all.first, .timedOut)
+        XCTAssertTrue(events.all.contains(.stalled), "reset: \(events.all)")
+        XCTAssertLessThan(elapsed, 3, "judged a grace after the pause, not later")
+        let back = await waitForState(c, .ready, within: 10)
+        XCTAssertTrue(back)
+        await c.closeFromAnyThread()
+    }
+
+    /// A stall of the whole host (this process and Redis paused together, past the time-out of a
+    /// `SUBSCRIBE` waiting for its confirmation) does not drop the subscription's connection: when the loop
+    /// looks again the confirmation is overdue and the connection silent past the limit, but Redis, paused
+    /// too, had no time to answer (a 50 ms script another connection sent first holds it). The verdict waits
+    /// a grace and the confirmation comes in it, on the same connection. Before: the connection was dropped
+    /// ("no reply to subscribe within 0.4 s") and every channel on it would be subscribed again.
+    func testAStallOfTheWholeHostDoesNotDropASubscriptionWaitingForItsConfirmation() async throws {
+        let slow = await connect(timeout: 0.4)
+        var config = RedisConfiguration(url: server.url)!
+        config.commandTimeout = 0.4
+        let sub = RedisPubSubConnection(loop: loop, configuration: config, logger: Logger(label: "test"))
+        let states = Replies()
+        loop.execute {
+            sub.onStateChange = { states.add($0) }
+            sub.start()
+        }
+        let deadline = Date().addingTimeInterval(5)
+        while !states.stateChanges.contains(.ready), Date() < deadline { try await Task.sleep(nanoseconds: 5_000_000) }
+        XCTAssertEqual(states.stateChanges.last, .ready)
+
+        server.stop()
+        let confirmed = Replies()
+        let loop: EventLoop = self.loop
+        await withCheckedContinuation { (sent: CheckedContinuation<Void, Never>) in
+            loop.execute {
+                slow.send(["EVAL", RedisArg(Self.slowScript), 0, 50_000], timeout: 5) { _ in }
+                sub.send(.subscribe, "p:1") { confirmed.set(0, $0) }
+                loop.runSoon { sent.resume() }  // after the commands' flush, queued first
+            }
+        }
+        try server.stallWithThisProcess(for: 0.6)
+        await waitFor(confirmed, count: 1)
+        guard case .success = confirmed.all[0] else { return XCTFail("\(String(describing: confirmed.all[0]))") }
+        XCTAssertEqual(states.stateChanges.last, .ready)
+        XCTAssertEqual(states.stateChanges.filter { $0 == .ready }.count, 1, "never dropped: \(states.stateChanges)")
+        loop.execute { sub.close() }
+        await slow.closeFromAnyThread()
     }
 
     /// Events reported by `onEvent` (on the loop), read by the test.
