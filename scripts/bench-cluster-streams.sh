@@ -86,6 +86,9 @@ for n in $(seq 1 "$NODES"); do
 done
 log "$NODES nodes ready; $STREAMS streams each, $CONCURRENCY establishing at a time per node; redis nice $REDIS_NICE"
 redis-cli -p "$RP" CONFIG RESETSTAT > /dev/null
+# Redis's own long events (a command, an expiry cycle, ...) of 100 ms or more, printed at the end: they tell
+# a Redis that was busy from one that got no CPU when a node reports a silent connection.
+redis-cli -p "$RP" CONFIG SET latency-monitor-threshold 100 > /dev/null
 keys_before=$(redis-cli -p "$RP" DBSIZE)
 redis_before=$(cpu_ticks_of "$REDIS_PID")
 started=$(date +%s.%N)
@@ -187,3 +190,7 @@ redis-cli -p "$RP" --scan | sed -E 's/\{[^}]*\}/{…}/; s/:[0-9a-f.:]+$/:…/' |
 redis-cli -p "$RP" INFO commandstats | grep -E "cmdstat_(evalsha|ssubscribe|spublish|publish):" | sed 's/^/redis: /'
 # Error replies by kind (a script's own refusal, e.g. a fenced write, counts as a failed call above).
 redis-cli -p "$RP" INFO errorstats | grep '^errorstat_' | sed 's/^/redis: /' || true
+# Each kind of long event: when it last happened (Unix time), how long it took then and at most (ms).
+redis-cli -p "$RP" --csv LATENCY LATEST | sed 's/^/redis latency (event, at, ms, max ms): /' || true
+# A node's Redis connection reset for silence, with how long it was silent and how late its check ran.
+grep -h "no reply for" "$OUT"/node*.log | sed 's/^/node log: /' | head -5 || true

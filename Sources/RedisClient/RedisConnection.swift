@@ -517,7 +517,13 @@ public final class RedisConnection: @unchecked Sendable {
             return .graced
         }
         onEvent?(.stalled)
-        dropContext(reason: "no reply for \(limit) s while commands waited", reconnect: true)
+        // What an operator needs to tell a stuck Redis from a starved host: how long it really was silent,
+        // how much waited, and how late this check ran (the loop's own pause).
+        func ms(_ seconds: Double) -> Int { Int((seconds * 1000).rounded()) }
+        let detail =
+            "no reply for \(limit) s while commands waited (\(inFlight) commands, silent \(ms(secondsWithoutProgress)) ms, "
+            + "checked \(ms(late)) ms late)"
+        dropContext(reason: detail, reconnect: true)
         return .dropped
     }
 
