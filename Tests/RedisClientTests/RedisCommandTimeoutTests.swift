@@ -145,6 +145,9 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
             return XCTFail("the PING waited 0.5 s without any reply: \(String(describing: replies.all[1]))")
         }
         XCTAssertTrue(why.contains("no reply"), why)
+        // The log line tells a stuck Redis from a starved host: what waited, how long, how late the check ran.
+        XCTAssertTrue(why.contains("(2 commands, silent "), why)
+        XCTAssertTrue(why.contains("ms late)"), why)
         XCTAssertEqual(events.all, [.timedOut, .stalled])
         let back = await waitForState(c, .ready, within: 10)
         XCTAssertTrue(back)
