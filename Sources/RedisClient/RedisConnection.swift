@@ -99,7 +99,10 @@ public final class RedisConnection: @unchecked Sendable {
 
     private struct Held {
         let args: [RedisArg]
-        let deadline: UInt64
+        var deadline: UInt64
+        /// The time-out it was asked with, in seconds, and whether a pause's grace moved its deadline once.
+        let timeout: Double
+        var graced = false
         let callback: Callback
     }
 
@@ -165,7 +168,7 @@ public final class RedisConnection: @unchecked Sendable {
             return callback(.failure(.overloaded))
         }
         let deadline = monotonicNanos() &+ UInt64(max(0, timeout) * 1e9)
-        held.append(Held(args: args, deadline: deadline, callback: callback))
+        held.append(Held(args: args, deadline: deadline, timeout: timeout, callback: callback))
         armDeadlineCheck(at: deadline)
     }
 
@@ -174,9 +177,9 @@ public final class RedisConnection: @unchecked Sendable {
     private func sendHeld() {
         let now = monotonicNanos()
         while heldHead < held.count, inFlight < configuration.maxInFlight, context != nil {
-            let h = held[heldHead]
+            var h = held[heldHead]
             heldHead += 1
-            if h.deadline <= now {
+            if Self.expired(&h, now: now) {
                 onEvent?(.timedOut)
                 h.callback(.failure(.timeout))
             } else {
@@ -184,6 +187,21 @@ public final class RedisConnection: @unchecked Sendable {
             }
         }
         compactHeld()
+    }
+
+    /// True when held command `h`'s deadline has passed. One found a grace or more past it (the loop, or
+    /// the host, was paused: `UnreadReplies.pauseGrace`) gets its deadline moved by that grace, once.
+    private static func expired(_ h: inout Held, now: UInt64) -> Bool {
+        guard h.deadline <= now else { return false }
+        if !h.graced,
+            let grace = UnreadReplies.pauseGrace(
+                late: UnreadReplies.secondsLate(h.deadline, now: now), limit: h.timeout)
+        {
+            h.deadline = now &+ UInt64(grace * 1e9)
+            h.graced = true
+            return false
+        }
+        return true
     }
 
     /// Drops the entries before `heldHead` once they are all gone or most of the array.
@@ -460,8 +478,8 @@ public final class RedisConnection: @unchecked Sendable {
         var expired: [Held] = []
         if heldHead < held.count {
             var kept: [Held] = []
-            for h in held[heldHead...] {
-                if h.deadline <= now {
+            for var h in held[heldHead...] {
+                if Self.expired(&h, now: now) {
                     expired.append(h)
                 } else {
                     kept.append(h)

@@ -235,7 +235,9 @@ final class RedisPubSubConnection: @unchecked Sendable {
             again = UnreadReplies.recheckDelay(limit)
         } else if quiet < limit * 0.999 {
             again = limit - quiet
-        } else if !graced, let grace = UnreadReplies.pauseGrace(late: UnreadReplies.secondsLate(due, now: now), limit: limit) {
+        } else if !graced,
+            let grace = UnreadReplies.pauseGrace(late: UnreadReplies.secondsLate(due, now: now), limit: limit)
+        {
             again = grace
             graced = true
         } else {

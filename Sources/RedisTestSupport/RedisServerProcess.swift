@@ -112,7 +112,8 @@ public final class RedisServerProcess: Sendable {
     /// wait in `epoll_wait` meanwhile, as an idle loop does when its host stalls.
     public func stallWithThisProcess(for seconds: Double, continueServer: Bool = true) throws {
         let me = getpid()
-        let script = "kill -STOP \(me); sleep \(seconds); kill -CONT \(me)" + (continueServer ? "; kill -CONT \(pid)" : "")
+        let script =
+            "kill -STOP \(me); sleep \(seconds); kill -CONT \(me)" + (continueServer ? "; kill -CONT \(pid)" : "")
         let child = try Spawn.start("/bin/sh", ["-c", script], stdout: .discard, stderr: .discard)
         let status = Spawn.wait(child.pid)
         guard status == 0 else { throw NSError(domain: "the stall's shell exited with \(status)", code: Int(status)) }

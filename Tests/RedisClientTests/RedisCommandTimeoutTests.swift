@@ -312,6 +312,31 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
         await c.closeFromAnyThread()
     }
 
+    /// A command held for room (`maxInFlight` 1, behind a 50 ms script) whose deadline passes during a stall
+    /// of the whole host waits a grace too (a fifth of its 0.8 s time-out), and is sent and answered once
+    /// the script is. Before: it failed with `.timeout` when the loop woke, never sent.
+    func testAStallOfTheWholeHostDoesNotTimeOutAHeldCommand() async throws {
+        let c = await connect(timeout: 0.8) { $0.maxInFlight = 1 }
+        server.stop()
+        let replies = Replies()
+        let events = Events()
+        let loop: EventLoop = self.loop
+        await withCheckedContinuation { (sent: CheckedContinuation<Void, Never>) in
+            loop.execute {
+                c.onEvent = { events.add($0) }
+                c.send(["EVAL", RedisArg(Self.slowScript), 0, 50_000], timeout: 5) { replies.set(0, $0) }
+                c.send(["INCR", "held"], timeout: 0.8) { replies.set(1, $0) }  // held: no room
+                loop.runSoon { sent.resume() }  // after the script's flush, queued first
+            }
+        }
+        try server.stallWithThisProcess(for: 1.0)
+        await waitFor(replies, count: 2)
+        XCTAssertEqual(replies.all[0], .success(.bulkString(Array("slow".utf8))))
+        XCTAssertEqual(replies.all[1], .success(.integer(1)), "sent after the script, within its grace")
+        XCTAssertEqual(events.all, [])
+        await c.closeFromAnyThread()
+    }
+
     /// The grace after a pause does not hide a Redis that stays silent: Redis is stopped and not continued,
     /// the loop pauses past the time-out, and the commands still time out and the connection is reset, one
     /// grace (0.1 s) after the loop looked again.
