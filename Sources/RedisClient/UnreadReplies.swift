@@ -7,7 +7,8 @@ import CHiredis
 ///   confirmation and a probe are looked at again after `recheckDelay`, once the read events had their turn.
 /// - A check that runs long after it was due ran after a pause: of this process, or of the whole host (a
 ///   stalled VM pauses Redis with it). Redis then had no time to answer since it woke, so the verdict waits
-///   `pauseGrace` once (each caller keeps that it gave one, until progress). The check after the grace
+///   `pauseGrace` once (each caller keeps that it gave one: a command in flight or held for room, the stall
+///   check until the connection makes progress, a confirmation, a probe). The check after the grace
 ///   judges as usual: a Redis still silent then is stuck, and a pause delays that verdict by one grace.
 enum UnreadReplies {
     /// True when `context`'s socket holds bytes the loop has not read yet.
