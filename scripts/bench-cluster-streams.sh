@@ -85,6 +85,9 @@ for n in $(seq 1 "$NODES"); do
     for _ in $(seq 100); do curl -fs "http://127.0.0.1:${PORTS[$n]}/readyz" > /dev/null && break; sleep 0.1; done
 done
 log "$NODES nodes ready; $STREAMS streams each, $CONCURRENCY establishing at a time per node; redis nice $REDIS_NICE"
+# How busy the host was before the run (PSI: the share of time some task waited for a CPU): a broadcast's
+# time is the host's as much as ours, so each run says what it ran on.
+[[ -r /proc/pressure/cpu ]] && log "host CPU pressure before the run (avg10, avg60): $(awk '/^some/{print $2, $3}' /proc/pressure/cpu)"
 redis-cli -p "$RP" CONFIG RESETSTAT > /dev/null
 # Redis's own long events (a command, an expiry cycle, ...) of 100 ms or more, printed at the end: they tell
 # a Redis that was busy from one that got no CPU when a node reports a silent connection.
@@ -118,6 +121,10 @@ def post(body):
     return urllib.request.urlopen(request, timeout=30).status
 while not all(os.path.exists(f"{out}/ready{n}") or not alive(pid) for n, pid in enumerate(loaders, 1)):
     time.sleep(0.05)
+def pressure():  # (µs some task waited for a CPU, monotonic ns), or None without PSI
+    try: return int(open("/proc/pressure/cpu").readline().split("total=")[1]), time.monotonic_ns()
+    except (OSError, IndexError, ValueError): return None
+before = pressure()
 posted_at = time.monotonic_ns()
 status = post({"reachable": False, "message": "load-test broadcast"})
 open(f"{out}/broadcast-posted-at", "w").write(f"{posted_at}\n")
@@ -128,6 +135,11 @@ print(f"bench-cluster-streams: one broadcast posted to node 1 (HTTP {status}) on
 while not all(os.path.exists(f"{out}/seen{n}") or not alive(pid) for n, pid in enumerate(loaders, 1)):
     time.sleep(0.01)
 open(f"{out}/teardown", "w").write(f"{time.monotonic_ns()}\n")
+after = pressure()
+if before and after and after[1] > before[1]:
+    share = (after[0] - before[0]) * 1000 / (after[1] - before[1])
+    print(f"bench-cluster-streams: host CPU pressure during the broadcast: some task waited for a CPU "
+          f"{100 * share:.0f} % of the time", file=sys.stderr)
 PY
 fi
 for pid in "${LOADERS[@]}"; do wait "$pid" || true; done
