@@ -352,14 +352,9 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
             await c.onLoop { s.links.values.contains { $0.pendingProbe != nil } }
         }
         XCTAssertTrue(ok, "a probe waits")
-        let loop: EventLoop = self.loop
-        await withCheckedContinuation { (sent: CheckedContinuation<Void, Never>) in
-            loop.execute {
-                slow.send(["EVAL", RedisArg(RedisCommandTimeoutTests.slowScript), 0, 50_000]) { _ in }
-                loop.runSoon { sent.resume() }  // after the script's flush, queued first
-            }
+        try await sendThenStall(for: 0.6) {
+            slow.send(["EVAL", RedisArg(RedisCommandTimeoutTests.slowScript), 0, 50_000]) { _ in }
         }
-        try server.stallWithThisProcess(for: 0.6)
         _ = await slow.send(["PING"])  // Redis runs again; the next probes go round
         _ = await spublish(s, "stall", "after")
         ok = await TopologyTesting.eventually { inbox.payloads(on: "stall") == ["after"] }

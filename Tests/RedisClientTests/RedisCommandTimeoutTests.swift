@@ -251,16 +251,11 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
         XCTAssertTrue(server.isStopped)
         let replies = Replies()
         let events = Events()
-        let loop: EventLoop = self.loop
-        await withCheckedContinuation { (sent: CheckedContinuation<Void, Never>) in
-            loop.execute {
-                c.onEvent = { events.add($0) }
-                c.send(["EVAL", RedisArg(Self.slowScript), 0, 50_000], timeout: timeout) { replies.set(0, $0) }
-                for i in 1..<commands { c.send(["PING"], timeout: timeout) { replies.set(i, $0) } }
-                loop.runSoon { sent.resume() }  // after the commands' flush, queued first
-            }
+        try await sendThenStall(for: pause, continueServer: resume) {
+            c.onEvent = { events.add($0) }
+            c.send(["EVAL", RedisArg(Self.slowScript), 0, 50_000], timeout: timeout) { replies.set(0, $0) }
+            for i in 1..<commands { c.send(["PING"], timeout: timeout) { replies.set(i, $0) } }
         }
-        try server.stallWithThisProcess(for: pause, continueServer: resume)
         return (replies, events)
     }
 
@@ -313,23 +308,18 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
     }
 
     /// A command held for room (`maxInFlight` 1, behind a 50 ms script) whose deadline passes during a stall
-    /// of the whole host waits a grace too (a fifth of its 0.8 s time-out), and is sent and answered once
+    /// of the whole host waits a grace too (a quarter of its 0.8 s time-out), and is sent and answered once
     /// the script is. Before: it failed with `.timeout` when the loop woke, never sent.
     func testAStallOfTheWholeHostDoesNotTimeOutAHeldCommand() async throws {
         let c = await connect(timeout: 0.8) { $0.maxInFlight = 1 }
         server.stop()
         let replies = Replies()
         let events = Events()
-        let loop: EventLoop = self.loop
-        await withCheckedContinuation { (sent: CheckedContinuation<Void, Never>) in
-            loop.execute {
-                c.onEvent = { events.add($0) }
-                c.send(["EVAL", RedisArg(Self.slowScript), 0, 50_000], timeout: 5) { replies.set(0, $0) }
-                c.send(["INCR", "held"], timeout: 0.8) { replies.set(1, $0) }  // held: no room
-                loop.runSoon { sent.resume() }  // after the script's flush, queued first
-            }
+        try await sendThenStall(for: 1.0) {
+            c.onEvent = { events.add($0) }
+            c.send(["EVAL", RedisArg(Self.slowScript), 0, 50_000], timeout: 5) { replies.set(0, $0) }
+            c.send(["INCR", "held"], timeout: 0.8) { replies.set(1, $0) }  // held: no room
         }
-        try server.stallWithThisProcess(for: 1.0)
         await waitFor(replies, count: 2)
         XCTAssertEqual(replies.all[0], .success(.bulkString(Array("slow".utf8))))
         XCTAssertEqual(replies.all[1], .success(.integer(1)), "sent after the script, within its grace")
@@ -382,15 +372,10 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
 
         server.stop()
         let confirmed = Replies()
-        let loop: EventLoop = self.loop
-        await withCheckedContinuation { (sent: CheckedContinuation<Void, Never>) in
-            loop.execute {
-                slow.send(["EVAL", RedisArg(Self.slowScript), 0, 50_000], timeout: 5) { _ in }
-                sub.send(.subscribe, "p:1") { confirmed.set(0, $0) }
-                loop.runSoon { sent.resume() }  // after the commands' flush, queued first
-            }
+        try await sendThenStall(for: 0.6) {
+            slow.send(["EVAL", RedisArg(Self.slowScript), 0, 50_000], timeout: 5) { _ in }
+            sub.send(.subscribe, "p:1") { confirmed.set(0, $0) }
         }
-        try server.stallWithThisProcess(for: 0.6)
         await waitFor(confirmed, count: 1)
         guard case .success = confirmed.all[0] else { return XCTFail("\(String(describing: confirmed.all[0]))") }
         XCTAssertEqual(states.stateChanges.last, .ready)

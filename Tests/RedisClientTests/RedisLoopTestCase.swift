@@ -17,4 +17,20 @@ class RedisLoopTestCase: XCTestCase {
         loop.stop()
         server.kill()
     }
+
+    /// Runs `send` on the loop (it sends commands to the stopped Redis), waits until the loop has written
+    /// them (its flush was queued first), then stalls this process with Redis for `seconds`
+    /// (`RedisServerProcess.stallWithThisProcess`): a whole host paused, commands in flight.
+    func sendThenStall(for seconds: Double, continueServer: Bool = true, _ send: @escaping @Sendable () -> Void)
+        async throws
+    {
+        let loop: EventLoop = self.loop
+        await withCheckedContinuation { (sent: CheckedContinuation<Void, Never>) in
+            loop.execute {
+                send()
+                loop.runSoon { sent.resume() }
+            }
+        }
+        try server.stallWithThisProcess(for: seconds, continueServer: continueServer)
+    }
 }
