@@ -70,6 +70,12 @@ public final class LeaseKeeper {
     /// The store's answer to the last renewal that failed (nil once one succeeds): what an `unreachable`
     /// loss was about, for its log line.
     public private(set) var lastError: StoreError?
+    // The flags right after `lastError` (17 bytes): in its padding, so the object is 168 bytes usable
+    // instead of 184 (`malloc_usable_size` of the same layouts): one per owned session.
+    /// A renewal is on its way (sent at `sentAt`); a tick meanwhile sends none, but sets `tickMissed`.
+    private var inFlight = false
+    private var tickMissed = false
+    private var done = false
     private let keeping: LeaseKeeping
     /// Told once if the lease is lost. Not retained (it owns the keeper): one reference, no closure and
     /// its context per lease.
@@ -81,11 +87,8 @@ public final class LeaseKeeper {
     private var elapsed = 0.0
     /// The delay the pending timer was armed with (the first may be shorter than `interval`).
     private var armedFor = 0.0
-    /// A renewal is on its way (sent at `sentAt`); a tick meanwhile sends none, but sets `tickMissed`.
-    private var inFlight = false
+    /// When the renewal in flight was sent, on the same time as `elapsed`.
     private var sentAt = 0.0
-    private var tickMissed = false
-    private var done = false
     /// Wall-clock moments (monotonic seconds) for the log line of a loss: when the last renewal that
     /// succeeded was sent, and when the one in flight was.
     private var renewedAtClock: Double

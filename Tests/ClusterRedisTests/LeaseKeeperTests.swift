@@ -1,6 +1,9 @@
 import ClusterStore
 import XCTest
 
+/// glibc's size of the block behind a heap pointer (the allocation a Swift object takes).
+@_silgen_name("malloc_usable_size") private func malloc_usable_size(_ pointer: UnsafeMutableRawPointer) -> Int
+
 /// A hand-driven timer queue: `advance` runs what is due, in order.
 final class ManualScheduler {
     private var now = 0.0
@@ -138,6 +141,15 @@ final class LeaseKeeperTests: XCTestCase {
         var grant: LeaseGrant?
         store.acquire(sessionID: "s", holder: "b") { grant = try? $0.get() }
         return grant
+    }
+
+    /// A keeper per owned session: its allocation is what its fields need, no padding between its flags
+    /// and the optional error before them (184 usable bytes when the flags sat between the times; a cluster
+    /// node keeps one per session it runs, and memory per session + stream is a target of issue 20).
+    func testAKeeperTakesNoMoreThan168Bytes() throws {
+        let (store, lease) = try make()
+        let k = keeper(store, lease) { _ in }
+        XCTAssertLessThanOrEqual(malloc_usable_size(Unmanaged.passUnretained(k).toOpaque()), 168)
     }
 
     func testRenewalKeepsOthersOut() throws {
