@@ -2,7 +2,7 @@ import ClusterStore
 import XCTest
 
 /// glibc's size of the block behind a heap pointer (the allocation a Swift object takes).
-@_silgen_name("malloc_usable_size") private func malloc_usable_size(_ pointer: UnsafeMutableRawPointer) -> Int
+@_silgen_name("malloc_usable_size") private func mallocUsableSize(_ pointer: UnsafeMutableRawPointer) -> Int
 
 /// A hand-driven timer queue: `advance` runs what is due, in order.
 final class ManualScheduler {
@@ -149,7 +149,7 @@ final class LeaseKeeperTests: XCTestCase {
     func testAKeeperTakesNoMoreThan168Bytes() throws {
         let (store, lease) = try make()
         let k = keeper(store, lease) { _ in }
-        XCTAssertLessThanOrEqual(malloc_usable_size(Unmanaged.passUnretained(k).toOpaque()), 168)
+        XCTAssertLessThanOrEqual(mallocUsableSize(Unmanaged.passUnretained(k).toOpaque()), 168)
     }
 
     func testRenewalKeepsOthersOut() throws {
