@@ -20,14 +20,17 @@ final class ClusterStream {
     /// True for a client that came back with `Last-Event-ID` (it may get a replay, not a snapshot).
     private let resumed: Bool
     private var started = false
+    // `ended` beside the other flags and `behindAt` without an optional's extra byte: 136 bytes instead of
+    // 145, one allocation size class (16 bytes) less per cluster stream.
+    private var ended = false
     /// Answers the request when the stream cannot start (until it starts).
     private var refuse: ((SessionFailure) -> Void)?
     private let node: ClusterNode
-    private var ended = false
     private var retryTimer: LoopTimer?
     private var startTimer: LoopTimer?
-    /// The last written id when a periodic check last found the session's `seq` above it (`checked`).
-    private var behindAt: UInt64?
+    /// The last written id when a periodic check last found the session's `seq` above it (`checked`);
+    /// `.max` when it did not (no written id is `.max`: a session's `seq` would have to be above it).
+    private var behindAt = UInt64.max
 
     init(
         sessionID: String, memberNumber: Int, lastEventID: Int?, stream: any SessionEventSink,
@@ -87,11 +90,11 @@ final class ClusterStream {
         guard !ended, started, !catchUp.isCatchingUp, !needsSnapshot else { return }
         let last = catchUp.lastWritten
         guard seq > last else {
-            behindAt = nil
+            behindAt = .max
             return
         }
         if behindAt == last {
-            behindAt = nil
+            behindAt = .max
             resync()
         } else {
             behindAt = last
