@@ -192,16 +192,7 @@ public final class RedisConnection: @unchecked Sendable {
     /// True when held command `h`'s deadline has passed. One found a grace or more past it (the loop, or
     /// the host, was paused: `UnreadReplies.pauseGrace`) gets its deadline moved by that grace, once.
     private static func expired(_ h: inout Held, now: UInt64) -> Bool {
-        guard h.deadline <= now else { return false }
-        if !h.graced,
-            let grace = UnreadReplies.pauseGrace(
-                late: UnreadReplies.secondsLate(h.deadline, now: now), limit: h.timeout)
-        {
-            h.deadline = now &+ UInt64(grace * 1e9)
-            h.graced = true
-            return false
-        }
-        return true
+        h.deadline <= now && !UnreadReplies.deferPastPause(&h.deadline, graced: &h.graced, limit: h.timeout, now: now)
     }
 
     /// Drops the entries before `heldHead` once they are all gone or most of the array.
@@ -453,7 +444,7 @@ public final class RedisConnection: @unchecked Sendable {
         var waiting: [UInt] = []  // `timed` without the answered ones
         var late = 0.0  // how long after its deadline the latest due command is judged
         for id in timed {
-            guard let p = pending[id] else { continue }
+            guard var p = pending[id] else { continue }
             waiting.append(id)
             if p.deadline > now {
                 next = min(next, p.deadline)
@@ -461,14 +452,9 @@ public final class RedisConnection: @unchecked Sendable {
                 let later = now &+ UInt64(UnreadReplies.recheckDelay(p.timeout) * 1e9)
                 pending[id]?.deadline = later
                 next = min(next, later)
-            } else if !p.graced,
-                let grace = UnreadReplies.pauseGrace(
-                    late: UnreadReplies.secondsLate(p.deadline, now: now), limit: p.timeout)
-            {
-                let later = now &+ UInt64(grace * 1e9)
-                pending[id]?.deadline = later
-                pending[id]?.graced = true
-                next = min(next, later)
+            } else if UnreadReplies.deferPastPause(&p.deadline, graced: &p.graced, limit: p.timeout, now: now) {
+                pending[id] = p
+                next = min(next, p.deadline)
             } else {
                 due.append(id)
                 late = max(late, UnreadReplies.secondsLate(p.deadline, now: now))

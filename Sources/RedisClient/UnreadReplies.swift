@@ -26,6 +26,18 @@ enum UnreadReplies {
         return late >= grace ? grace : nil
     }
 
+    /// A passed `deadline` (monotonic ns) of something with time-out `limit`, judged `now`: moved a pause's
+    /// grace on when the check runs a grace or more late and no grace was given yet (`graced`, then set).
+    /// True if it was moved. Commands in flight and held for room keep their deadlines this way.
+    static func deferPastPause(_ deadline: inout UInt64, graced: inout Bool, limit: Double, now: UInt64) -> Bool {
+        guard !graced, let grace = pauseGrace(late: secondsLate(deadline, now: now), limit: limit) else {
+            return false
+        }
+        deadline = now &+ UInt64(grace * 1e9)
+        graced = true
+        return true
+    }
+
     /// Seconds from `due` to `now` (monotonic ns), 0 if not yet due.
     static func secondsLate(_ due: UInt64, now: UInt64) -> Double { now > due ? Double(now - due) / 1e9 : 0 }
 }
