@@ -251,8 +251,7 @@ extension MultiplexedStream {
         let sessionID: String
         var host: LoopSessions { stream.host }
         unowned var sessionOwner: LoopSessions?
-        var snapshotSource: ((@escaping ([UInt8]) -> Void) -> Void)?
-        var onClosed: (() -> Void)?
+        unowned var externalFeed: ExternalFeed?
         private(set) var phase = Phase.waiting
         private(set) var refusal: SessionFailure?
         /// The last event id written of this session (nil: none yet, or it ended).
@@ -367,8 +366,8 @@ extension MultiplexedStream {
 
         /// Asks for a fresh snapshot (catching up): from the session's loop here, or the cluster's store.
         func requestSnapshot() {
-            if let snapshotSource {
-                snapshotSource { [weak self] frame in self?.snapshotCame(frame) }
+            if let externalFeed {
+                externalFeed.snapshotFrame { [weak self] frame in self?.snapshotCame(frame) }
                 return
             }
             guard let owner = sessionOwner else { return snapshotCame(nil) }
@@ -387,8 +386,8 @@ extension MultiplexedStream {
         /// This member is done (ended, refused, or the stream closed): its session forgets it.
         func leave() {
             if phase == .started || phase == .waiting { phase = .ended }
-            onClosed?()
-            onClosed = nil
+            externalFeed?.sinkClosed()
+            externalFeed = nil
             guard let owner = sessionOwner else { return }
             sessionOwner = nil
             let (id, link) = (sessionID, self.link)

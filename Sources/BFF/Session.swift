@@ -254,7 +254,8 @@ typealias SessionStreams = InlineFirstList<LoopBoundReference<any SessionEventSi
 ///
 /// Threading: a value; used where its owner is (a session's on the session's loop).
 struct InlineFirstList<Element>: Sequence {
-    private var first: Element?
+    /// The first element (nil when empty).
+    private(set) var first: Element?
     private var more: [Element] = []
 
     init() {}

@@ -14,8 +14,8 @@ import JSON
 /// `link` (a `LoopBoundReference` reference that traps when opened off the host loop) and hands it frames,
 /// which hop here.
 ///
-/// Memory: one per open stream; cluster mode's two callbacks live out of line, and the small fields
-/// are declared last so that they pack.
+/// Memory: one per open stream; cluster mode's feed is one unowned word, and the small fields are
+/// declared last so that they pack.
 final class SessionStream: SessionEventSink, HostedStream, HTTPStreamCloseObserver {
     enum Mode { case live, behind, catchingUp }
 
@@ -25,32 +25,10 @@ final class SessionStream: SessionEventSink, HostedStream, HTTPStreamCloseObserv
     private var response: SSEResponse
     private var pendingSignals: [[UInt8]] = []
     static let maxPendingSignals = 1000
-    /// Cluster mode's callbacks, allocated when one is set.
-    private var extras: Extras?
+    /// Cluster mode's feed (one word: `ExternalFeed` is a class).
+    unowned var externalFeed: ExternalFeed?
     var hostedIndex: Int32 = -1
     private(set) var mode = Mode.live
-
-    /// The callbacks cluster mode sets on a stream (see `snapshotSource`, `onClosed`).
-    private final class Extras {
-        var snapshotSource: ((@escaping ([UInt8]) -> Void) -> Void)?
-        var onClosed: (() -> Void)?
-    }
-
-    private var madeExtras: Extras {
-        if let extras { return extras }
-        let made = Extras()
-        extras = made
-        return made
-    }
-
-    var snapshotSource: ((@escaping ([UInt8]) -> Void) -> Void)? {
-        get { extras?.snapshotSource }
-        set { if newValue != nil || extras != nil { madeExtras.snapshotSource = newValue } }
-    }
-    var onClosed: (() -> Void)? {
-        get { extras?.onClosed }
-        set { if newValue != nil || extras != nil { madeExtras.onClosed = newValue } }
-    }
 
     /// A stream of session `sessionID` for the request `responder` answers, on the responder's loop
     /// `host` (host loop).
@@ -98,8 +76,8 @@ final class SessionStream: SessionEventSink, HostedStream, HTTPStreamCloseObserv
         response.write(endFrame)
         response.end()
         host.unregister(self)
-        onClosed?()
-        onClosed = nil
+        externalFeed?.sinkClosed()
+        externalFeed = nil
     }
 
     // MARK: HostedStream (host loop)
@@ -113,8 +91,8 @@ final class SessionStream: SessionEventSink, HostedStream, HTTPStreamCloseObserv
         guard mode == .behind else { return mode == .live }
         guard response.queuedBytes <= host.env.configuration.streamHighWaterBytes / 4 else { return false }
         mode = .catchingUp
-        if let snapshotSource {
-            snapshotSource { [weak self] frame in self?.catchUp(snapshotFrame: frame) }
+        if let externalFeed {
+            externalFeed.snapshotFrame { [weak self] frame in self?.catchUp(snapshotFrame: frame) }
             return true
         }
         guard let owner = sessionOwner else { return true }
@@ -151,8 +129,8 @@ final class SessionStream: SessionEventSink, HostedStream, HTTPStreamCloseObserv
     private func closed() {
         response.forget()
         host.unregister(self)
-        onClosed?()
-        onClosed = nil
+        externalFeed?.sinkClosed()
+        externalFeed = nil
         guard let owner = sessionOwner else { return }
         let (id, link) = (sessionID, self.link)
         owner.loop.execute { owner.streamClosed(link, sessionID: id) }

@@ -129,6 +129,44 @@ class ClusterModeTests: ClusterTestCase {
     /// subscriber connection is dropped and re-made, and refused again) gets `503` problem JSON at its
     /// start deadline instead of waiting without an answer, gives its place in the stream limit back,
     /// and the node serves on once the channel is allowed again.
+    /// A node that streams a session it does not run subscribes to the session's channel once for all its
+    /// streams on a loop; each stream that closes gives its place in the cluster-wide stream count back,
+    /// and the last one unsubscribes the loop. A later stream subscribes again and is fed.
+    func testTheLastStreamOfASessionOnALoopUnsubscribesAndEachGivesItsPlaceBack() throws {
+        let a = try node("a")
+        let b = try node("b", threads: 1)  // both streams on B's one loop: one subscription for them
+        let id = try a.createSession()
+        let channel = "bff:s:{\(id)}:ch"
+        let streamsKey = "bff:s:{\(id)}:streams"
+        func subscribers() throws -> String { try redisCLI("PUBSUB", "SHARDNUMSUB", channel) }
+        let (first, firstEvents) = try b.stream(id)
+        defer { first.close() }
+        XCTAssertEqual(try XCTUnwrap(firstEvents.next()).event, "snapshot")
+        let (second, secondEvents) = try b.stream(id)
+        defer { second.close() }
+        XCTAssertEqual(try XCTUnwrap(secondEvents.next()).event, "snapshot")
+        XCTAssertEqual(try subscribers(), "\(channel)\n1\n", "one subscription for the loop's two streams")
+        XCTAssertEqual(try redisCLI("ZCARD", streamsKey), "2\n")
+        first.close()
+        try waitUntil("the first stream's place is given back", within: 5) {
+            try self.redisCLI("ZCARD", streamsKey) == "1\n"
+        }
+        XCTAssertEqual(try subscribers(), "\(channel)\n1\n", "the other stream still needs the channel")
+        XCTAssertEqual(try name(a, id, "ann").status, 202)
+        let fed = try XCTUnwrap(secondEvents.next(until: "greeting").last, "the remaining stream is still fed")
+        XCTAssertEqual(try JSONValue.parse(fed.data)["outputs"]?["buttonEnabled"], true)
+        second.close()
+        try waitUntil("the last stream unsubscribes the loop", within: 5) {
+            try subscribers() == "\(channel)\n0\n" && self.redisCLI("ZCARD", streamsKey) == "0\n"
+        }
+        let (third, thirdEvents) = try b.stream(id)
+        defer { third.close() }
+        XCTAssertEqual(try XCTUnwrap(thirdEvents.next()).event, "snapshot")
+        XCTAssertEqual(try subscribers(), "\(channel)\n1\n", "a new stream subscribes again")
+        XCTAssertEqual(try greet(a, id).status, 202)
+        XCTAssertNotNil(try thirdEvents.next(until: "greeting").last, "and is fed")
+    }
+
     func testAStreamWhoseSubscriptionNeverConfirmsIsAnswered503AtItsDeadline() throws {
         let a = try node("a")
         let b = try node("b", commandTimeout: 0.5)  // start deadline 2 × 0.5 + 1 = 2 s

@@ -419,7 +419,8 @@ final class StreamedSession {
     /// The slice of the loop's periodic check this session is checked in (`ClusterNode.streamedCheckSlices`).
     let slot: Int
     /// Never empty while the session is in `fed` (it leaves with its last stream); each knows the session's id.
-    var streams: [ClusterStream] = []
+    /// The first inline: most sessions have one stream on a loop, and an array of one is 48 bytes more.
+    var streams = InlineFirstList<ClusterStream>()
     var subscribed = false
     /// Fed by the commits of this very loop, which runs the session (no subscription to its channel):
     /// set when the first stream opens while the session is run here; cleared (subscribed, caught up from

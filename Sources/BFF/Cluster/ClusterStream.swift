@@ -6,8 +6,11 @@ import RedisClient
 /// subscribe, then replay from `Last-Event-ID` (or load a snapshot), then the live events, each id
 /// once and in order (`StreamCatchUp`). The same on the owner node and on any other.
 ///
+/// It is its sink's `ExternalFeed` (a fresh snapshot when the sink fell behind; told when the sink is over),
+/// held by the loop's `StreamedSession` of its session until then.
+///
 /// Threading: host loop only.
-final class ClusterStream {
+final class ClusterStream: ExternalFeed {
     let sessionID: String
     let stream: any SessionEventSink
     /// This stream's number on its loop: its name in the session's cluster-wide set of open streams
@@ -44,6 +47,7 @@ final class ClusterStream {
         catchUp = StreamCatchUp(lastEventID: UInt64(max(0, lastEventID ?? 0)))
         needsSnapshot = lastEventID == nil
         resumed = lastEventID != nil
+        super.init()
     }
 
     private var index: Int { stream.host.loop.index }
@@ -108,7 +112,7 @@ final class ClusterStream {
     }
 
     /// The stored snapshot as a frame, for a stream that fell behind.
-    func snapshotFrame(_ done: @escaping ([UInt8]) -> Void) {
+    override func snapshotFrame(_ done: @escaping ([UInt8]) -> Void) {
         let index = self.index
         node.stores[index].load(sessionID: sessionID) { [node] result in
             guard case .success(let snapshot) = result, let body = node.renderSnapshot(snapshot, loop: index) else {
@@ -116,6 +120,24 @@ final class ClusterStream {
             }
             done(SSEFrame.event(id: Int(snapshot.seq), name: "snapshot", data: body))
         }
+    }
+
+    /// The sink is over (host loop, once): this stream leaves its session's streams on this loop (the last
+    /// one unsubscribes the loop from the session's channel) and the session's cluster-wide set of open
+    /// streams (best effort: if this is lost, Redis away or the node killed, the member's deadline ends it).
+    override func sinkClosed() {
+        let index = self.index
+        let state = node.perLoop[index]
+        // A session's `StreamedSession` stays in `fed` while it has a stream: it is the one this stream joined.
+        if let fed = state.value.fed[sessionID] {
+            fed.streams.removeAll { $0 === self }
+            if fed.streams.isEmpty {
+                let subscribed = !fed.local
+                state.value.removeFed(fed, id: sessionID)  // the last reference to `fed`: read nothing of it after this
+                if subscribed { node.feeds[index].unsubscribe(sessionID: sessionID) }
+            }
+        }
+        node.stores[index].releaseStream(sessionID: sessionID, member: member) { _ in }
     }
 
     private func writeSnapshot() {
@@ -184,8 +206,8 @@ final class ClusterStream {
             ended = true
             self.refuse = nil
             refuse(SessionFailure(error))
-            stream.onClosed?()
-            stream.onClosed = nil
+            stream.externalFeed?.sinkClosed()
+            stream.externalFeed = nil
             return
         }
         if case .gone = error { return end(with: SSEFrame.event(id: nil, name: "end", json: ["reason": "deleted"])) }
@@ -254,22 +276,10 @@ extension ClusterNode {
         let cs = ClusterStream(
             sessionID: id, memberNumber: memberNumber, lastEventID: lastEventID, stream: stream, refuse: refuse,
             node: self)
-        stream.snapshotSource = { [unowned cs] done in cs.snapshotFrame(done) }
+        stream.externalFeed = cs
         // Two round trips at most before the first byte (the subscription's confirmation, then the
         // snapshot or the replay), each bounded by the command time-out.
         cs.armStartDeadline(after: 2 * settings.redis.commandTimeout + 1)
-        let feed = feeds[index]
-        let store = stores[index]
-        stream.onClosed = { [unowned fed, unowned cs] in
-            fed.streams.removeAll { $0 === cs }
-            if fed.streams.isEmpty, state.value.fed[id] === fed {
-                let subscribed = !fed.local
-                state.value.removeFed(fed, id: id)  // the last reference to `fed`: read nothing of it after this
-                if subscribed { feed.unsubscribe(sessionID: id) }
-            }
-            // Best effort: if this is lost (Redis away, the node killed), the deadline ends the count.
-            store.releaseStream(sessionID: id, member: self.streamMember(loop: index, memberNumber)) { _ in }
-        }
         fed.streams.append(cs)
         if state.value.fed[id] == nil {
             state.value.addFed(fed, id: id)
@@ -278,7 +288,7 @@ extension ClusterNode {
                 // trip through Redis's pub/sub for the node's own events, until the session leaves it.
                 fed.followCommits()
             } else {
-                fed.follow(feed, sessionID: id)
+                fed.follow(feeds[index], sessionID: id)
             }
         } else if fed.subscribed {
             cs.resync()
