@@ -120,7 +120,11 @@ public final class RedisServerProcess: Sendable {
     }
 
     /// True while the server is stopped by `SIGSTOP` (its state in `/proc/<pid>/stat` is `T`).
-    public var isStopped: Bool {
+    public var isStopped: Bool { Self.isStopped(pid: pid) }
+
+    /// True while process `pid` is stopped by `SIGSTOP` (its state in `/proc/<pid>/stat` is `T`): a signal
+    /// is delivered asynchronously, so tests that stop a process (a Redis, a node) wait for this.
+    public static func isStopped(pid: Int32) -> Bool {
         let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
         return stat.split(separator: ")").last?.split(separator: " ").first == "T"
     }

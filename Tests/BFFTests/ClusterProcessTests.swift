@@ -231,11 +231,8 @@ final class ClusterProcessTests: XCTestCase {
     /// delivered asynchronously.
     private func waitForState(of pid: Int32, stopped: Bool) throws {
         let deadline = Date().addingTimeInterval(5)
-        while true {
-            let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
-            let state = stat.split(separator: ")").last?.split(separator: " ").first.map(String.init)
-            if (state == "T") == stopped { return }
-            if Date() > deadline { return XCTFail("process \(pid) state \(state ?? "?"), wanted stopped=\(stopped)") }
+        while RedisServerProcess.isStopped(pid: pid) != stopped {
+            if Date() > deadline { return XCTFail("process \(pid): wanted stopped=\(stopped) within 5 s") }
             usleep(1000)
         }
     }

@@ -375,18 +375,19 @@ final class OwnedSession: SessionCustodian, LeaseHolder {
         self.node = node
         self.lease = lease
         self.committedInputSeq = committedInputSeq
+        super.init()
     }
 
     /// An event of the session: kept for the next commit, which is scheduled for the end of this loop
     /// iteration (owner loop).
-    func sessionEmitted(viewModel name: String, data: [UInt8], isSignal: Bool) {
+    override func sessionEmitted(viewModel name: String, data: [UInt8], isSignal: Bool) {
         pending.append(ClusterEvent.encode(name: name, data: data, isSignal: isSignal))
         guard !flushScheduled else { return }
         flushScheduled = true
         session.owner.loop.runSoon { [node] in node.flush(self) }
     }
 
-    func sessionEnded(reason: String) { node.ended(self, reason: reason, loop: session.owner.loop.index) }
+    override func sessionEnded(reason: String) { node.ended(self, reason: reason, loop: session.owner.loop.index) }
 
     /// The lease is lost (taken, or Redis silent for a whole TTL): the session leaves this node (owner loop).
     func leaseLost(_ loss: LeaseKeeper.Loss, keeper: LeaseKeeper) {
