@@ -257,10 +257,6 @@ final class ClusterFailoverTests: ClusterTestCase {
         ).status
     }
 
-    func metrics(_ app: LiveApp) throws -> String {
-        String(decoding: try WireConnection.get(port: app.port, path: "/metrics").body, as: UTF8.self)
-    }
-
     func sample(_ text: String, _ name: String) -> Double {
         for line in text.split(separator: "\n") where line.hasPrefix(name + " ") {
             return Double(line.dropFirst(name.count + 1)) ?? -1

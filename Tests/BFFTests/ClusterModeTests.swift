@@ -125,6 +125,62 @@ class ClusterModeTests: ClusterTestCase {
         XCTAssertEqual(try JSONValue.parse(e3.data)["outputs"]?["label"], "Hello, CY!")
     }
 
+    /// A stream on a node that does not run its session, whose reader does not read, falls behind: its
+    /// state frames are coalesced, and once the reader reads again the stream is caught up with a fresh
+    /// snapshot loaded from the store (its `ClusterStream`, the sink's external feed), then goes on live.
+    func testASlowReaderElsewhereIsCoalescedAndCaughtUpWithAFreshSnapshotFromTheStore() throws {
+        let a = try node(
+            "a",
+            configure: {
+                $0.inputRate = 1_000_000
+                $0.inputBurst = 1_000_000
+            })
+        let b = try node("b", configure: { $0.streamHighWaterBytes = 16 * 1024 })
+        let id = try a.createSession()
+        let (conn, events) = try b.stream(id)
+        defer { conn.close() }
+        XCTAssertEqual(try XCTUnwrap(events.next()).event, "snapshot")
+        // ~9.6 MB of states (each greet a new 16 KB label) the reader does not read: more than the sockets
+        // between them hold.
+        let long = String(repeating: "x", count: 16_000)
+        let poster = try WireConnection(port: a.port)
+        defer { poster.close() }
+        let rounds = 600
+        for i in 0..<rounds {
+            XCTAssertEqual(try a.post(id, "greeting", "name", #"{"value":"\#(long)\#(i)"}"#, on: poster).status, 202)
+            XCTAssertEqual(try a.post(id, "greeting", "greet", on: poster).status, 202)
+        }
+        XCTAssertEqual(try a.post(id, "greeting", "name", #"{"value":"zed"}"#, on: poster).status, 202)
+        XCTAssertEqual(try a.post(id, "greeting", "greet", on: poster).status, 202)
+        try waitUntil("B coalesced state frames", within: 10) {
+            let lines = try self.metrics(b).split(separator: "\n")
+            let line = lines.first { $0.hasPrefix("bff_coalesced_state_frames_total ") }
+            return (line.flatMap { Double($0.split(separator: " ")[1]) } ?? 0) > 0
+        }
+        var read = 0
+        var freshSnapshots = 0
+        var converged = false
+        while !converged, let e = try events.next(timeout: 20) {
+            read += 1
+            let data = try JSONValue.parse(e.data)
+            if e.event == "snapshot" {
+                freshSnapshots += 1
+                converged = data["viewModels"]?["greeting"]?["label"] == "Hello, ZED!"
+            } else if e.event == "greeting" {
+                converged = data["outputs"]?["label"] == "Hello, ZED!"
+            }
+        }
+        XCTAssertTrue(converged, "the stream reached the final state (\(read) events read)")
+        XCTAssertGreaterThanOrEqual(freshSnapshots, 1, "caught up with a fresh snapshot from the store")
+        XCTAssertLessThan(read, rounds, "intermediate states were skipped")
+        XCTAssertEqual(try label(b, id), "Hello, ZED!")
+        // Live again: the next event comes as it happens.
+        XCTAssertEqual(try name(a, id, "ann").status, 202)
+        XCTAssertEqual(try greet(a, id).status, 202)
+        let live = try XCTUnwrap(events.next(until: "greeting").last)
+        XCTAssertEqual(try JSONValue.parse(live.data)["outputs"]?["label"], "Hello, ANN!")
+    }
+
     /// A stream whose subscription Redis never confirms (here the ACL refuses the session's channel: the
     /// subscriber connection is dropped and re-made, and refused again) gets `503` problem JSON at its
     /// start deadline instead of waiting without an answer, gives its place in the stream limit back,
@@ -393,10 +449,6 @@ class ClusterModeTests: ClusterTestCase {
             return Double(line.dropFirst(name.count + 1)) ?? -1
         }
         return 0
-    }
-
-    func metrics(_ app: LiveApp) throws -> String {
-        String(decoding: try WireConnection.get(port: app.port, path: "/metrics").body, as: UTF8.self)
     }
 }
 

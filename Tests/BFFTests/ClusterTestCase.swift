@@ -94,6 +94,11 @@ class ClusterTestCase: XCTestCase {
         try app.state(id)["viewModels"]?["greeting"]?["label"]
     }
 
+    /// The node's `/metrics` text.
+    func metrics(_ app: LiveApp) throws -> String {
+        String(decoding: try WireConnection.get(port: app.port, path: "/metrics").body, as: UTF8.self)
+    }
+
     /// Calls of `command` Redis has run so far, scripts' commands included (`INFO commandstats`; summed
     /// over the masters).
     func calls(_ command: String) throws -> Int {
