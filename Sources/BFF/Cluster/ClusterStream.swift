@@ -11,8 +11,9 @@ import RedisClient
 ///
 /// Threading: host loop only.
 final class ClusterStream: ExternalFeed {
-    let sessionID: String
     let stream: any SessionEventSink
+    /// The session's id, as its sink keeps it (not a second copy: 16 bytes, a malloc size class, per stream).
+    var sessionID: String { stream.sessionID }
     /// This stream's number on its loop: its name in the session's cluster-wide set of open streams
     /// (`SessionStore.admitStream`) is `member`, made when needed (17,000 streams a loop kept a 40-byte
     /// string each).
@@ -36,10 +37,9 @@ final class ClusterStream: ExternalFeed {
     private var behindAt = UInt64.max
 
     init(
-        sessionID: String, memberNumber: Int, lastEventID: Int?, stream: any SessionEventSink,
+        memberNumber: Int, lastEventID: Int?, stream: any SessionEventSink,
         refuse: @escaping (SessionFailure) -> Void, node: ClusterNode
     ) {
-        self.sessionID = sessionID
         self.memberNumber = memberNumber
         self.stream = stream
         self.refuse = refuse
@@ -274,8 +274,7 @@ extension ClusterNode {
         let state = perLoop[index]
         let fed = state.value.fed[id] ?? StreamedSession(slot: state.value.takeSlot(of: streamedCheckSlices))
         let cs = ClusterStream(
-            sessionID: id, memberNumber: memberNumber, lastEventID: lastEventID, stream: stream, refuse: refuse,
-            node: self)
+            memberNumber: memberNumber, lastEventID: lastEventID, stream: stream, refuse: refuse, node: self)
         stream.externalFeed = cs
         // Two round trips at most before the first byte (the subscription's confirmation, then the
         // snapshot or the replay), each bounded by the command time-out.
