@@ -118,16 +118,14 @@ final class LoopSessions: Sendable {
     /// deadline it keeps (lease renewals, Redis time-outs, keep-alives); over 1 s it is logged (at most every
     /// 10 s per loop), so a lost lease or a time-out can be told apart from a slow Redis.
     private func lagProbe() -> LoopTimer {
-        let every = 0.5
-        var due = monotonicNanos() &+ UInt64(every * 1e9)
         var loggedAt: UInt64 = 0
         let index = loop.index
         let env = env
-        return loop.scheduleRepeating(every: every) {
-            let now = monotonicNanos()
-            let late = now > due ? Double(now - due) / 1e9 : 0
-            due = now &+ UInt64(every * 1e9)
+        // The loop keeps the late readings too: its Redis connections do not count time in which it could
+        // not run as Redis's silence (`EventLoop.lateness(since:)`).
+        return loop.startLagProbe(every: 0.5) { late in
             env.metrics.loopLag.recordSeconds(late)
+            let now = monotonicNanos()
             if late >= 1, now &- loggedAt >= 10_000_000_000 {
                 loggedAt = now
                 env.logger.warning(

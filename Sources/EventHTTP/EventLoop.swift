@@ -35,6 +35,8 @@ public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
     private let threadID = Atomic<UInt>(0)
     /// Common-timeout handles by duration in milliseconds (O(1) timer adds; loop thread only).
     private var commonTimeouts: [Int: timeval] = [:]
+    /// The lag probe's late readings (`EventLoop+Lag.swift`; loop thread only).
+    var lateReadings = LateReadings()
 
     /// Creates a loop; call `run()` on the thread that will own it (or use `startThread()`).
     public init(index: Int = 0) {

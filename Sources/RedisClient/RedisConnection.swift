@@ -179,7 +179,7 @@ public final class RedisConnection: @unchecked Sendable {
         while heldHead < held.count, inFlight < configuration.maxInFlight, context != nil {
             var h = held[heldHead]
             heldHead += 1
-            if Self.expired(&h, now: now) {
+            if isExpired(&h, now: now) {
                 onEvent?(.timedOut)
                 h.callback(.failure(.timeout))
             } else {
@@ -190,9 +190,13 @@ public final class RedisConnection: @unchecked Sendable {
     }
 
     /// True when held command `h`'s deadline has passed. One found a grace or more past it (the loop, or
-    /// the host, was paused: `UnreadReplies.pauseGrace`) gets its deadline moved by that grace, once.
-    private static func expired(_ h: inout Held, now: UInt64) -> Bool {
-        h.deadline <= now && !UnreadReplies.deferPastPause(&h.deadline, graced: &h.graced, limit: h.timeout, now: now)
+    /// the host, was paused, or its lag probe found the loop late while it waited: `UnreadReplies.pauseGrace`)
+    /// gets its deadline moved by that grace, once.
+    private func isExpired(_ h: inout Held, now: UInt64) -> Bool {
+        guard h.deadline <= now else { return false }
+        let heldSince = h.deadline &- UInt64(h.timeout * 1e9)
+        return !UnreadReplies.deferPastPause(
+            &h.deadline, graced: &h.graced, limit: h.timeout, now: now, starved: loop.lateness(since: heldSince))
     }
 
     /// Drops the entries before `heldHead` once they are all gone or most of the array.
@@ -452,7 +456,9 @@ public final class RedisConnection: @unchecked Sendable {
                 let later = now &+ UInt64(UnreadReplies.recheckDelay(p.timeout) * 1e9)
                 pending[id]?.deadline = later
                 next = min(next, later)
-            } else if UnreadReplies.deferPastPause(&p.deadline, graced: &p.graced, limit: p.timeout, now: now) {
+            } else if UnreadReplies.deferPastPause(
+                &p.deadline, graced: &p.graced, limit: p.timeout, now: now, starved: loop.lateness(since: p.sentAt))
+            {
                 pending[id] = p
                 next = min(next, p.deadline)
             } else {
@@ -465,7 +471,7 @@ public final class RedisConnection: @unchecked Sendable {
         if heldHead < held.count {
             var kept: [Held] = []
             for var h in held[heldHead...] {
-                if Self.expired(&h, now: now) {
+                if isExpired(&h, now: now) {
                     expired.append(h)
                 } else {
                     kept.append(h)
@@ -515,7 +521,8 @@ public final class RedisConnection: @unchecked Sendable {
         guard inFlight > 0, context != nil, secondsWithoutProgress >= limit * 0.999 else { return .fine }
         guard !UnreadReplies.waiting(on: context) else { return .fine }  // replies wait to be read: progress
         let progress = max(lastReplyAt, busySince)
-        if stallGracedAt != progress, let grace = UnreadReplies.pauseGrace(late: late, limit: limit) {
+        let starved = loop.lateness(since: progress)  // this loop's own stall within the silence
+        if stallGracedAt != progress, let grace = UnreadReplies.pauseGrace(late: max(late, starved), limit: limit) {
             stallGracedAt = progress  // one grace until the connection makes progress again
             armStallCheck(after: grace)
             return .graced
@@ -526,7 +533,7 @@ public final class RedisConnection: @unchecked Sendable {
         func ms(_ seconds: Double) -> Int { Int((seconds * 1000).rounded()) }
         let detail =
             "no reply for \(limit) s while commands waited (\(inFlight) commands, silent \(ms(secondsWithoutProgress)) ms, "
-            + "checked \(ms(late)) ms late)"
+            + "checked \(ms(late)) ms late, loop starved \(ms(starved)) ms)"
         dropContext(reason: detail, reconnect: true)
         return .dropped
     }

@@ -6,7 +6,9 @@ import CHiredis
 ///   run in the same iteration as that one read), a command's time-out, a stall reset, a subscription's overdue
 ///   confirmation and a probe are looked at again after `recheckDelay`, once the read events had their turn.
 /// - A check that runs long after it was due ran after a pause: of this process, or of the whole host (a
-///   stalled VM pauses Redis with it). Redis then had no time to answer since it woke, so the verdict waits
+///   stalled VM pauses Redis with it). So did a check whose loop was found late by its lag probe during the
+///   wait (`EventLoop.lateness(since:)`: a host whose cores are saturated starves the loop and delays the
+///   packets alike, though this one check ran on time). Redis then had no time to answer, so the verdict waits
 ///   `pauseGrace` once (each caller keeps that it gave one: a command in flight or held for room, the stall
 ///   check until the connection makes progress, a confirmation, a probe). The check after the grace
 ///   judges as usual: a Redis still silent then is stuck, and a pause delays that verdict by one grace.
@@ -29,10 +31,13 @@ enum UnreadReplies {
     /// A passed `deadline` (monotonic ns) of something with time-out `limit`, judged `now`: moved a pause's
     /// grace on when the check runs a grace or more late and no grace was given yet (`graced`, then set).
     /// True if it was moved. Commands in flight and held for room keep their deadlines this way.
-    static func deferPastPause(_ deadline: inout UInt64, graced: inout Bool, limit: Double, now: UInt64) -> Bool {
-        guard !graced, let grace = pauseGrace(late: secondsLate(deadline, now: now), limit: limit) else {
-            return false
-        }
+    /// `starved`: how long the loop could not run while it waited (`EventLoop.lateness(since:)`), which counts
+    /// as a pause too.
+    static func deferPastPause(
+        _ deadline: inout UInt64, graced: inout Bool, limit: Double, now: UInt64, starved: Double = 0
+    ) -> Bool {
+        guard !graced, let grace = pauseGrace(late: max(secondsLate(deadline, now: now), starved), limit: limit)
+        else { return false }
         deadline = now &+ UInt64(grace * 1e9)
         graced = true
         return true

@@ -145,9 +145,10 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
             return XCTFail("the PING waited 0.5 s without any reply: \(String(describing: replies.all[1]))")
         }
         XCTAssertTrue(why.contains("no reply"), why)
-        // The log line tells a stuck Redis from a starved host: what waited, how long, how late the check ran.
+        // The log line tells a stuck Redis from a starved host: what waited, how long, how late the check ran,
+        // how long the loop itself could not run (its lag probe; none runs here).
         XCTAssertTrue(why.contains("(2 commands, silent "), why)
-        XCTAssertTrue(why.contains("ms late)"), why)
+        XCTAssertTrue(why.contains("ms late, loop starved 0 ms)"), why)
         XCTAssertEqual(events.all, [.timedOut, .stalled])
         let back = await waitForState(c, .ready, within: 10)
         XCTAssertTrue(back)
@@ -304,6 +305,70 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
         XCTAssertEqual(events.all, [.timedOut], "no stall reset")
         let idAfter = await c.send(["CLIENT", "ID"])
         XCTAssertEqual(idAfter, idBefore, "the same connection")
+        await c.closeFromAnyThread()
+    }
+
+    /// A loop starved of CPU while its command waits (here: blocked 0.8 s in a callback, with its lag probe
+    /// running, as a node's loop on a saturated host) does not count that time as Redis's silence: the
+    /// command's 2 s deadline passes on time, but the probe saw the loop 0.8 s late during the wait, so the
+    /// verdict waits a grace (0.5 s), and Redis, continued at 2.2 s, answers within it on the same
+    /// connection. Before: the command failed at 2 s and the connection was reset (issue 20's teardown).
+    func testALoopStarvedWhileACommandWaitsDoesNotCountItAsRedisSilence() async throws {
+        let c = await connect(timeout: 2)
+        let idBefore = await c.send(["CLIENT", "ID"])
+        let loop: EventLoop = self.loop
+        let probe = Mutex<LoopTimer?>(nil)
+        loop.execute { probe.withLock { $0 = loop.startLagProbe(every: 0.05) { _ in } } }
+        server.stop()
+        let replies = Replies()
+        let events = Events()
+        let sent = Date()
+        loop.execute {
+            c.onEvent = { events.add($0) }
+            c.send(["INCR", "starved"], timeout: 2) { replies.set(0, $0) }
+            loop.runSoon { usleep(800_000) }  // after the flush: the command is in flight, the loop starved
+        }
+        try await Task.sleep(nanoseconds: UInt64(max(0, 2.2 - Date().timeIntervalSince(sent)) * 1e9))
+        server.signal(SIGCONT)
+        await waitFor(replies, count: 1)
+        XCTAssertEqual(replies.all[0], .success(.integer(1)), "answered within the grace")
+        XCTAssertEqual(events.all, [], "no time-out, no stall reset")
+        let idAfter = await c.send(["CLIENT", "ID"])
+        XCTAssertEqual(idAfter, idBefore, "the same connection")
+        loop.execute { probe.withLock { $0?.cancel() } }
+        await c.closeFromAnyThread()
+    }
+
+    /// The same for the connection's stall reset: a PING times out (arming the stall check), an `INCR` waits
+    /// with a long time-out, Redis is stopped and the loop starved 0.5 s; the stall check, due 0.8 s after
+    /// the commands were sent, sees the starved loop and waits a grace (0.2 s) instead of resetting the
+    /// connection, and Redis, continued at 0.85 s, answers within it.
+    func testALoopStarvedDuringTheSilenceDoesNotResetTheConnection() async throws {
+        let c = await connect(timeout: 0.8)
+        let idBefore = await c.send(["CLIENT", "ID"])
+        let loop: EventLoop = self.loop
+        let probe = Mutex<LoopTimer?>(nil)
+        loop.execute { probe.withLock { $0 = loop.startLagProbe(every: 0.02) { _ in } } }
+        server.stop()
+        let replies = Replies()
+        let events = Events()
+        let sent = Date()
+        loop.execute {
+            c.onEvent = { events.add($0) }
+            c.send(["INCR", "starved"], timeout: 5) { replies.set(0, $0) }
+            c.send(["PING"], timeout: 0.1) { replies.set(1, $0) }
+        }
+        await waitFor(replies, count: 1)  // the PING's time-out: the stall check is armed
+        XCTAssertEqual(replies.all[1], .failure(.timeout))
+        loop.execute { usleep(500_000) }  // the loop starved within the silence
+        try await Task.sleep(nanoseconds: UInt64(max(0, 0.85 - Date().timeIntervalSince(sent)) * 1e9))
+        server.signal(SIGCONT)
+        await waitFor(replies, count: 2)
+        XCTAssertEqual(replies.all[0], .success(.integer(1)))
+        XCTAssertEqual(events.all, [.timedOut], "no stall reset")
+        let idAfter = await c.send(["CLIENT", "ID"])
+        XCTAssertEqual(idAfter, idBefore, "the same connection")
+        loop.execute { probe.withLock { $0?.cancel() } }
         await c.closeFromAnyThread()
     }
 
