@@ -222,8 +222,9 @@ final class RedisPubSubConnection: @unchecked Sendable {
     /// (a resubscribe after a failover) on a busy Redis is slow, not lost, and dropping the connection
     /// would send them all again (issue 20's cascade). Otherwise checked again once `limit` has passed
     /// without a reply.
-    /// The check was due at `due` (monotonic ns): one run long after that follows a pause, and waits a
-    /// grace before dropping (`UnreadReplies.pauseGrace`), once (`graced`).
+    /// The check was due at `due` (monotonic ns): one run long after that, or after the loop was starved
+    /// within the silence, follows a pause, and waits a grace before dropping (`UnreadReplies.pauseGrace`),
+    /// once (`graced`).
     private func overdue(_ id: UInt, kind: String?, limit: Double, due: UInt64, graced: Bool) {
         guard let head = expected[expectedHead...].first, head.id <= id else { return }
         let now = monotonicNanos()
@@ -236,7 +237,8 @@ final class RedisPubSubConnection: @unchecked Sendable {
         } else if quiet < limit * 0.999 {
             again = limit - quiet
         } else if !graced,
-            let grace = UnreadReplies.pauseGrace(late: UnreadReplies.secondsLate(due, now: now), limit: limit)
+            let grace = UnreadReplies.pauseGrace(
+                late: UnreadReplies.pauseLateness(due: due, now: now, quiet: quiet, loop: loop), limit: limit)
         {
             again = grace
             graced = true

@@ -49,7 +49,8 @@ extension RedisShardedSubscriber {
             let quiet = l.connection.secondsSinceLastReply
             // Unread bytes in the socket: Redis answered while this loop was busy (the probe may be among
             // them). Called deaf, a connection carrying 11,615 channels was made again after a 6 s stall.
-            // A check run long after it was due follows a pause (of the host, perhaps with Redis): a grace.
+            // A check run long after it was due, or after the loop was starved within the silence, follows a
+            // pause (of the host, perhaps with Redis): a grace.
             let again: Double
             var gracedNext = graced  // one grace at most
             if l.connection.hasUnreadReplies {
@@ -58,7 +59,8 @@ extension RedisShardedSubscriber {
                 again = limit - quiet
             } else if !graced,
                 let grace = UnreadReplies.pauseGrace(
-                    late: UnreadReplies.secondsLate(due, now: monotonicNanos()), limit: limit)
+                    late: UnreadReplies.pauseLateness(due: due, now: monotonicNanos(), quiet: quiet, loop: self.loop),
+                    limit: limit)
             {
                 again = grace
                 gracedNext = true

@@ -1,4 +1,5 @@
 import CHiredis
+import EventHTTP
 
 /// A connection's time-outs are judged on what Redis answered, not on what the loop has read or on time the
 /// loop did not look:
@@ -41,6 +42,12 @@ enum UnreadReplies {
         deadline = now &+ UInt64(grace * 1e9)
         graced = true
         return true
+    }
+
+    /// How late a verdict on `quiet` seconds of silence is, as a pause counts it: the check's own lateness
+    /// (it was due at `due`) or how long `loop` could not run within the silence, whichever is longer.
+    static func pauseLateness(due: UInt64, now: UInt64, quiet: Double, loop: EventLoop) -> Double {
+        max(secondsLate(due, now: now), loop.lateness(since: now &- UInt64(max(0, quiet) * 1e9)))
     }
 
     /// Seconds from `due` to `now` (monotonic ns), 0 if not yet due.

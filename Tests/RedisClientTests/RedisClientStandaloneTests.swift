@@ -1,6 +1,7 @@
 import EventHTTP
 import Foundation
 import RedisTestSupport
+import Synchronization
 import XCTest
 
 @testable import RedisClient
@@ -317,6 +318,51 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
             await c.onLoop { s.close() }
             await c.closeFromAnyThread()
         }
+    }
+
+    /// A loop starved while a probe waits (blocked 0.5 s in a callback, its lag probe running) does not call
+    /// the subscription deaf: the probe's verdict, due 0.8 s after it was sent, sees the starved loop and
+    /// waits a grace (0.2 s); Redis, stopped meanwhile and continued ~0.82 s after the probe was sent,
+    /// answers it within the grace. Nothing is subscribed again.
+    func testALoopStarvedWhileAProbeWaitsDoesNotCallTheSubscriptionDeaf() async throws {
+        let c = TopologyTesting.client(server.url, on: loop, commandTimeout: 0.8) { $0.probeInterval = 0.25 }
+        c.startFromAnyThread()
+        var ok = await TopologyTesting.eventually { c.isReady }
+        XCTAssertTrue(ok)
+        let s = RedisShardedSubscriber(client: c)
+        let inbox = Inbox()
+        let events = EventLog()
+        let loop: EventLoop = self.loop
+        let lagProbe = Mutex<LoopTimer?>(nil)
+        await c.onLoop {
+            c.onEvent = { events.add($0) }
+            s.start()
+            lagProbe.withLock { $0 = loop.startLagProbe(every: 0.02) { _ in } }
+        }
+        await subscribe(s, "starved", inbox)
+        ok = await TopologyTesting.eventually { inbox.confirmations(of: "starved") == 1 && s.isHealthy }
+        XCTAssertTrue(ok)
+
+        server.stop()
+        ok = await TopologyTesting.eventually {  // the next probe is sent to the stopped Redis
+            await c.onLoop { s.links.values.contains { $0.pendingProbe != nil } }
+        }
+        XCTAssertTrue(ok, "a probe waits")
+        let seen = Date()
+        loop.execute { usleep(500_000) }  // the loop starved while the probe waits
+        try await Task.sleep(nanoseconds: UInt64(max(0, 0.82 - Date().timeIntervalSince(seen)) * 1e9))
+        server.signal(SIGCONT)
+        _ = await spublish(s, "starved", "after")
+        ok = await TopologyTesting.eventually { inbox.payloads(on: "starved") == ["after"] }
+        XCTAssertTrue(ok)
+        XCTAssertFalse(events.all.contains { if case .subscriptionDeaf = $0 { true } else { false } }, "\(events.all)")
+        XCTAssertEqual(c.metrics[.probeFailures], 0)
+        XCTAssertEqual(inbox.confirmations(of: "starved"), 1, "never subscribed again")
+        await c.onLoop {
+            lagProbe.withLock { $0?.cancel() }
+            s.close()
+        }
+        await c.closeFromAnyThread()
     }
 
     /// A stall of the whole host (this process and Redis paused together for 0.6 s, longer than the probe's

@@ -449,6 +449,44 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
         await slow.closeFromAnyThread()
     }
 
+    /// A loop starved while a `SUBSCRIBE` waits for its confirmation (blocked 0.5 s in a callback, its lag
+    /// probe running) does not drop the subscription's connection: the check, due 0.8 s after the
+    /// subscribe, sees the starved loop and waits a grace (0.2 s); Redis, continued at 0.85 s, confirms
+    /// within it, on the same connection.
+    func testALoopStarvedWhileASubscriptionWaitsForItsConfirmationDoesNotDropIt() async throws {
+        var config = RedisConfiguration(url: server.url)!
+        config.commandTimeout = 0.8
+        let sub = RedisPubSubConnection(loop: loop, configuration: config, logger: Logger(label: "test"))
+        let states = Replies()
+        loop.execute {
+            sub.onStateChange = { states.add($0) }
+            sub.start()
+        }
+        let deadline = Date().addingTimeInterval(5)
+        while !states.stateChanges.contains(.ready), Date() < deadline { try await Task.sleep(nanoseconds: 5_000_000) }
+        XCTAssertEqual(states.stateChanges.last, .ready)
+        let loop: EventLoop = self.loop
+        let probe = Mutex<LoopTimer?>(nil)
+        loop.execute { probe.withLock { $0 = loop.startLagProbe(every: 0.02) { _ in } } }
+
+        server.stop()
+        let confirmed = Replies()
+        let sent = Date()
+        loop.execute {
+            sub.send(.subscribe, "p:1") { confirmed.set(0, $0) }
+            loop.runSoon { usleep(500_000) }  // after the flush: the subscribe is in flight, the loop starved
+        }
+        try await Task.sleep(nanoseconds: UInt64(max(0, 0.85 - Date().timeIntervalSince(sent)) * 1e9))
+        server.signal(SIGCONT)
+        await waitFor(confirmed, count: 1)
+        guard case .success = confirmed.all[0] else { return XCTFail("\(String(describing: confirmed.all[0]))") }
+        XCTAssertEqual(states.stateChanges.filter { $0 == .ready }.count, 1, "never dropped: \(states.stateChanges)")
+        loop.execute {
+            probe.withLock { $0?.cancel() }
+            sub.close()
+        }
+    }
+
     /// Events reported by `onEvent` (on the loop), read by the test.
     final class Events: @unchecked Sendable {
         private let lock = NSLock()
