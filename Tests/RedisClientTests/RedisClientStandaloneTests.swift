@@ -1,7 +1,6 @@
 import EventHTTP
 import Foundation
 import RedisTestSupport
-import Synchronization
 import XCTest
 
 @testable import RedisClient
@@ -320,31 +319,39 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
         }
     }
 
-    /// A loop starved while a probe waits (blocked 0.5 s in a callback, its lag probe running) does not call
-    /// the subscription deaf: the probe's verdict, due 0.8 s after it was sent, sees the starved loop and
-    /// waits a grace (0.2 s); Redis, stopped meanwhile and continued ~0.82 s after the probe was sent,
-    /// answers it within the grace. Nothing is subscribed again.
-    func testALoopStarvedWhileAProbeWaitsDoesNotCallTheSubscriptionDeaf() async throws {
-        let c = TopologyTesting.client(server.url, on: loop, commandTimeout: 0.8) { $0.probeInterval = 0.25 }
+    /// A client whose subscriber probes every 0.25 s (time-out `commandTimeout`), subscribed to `channel` and
+    /// healthy, its events logged: the set-up of the probe's verdict tests.
+    private func probedSubscription(_ channel: String, commandTimeout: Double) async
+        -> (RedisClient, RedisShardedSubscriber, Inbox, EventLog)
+    {
+        let c = TopologyTesting.client(server.url, on: loop, commandTimeout: commandTimeout) { $0.probeInterval = 0.25 }
         c.startFromAnyThread()
         var ok = await TopologyTesting.eventually { c.isReady }
         XCTAssertTrue(ok)
         let s = RedisShardedSubscriber(client: c)
         let inbox = Inbox()
         let events = EventLog()
-        let loop: EventLoop = self.loop
-        let lagProbe = Mutex<LoopTimer?>(nil)
         await c.onLoop {
             c.onEvent = { events.add($0) }
             s.start()
-            lagProbe.withLock { $0 = loop.startLagProbe(every: 0.02) { _ in } }
         }
-        await subscribe(s, "starved", inbox)
-        ok = await TopologyTesting.eventually { inbox.confirmations(of: "starved") == 1 && s.isHealthy }
+        await subscribe(s, channel, inbox)
+        ok = await TopologyTesting.eventually { inbox.confirmations(of: channel) == 1 && s.isHealthy }
         XCTAssertTrue(ok)
+        return (c, s, inbox, events)
+    }
+
+    /// A loop starved while a probe waits (blocked 0.5 s in a callback, its lag probe running) does not call
+    /// the subscription deaf: the probe's verdict, due 0.8 s after it was sent, sees the starved loop and
+    /// waits a grace (0.2 s); Redis, stopped meanwhile and continued ~0.82 s after the probe was sent,
+    /// answers it within the grace. Nothing is subscribed again.
+    func testALoopStarvedWhileAProbeWaitsDoesNotCallTheSubscriptionDeaf() async throws {
+        let (c, s, inbox, events) = await probedSubscription("starved", commandTimeout: 0.8)
+        let loop: EventLoop = self.loop
+        startLagProbe(every: 0.02)
 
         server.stop()
-        ok = await TopologyTesting.eventually {  // the next probe is sent to the stopped Redis
+        var ok = await TopologyTesting.eventually {  // the next probe is sent to the stopped Redis
             await c.onLoop { s.links.values.contains { $0.pendingProbe != nil } }
         }
         XCTAssertTrue(ok, "a probe waits")
@@ -358,10 +365,7 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
         XCTAssertFalse(events.all.contains { if case .subscriptionDeaf = $0 { true } else { false } }, "\(events.all)")
         XCTAssertEqual(c.metrics[.probeFailures], 0)
         XCTAssertEqual(inbox.confirmations(of: "starved"), 1, "never subscribed again")
-        await c.onLoop {
-            lagProbe.withLock { $0?.cancel() }
-            s.close()
-        }
+        await c.onLoop { s.close() }
         await c.closeFromAnyThread()
     }
 
@@ -372,25 +376,12 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
     /// verdict waits a grace and the probe comes back in it. Before: "probe not back within 0.4 s", the
     /// connection made again and every channel on it subscribed again.
     func testAStallOfTheWholeHostDoesNotCallASubscriptionDeaf() async throws {
-        let c = TopologyTesting.client(server.url, on: loop, commandTimeout: 0.4) { $0.probeInterval = 0.25 }
-        c.startFromAnyThread()
-        var ok = await TopologyTesting.eventually { c.isReady }
-        XCTAssertTrue(ok)
-        let s = RedisShardedSubscriber(client: c)
-        let inbox = Inbox()
-        let events = EventLog()
-        await c.onLoop {
-            c.onEvent = { events.add($0) }
-            s.start()
-        }
-        await subscribe(s, "stall", inbox)
-        ok = await TopologyTesting.eventually { inbox.confirmations(of: "stall") == 1 && s.isHealthy }
-        XCTAssertTrue(ok)
+        let (c, s, inbox, events) = await probedSubscription("stall", commandTimeout: 0.4)
         var config = RedisConfiguration(url: server.url)!
         config.commandTimeout = 5
         let slow = RedisConnection(loop: loop, configuration: config)
         slow.startFromAnyThread()
-        ok = await waitForState(slow, .ready)
+        var ok = await waitForState(slow, .ready)
         XCTAssertTrue(ok)
 
         server.stop()

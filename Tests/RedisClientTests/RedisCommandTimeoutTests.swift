@@ -317,8 +317,7 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
         let c = await connect(timeout: 2)
         let idBefore = await c.send(["CLIENT", "ID"])
         let loop: EventLoop = self.loop
-        let probe = Mutex<LoopTimer?>(nil)
-        loop.execute { probe.withLock { $0 = loop.startLagProbe(every: 0.05) { _ in } } }
+        startLagProbe(every: 0.05)
         server.stop()
         let replies = Replies()
         let events = Events()
@@ -335,7 +334,6 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
         XCTAssertEqual(events.all, [], "no time-out, no stall reset")
         let idAfter = await c.send(["CLIENT", "ID"])
         XCTAssertEqual(idAfter, idBefore, "the same connection")
-        loop.execute { probe.withLock { $0?.cancel() } }
         await c.closeFromAnyThread()
     }
 
@@ -347,8 +345,7 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
         let c = await connect(timeout: 0.8)
         let idBefore = await c.send(["CLIENT", "ID"])
         let loop: EventLoop = self.loop
-        let probe = Mutex<LoopTimer?>(nil)
-        loop.execute { probe.withLock { $0 = loop.startLagProbe(every: 0.02) { _ in } } }
+        startLagProbe(every: 0.02)
         server.stop()
         let replies = Replies()
         let events = Events()
@@ -368,7 +365,6 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
         XCTAssertEqual(events.all, [.timedOut], "no stall reset")
         let idAfter = await c.send(["CLIENT", "ID"])
         XCTAssertEqual(idAfter, idBefore, "the same connection")
-        loop.execute { probe.withLock { $0?.cancel() } }
         await c.closeFromAnyThread()
     }
 
@@ -466,8 +462,7 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
         while !states.stateChanges.contains(.ready), Date() < deadline { try await Task.sleep(nanoseconds: 5_000_000) }
         XCTAssertEqual(states.stateChanges.last, .ready)
         let loop: EventLoop = self.loop
-        let probe = Mutex<LoopTimer?>(nil)
-        loop.execute { probe.withLock { $0 = loop.startLagProbe(every: 0.02) { _ in } } }
+        startLagProbe(every: 0.02)
 
         server.stop()
         let confirmed = Replies()
@@ -481,10 +476,7 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
         await waitFor(confirmed, count: 1)
         guard case .success = confirmed.all[0] else { return XCTFail("\(String(describing: confirmed.all[0]))") }
         XCTAssertEqual(states.stateChanges.filter { $0 == .ready }.count, 1, "never dropped: \(states.stateChanges)")
-        loop.execute {
-            probe.withLock { $0?.cancel() }
-            sub.close()
-        }
+        loop.execute { sub.close() }
     }
 
     /// Events reported by `onEvent` (on the loop), read by the test.
