@@ -194,9 +194,9 @@ public final class RedisConnection: @unchecked Sendable {
     /// gets its deadline moved by that grace, once.
     private func isExpired(_ h: inout Held, now: UInt64) -> Bool {
         guard h.deadline <= now else { return false }
-        let heldSince = h.deadline &- UInt64(h.timeout * 1e9)
         return !UnreadReplies.deferPastPause(
-            &h.deadline, graced: &h.graced, limit: h.timeout, now: now, starved: loop.lateness(since: heldSince))
+            &h.deadline, graced: &h.graced, limit: h.timeout, now: now, since: h.deadline &- UInt64(h.timeout * 1e9),
+            loop: loop)
     }
 
     /// Drops the entries before `heldHead` once they are all gone or most of the array.
@@ -457,7 +457,7 @@ public final class RedisConnection: @unchecked Sendable {
                 pending[id]?.deadline = later
                 next = min(next, later)
             } else if UnreadReplies.deferPastPause(
-                &p.deadline, graced: &p.graced, limit: p.timeout, now: now, starved: loop.lateness(since: p.sentAt))
+                &p.deadline, graced: &p.graced, limit: p.timeout, now: now, since: p.sentAt, loop: loop)
             {
                 pending[id] = p
                 next = min(next, p.deadline)
@@ -521,8 +521,9 @@ public final class RedisConnection: @unchecked Sendable {
         guard inFlight > 0, context != nil, secondsWithoutProgress >= limit * 0.999 else { return .fine }
         guard !UnreadReplies.waiting(on: context) else { return .fine }  // replies wait to be read: progress
         let progress = max(lastReplyAt, busySince)
-        let starved = loop.lateness(since: progress)  // this loop's own stall within the silence
-        if stallGracedAt != progress, let grace = UnreadReplies.pauseGrace(late: max(late, starved), limit: limit) {
+        if stallGracedAt != progress,
+            let grace = UnreadReplies.pauseGrace(late: late, since: progress, loop: loop, limit: limit)
+        {
             stallGracedAt = progress  // one grace until the connection makes progress again
             armStallCheck(after: grace)
             return .graced
@@ -531,6 +532,7 @@ public final class RedisConnection: @unchecked Sendable {
         // What an operator needs to tell a stuck Redis from a starved host: how long it really was silent,
         // how much waited, and how late this check ran (the loop's own pause).
         func ms(_ seconds: Double) -> Int { Int((seconds * 1000).rounded()) }
+        let starved = loop.lateness(since: progress)  // this loop's own stall within the silence
         let detail =
             "no reply for \(limit) s while commands waited (\(inFlight) commands, silent \(ms(secondsWithoutProgress)) ms, "
             + "checked \(ms(late)) ms late, loop starved \(ms(starved)) ms)"

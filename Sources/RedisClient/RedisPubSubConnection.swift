@@ -238,7 +238,8 @@ final class RedisPubSubConnection: @unchecked Sendable {
             again = limit - quiet
         } else if !graced,
             let grace = UnreadReplies.pauseGrace(
-                late: UnreadReplies.pauseLateness(due: due, now: now, quiet: quiet, loop: loop), limit: limit)
+                late: UnreadReplies.secondsLate(due, now: now), since: UnreadReplies.start(ofQuiet: quiet, now: now),
+                loop: loop, limit: limit)
         {
             again = grace
             graced = true

@@ -46,6 +46,7 @@ extension RedisShardedSubscriber {
         let due = monotonicNanos() &+ UInt64(seconds * 1e9)
         return loop.schedule(after: seconds) { [weak self, weak l] in
             guard let self, let l, l.pendingProbe?.token == token else { return }
+            let now = monotonicNanos()
             let quiet = l.connection.secondsSinceLastReply
             // Unread bytes in the socket: Redis answered while this loop was busy (the probe may be among
             // them). Called deaf, a connection carrying 11,615 channels was made again after a 6 s stall.
@@ -59,8 +60,8 @@ extension RedisShardedSubscriber {
                 again = limit - quiet
             } else if !graced,
                 let grace = UnreadReplies.pauseGrace(
-                    late: UnreadReplies.pauseLateness(due: due, now: monotonicNanos(), quiet: quiet, loop: self.loop),
-                    limit: limit)
+                    late: UnreadReplies.secondsLate(due, now: now),
+                    since: UnreadReplies.start(ofQuiet: quiet, now: now), loop: self.loop, limit: limit)
             {
                 again = grace
                 gracedNext = true

@@ -22,33 +22,31 @@ enum UnreadReplies {
     /// How soon a check postponed because of unread replies runs again, for a time-out of `limit` seconds.
     static func recheckDelay(_ limit: Double) -> Double { max(0.005, limit / 20) }
 
-    /// For a check due `late` seconds ago with a limit of `limit`: how long to wait before judging, or nil
-    /// to judge now (the check ran less than a grace late).
-    static func pauseGrace(late: Double, limit: Double) -> Double? {
+    /// For a check due `late` seconds ago with a limit of `limit`, on a wait that began at `since` (monotonic
+    /// ns) on `loop`: how long to wait before judging, or nil to judge now. A grace is given when the check ran
+    /// a grace or more late, or when the loop's lag probe found it that late within the wait
+    /// (`EventLoop.lateness(since:)`): either way Redis had no time to answer.
+    static func pauseGrace(late: Double, since: UInt64, loop: EventLoop, limit: Double) -> Double? {
         let grace = max(recheckDelay(limit), limit / 4)
-        return late >= grace ? grace : nil
+        return max(late, loop.lateness(since: since)) >= grace ? grace : nil
     }
 
-    /// A passed `deadline` (monotonic ns) of something with time-out `limit`, judged `now`: moved a pause's
-    /// grace on when the check runs a grace or more late and no grace was given yet (`graced`, then set).
-    /// True if it was moved. Commands in flight and held for room keep their deadlines this way.
-    /// `starved`: how long the loop could not run while it waited (`EventLoop.lateness(since:)`), which counts
-    /// as a pause too.
+    /// A passed `deadline` (monotonic ns) of something with time-out `limit`, waited for since `since` on
+    /// `loop`, judged `now`: moved a pause's grace on (`pauseGrace`) when no grace was given yet (`graced`,
+    /// then set). True if it was moved. Commands in flight and held for room keep their deadlines this way.
     static func deferPastPause(
-        _ deadline: inout UInt64, graced: inout Bool, limit: Double, now: UInt64, starved: Double = 0
+        _ deadline: inout UInt64, graced: inout Bool, limit: Double, now: UInt64, since: UInt64, loop: EventLoop
     ) -> Bool {
-        guard !graced, let grace = pauseGrace(late: max(secondsLate(deadline, now: now), starved), limit: limit)
+        guard !graced,
+            let grace = pauseGrace(late: secondsLate(deadline, now: now), since: since, loop: loop, limit: limit)
         else { return false }
         deadline = now &+ UInt64(grace * 1e9)
         graced = true
         return true
     }
 
-    /// How late a verdict on `quiet` seconds of silence is, as a pause counts it: the check's own lateness
-    /// (it was due at `due`) or how long `loop` could not run within the silence, whichever is longer.
-    static func pauseLateness(due: UInt64, now: UInt64, quiet: Double, loop: EventLoop) -> Double {
-        max(secondsLate(due, now: now), loop.lateness(since: now &- UInt64(max(0, quiet) * 1e9)))
-    }
+    /// The monotonic instant `quiet` seconds before `now`: where a silence measured in seconds began.
+    static func start(ofQuiet quiet: Double, now: UInt64) -> UInt64 { now &- UInt64(max(0, quiet) * 1e9) }
 
     /// Seconds from `due` to `now` (monotonic ns), 0 if not yet due.
     static func secondsLate(_ due: UInt64, now: UInt64) -> Double { now > due ? Double(now - due) / 1e9 : 0 }

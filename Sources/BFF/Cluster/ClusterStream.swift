@@ -126,18 +126,18 @@ final class ClusterStream: ExternalFeed {
     /// one unsubscribes the loop from the session's channel) and the session's cluster-wide set of open
     /// streams (best effort: if this is lost, Redis away or the node killed, the member's deadline ends it).
     override func sinkClosed() {
-        let index = self.index
+        let (index, id) = (self.index, sessionID)  // each read goes through the sink: read once
         let state = node.perLoop[index]
         // A session's `StreamedSession` stays in `fed` while it has a stream: it is the one this stream joined.
-        if let fed = state.value.fed[sessionID] {
+        if let fed = state.value.fed[id] {
             fed.streams.removeAll { $0 === self }
             if fed.streams.isEmpty {
                 let subscribed = !fed.local
-                state.value.removeFed(fed, id: sessionID)  // the last reference to `fed`: read nothing of it after this
-                if subscribed { node.feeds[index].unsubscribe(sessionID: sessionID) }
+                state.value.removeFed(fed, id: id)  // the last reference to `fed`: read nothing of it after this
+                if subscribed { node.feeds[index].unsubscribe(sessionID: id) }
             }
         }
-        node.stores[index].releaseStream(sessionID: sessionID, member: member) { _ in }
+        node.stores[index].releaseStream(sessionID: id, member: member) { _ in }
     }
 
     private func writeSnapshot() {
