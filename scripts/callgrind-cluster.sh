@@ -8,13 +8,16 @@
 # forwarded) or owner (created, posted and streamed on node 1; nodes 2 and 3 idle).
 # Needs valgrind, redis-server, curl, python3 and release builds of bff and bff-load (BIN).
 # Usage: scripts/callgrind-cluster.sh        Environment: BIN (.build/release), RATE (100), DURATION (10),
-#                                            PLACEMENT (cross), OUT (artifacts/callgrind-cluster[-owner])
+#                                            PLACEMENT (cross), OUT (artifacts/callgrind-cluster[-owner]),
+#                                            KEYS (0; 1: each input with an Idempotency-Key, as the browser sends)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${BIN:-$ROOT/.build/release}"
 RATE="${RATE:-100}"
 DURATION="${DURATION:-10}"
 PLACEMENT="${PLACEMENT:-cross}"
+KEY_FLAG=()
+[[ "${KEYS:-0}" == 1 ]] && KEY_FLAG=(--idempotency-keys)
 case "$PLACEMENT" in
     cross) OUT="${OUT:-$ROOT/artifacts/callgrind-cluster}" ;;
     owner) OUT="${OUT:-$ROOT/artifacts/callgrind-cluster-owner}" ;;
@@ -53,7 +56,7 @@ run() { # seconds of load: one redis-server and three nodes under callgrind; the
     local post="${ports[1]}" stream="${ports[2]}"
     [[ "$PLACEMENT" == owner ]] && post="${ports[0]}" && stream="${ports[0]}"
     "$BIN/bff-load" latency --url "http://127.0.0.1:${ports[0]}" --post-url "http://127.0.0.1:$post" \
-        --stream-url "http://127.0.0.1:$stream" --sessions 200 --rate "$RATE" --duration "$d" --quiet --json \
+        --stream-url "http://127.0.0.1:$stream" --sessions 200 --rate "$RATE" --duration "$d" --quiet --json "${KEY_FLAG[@]}" \
         > "$OUT/$d/run.json"
     redis-cli -p "$rport" INFO commandstats > "$OUT/$d/commandstats.txt"
     stop_servers  # SIGTERM: each node hands over and exits, and callgrind writes its output

@@ -36,6 +36,8 @@ public struct LatencyScenario {
         public var cleanup = true
         /// Spin instead of sleeping between events (see `LoadLoop.busyPoll`), for the load phase.
         public var busyPoll = false
+        /// Send each input with an `Idempotency-Key` of its own (its number in the run), as the browser does.
+        public var idempotencyKeys = false
         /// Where the inputs are POSTed (nil: the target the sessions are created on).
         public var postTarget: Target?
         /// Where the event streams are opened (nil: the target the sessions are created on).
@@ -155,9 +157,10 @@ public struct LatencyScenario {
                 session.nameSet.toggle()
                 let value = session.nameSet
                 sent += 1
+                var headers = [("Content-Type", "application/json")]
+                if options.idempotencyKeys { headers.append(("Idempotency-Key", "load-\(sent)")) }
                 postPool.submit(
-                    "POST", session.inputPath, headers: [("Content-Type", "application/json")],
-                    body: bodies[value ? 0 : 1]
+                    "POST", session.inputPath, headers: headers, body: bodies[value ? 0 : 1]
                 ) { result in
                     completed += 1
                     switch result {

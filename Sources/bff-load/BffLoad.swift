@@ -66,6 +66,11 @@ extension BffLoad {
                 Spin on epoll instead of sleeping during the load (uses all of the client's core): the figures \
                 then exclude the client's own wake-up delays (see scheduleLag).
                 """) var busyPoll = false
+        @Flag(
+            help: """
+                Send each input with an Idempotency-Key of its own, as the browser does (in cluster mode a node \
+                that took a session over looks each key up in Redis before the commit).
+                """) var idempotencyKeys = false
         @Option(
             help: """
                 Also write every measured latency to this file, one line per input whose event arrived: \
@@ -82,6 +87,7 @@ extension BffLoad {
             o.progress = !common.quiet
             o.cleanup = !common.keepSessions
             o.busyPoll = busyPoll
+            o.idempotencyKeys = idempotencyKeys
             o.samplesPath = samples
             o.postTarget = try postUrl.map { try common.withSources(Target(url: $0)) }
             o.streamTarget = try streamUrl.map { try common.withSources(Target(url: $0)) }

@@ -31,6 +31,9 @@ final class GreetingTestServer: @unchecked Sendable {
     }
     private var counts: [Kind: Int] = [:]
     private var inputs = 0
+    private var keys: [String?] = []
+    /// The `Idempotency-Key` of every greeting input received, in order (nil: none).
+    var inputKeys: [String?] { lock.withLock { keys } }
     /// Stop the whole server when this many inputs have been answered (simulates a crash mid-run).
     var stopAfterInputs = Int.max
     /// Reject every Nth greeting input with `429` without applying it (0: never).
@@ -105,6 +108,7 @@ final class GreetingTestServer: @unchecked Sendable {
         case ("POST", 5) where parts[3] == "greeting" && parts[4] == "name":
             guard var session = sessions[parts[2]] else { return respond(client, "404 Not Found", "{}") }
             received += 1
+            keys.append(request.header("Idempotency-Key"))
             if rejectEvery > 0 && received % rejectEvery == 0 { return respond(client, "429 Too Many Requests", "{}") }
             let name = String(decoding: request.body, as: UTF8.self).contains("\"\"") ? "" : "load"
             session.inputSeq += 1

@@ -45,6 +45,30 @@ final class ScenarioTests: XCTestCase {
         XCTAssertTrue(report.json.text.contains("\"p99_9Us\""))
     }
 
+    /// `--idempotency-keys`: every input carries a key of its own, as the browser's do; without it, none.
+    func testLatencySendsAKeyOfItsOwnWithEachInputOnlyWhenAsked() throws {
+        for withKeys in [false, true] {
+            let server = try GreetingTestServer()
+            defer { server.stop() }
+            var options = LatencyScenario.Options()
+            options.sessions = 4
+            options.rate = 200
+            options.duration = 0.5
+            options.progress = false
+            options.idempotencyKeys = withKeys
+            let report = try LatencyScenario.run(
+                target: Target(url: "http://127.0.0.1:\(server.port)"), options: options)
+            XCTAssertEqual(report.int("accepted"), 100, report.table)
+            let keys = server.inputKeys
+            XCTAssertEqual(keys.count, 100)
+            if withKeys {
+                XCTAssertEqual(Set(keys.compactMap { $0 }).count, 100, "one key per input, none repeated")
+            } else {
+                XCTAssertEqual(keys.compactMap { $0 }, [], "no key unless asked")
+            }
+        }
+    }
+
     /// Three ports serving the same sessions (like cluster nodes): the sessions are created and
     /// deleted on `--url`, every input goes to `--post-url` and every stream to `--stream-url`, and
     /// nothing goes anywhere else. Without the two options everything goes to `--url` (as before).
