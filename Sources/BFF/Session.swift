@@ -192,10 +192,21 @@ final class Session {
         return .accepted(inputSeq: inputSeq)
     }
 
+    /// The most idempotency keys a session remembers: with more in the window, the oldest is forgotten.
+    static let rememberedKeys = 1024
+
+    /// True when every key seen within the idempotency window is surely remembered: fewer than
+    /// `rememberedKeys` are kept (at the cap one may have been forgotten, or the next one will be). Once one
+    /// was forgotten the count stays at the cap until expired keys are dropped, and a forgotten key is older
+    /// than every key kept or added after it: when the count falls below the cap, it has expired too. A key
+    /// not remembered then was not offered to this session object within the window.
+    var remembersEveryRecentKey: Bool { idempotency.count < Session.rememberedKeys }
+
     private func remember(key: String, inputSeq: Int, now: Double) {
         let window = owner.env.configuration.idempotencyWindow
-        if idempotency.count >= 1024 { idempotency = idempotency.filter { now - $0.value.at < window } }
-        if idempotency.count >= 1024, let oldest = idempotency.min(by: { $0.value.at < $1.value.at }) {
+        let cap = Session.rememberedKeys
+        if idempotency.count >= cap { idempotency = idempotency.filter { now - $0.value.at < window } }
+        if idempotency.count >= cap, let oldest = idempotency.min(by: { $0.value.at < $1.value.at }) {
             idempotency[oldest.key] = nil
         }
         idempotency[key] = (inputSeq, now)

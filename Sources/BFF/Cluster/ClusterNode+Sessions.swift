@@ -56,7 +56,7 @@ extension ClusterNode {
         stores[index].create(sessionID: id, holder: holders[index], state: session.storedForm()) { result in
             switch result {
             case .success(let lease):
-                self.adopt(session, lease: lease, committedInputSeq: 0, owner: host)
+                self.adopt(session, lease: lease, committedInputSeq: 0, tookOver: false, owner: host)
                 reply(.success(id))
             case .failure(let error):
                 self.failed(error)
@@ -72,8 +72,11 @@ extension ClusterNode {
 
     /// Makes `session` one this loop runs under `lease`: its events go to commits, its lease is renewed.
     @discardableResult
-    func adopt(_ session: Session, lease: Lease, committedInputSeq: Int, owner: LoopSessions) -> OwnedSession {
-        let owned = OwnedSession(session: session, node: self, lease: lease, committedInputSeq: committedInputSeq)
+    func adopt(
+        _ session: Session, lease: Lease, committedInputSeq: Int, tookOver: Bool, owner: LoopSessions
+    ) -> OwnedSession {
+        let owned = OwnedSession(
+            session: session, node: self, lease: lease, committedInputSeq: committedInputSeq, tookOver: tookOver)
         let state = perLoop[owner.loop.index]
         state.value.heldElsewhere[session.id] = nil
         let store = stores[owner.loop.index]
@@ -228,7 +231,9 @@ extension ClusterNode {
                 }
                 session.adoptCommitted(seq: Int(snapshot.seq), inputSeq: Int(snapshot.inputSeq))
                 self.metrics.takeovers.increment()
-                body(self.adopt(session, lease: lease, committedInputSeq: Int(snapshot.inputSeq), owner: owner))
+                body(
+                    self.adopt(
+                        session, lease: lease, committedInputSeq: Int(snapshot.inputSeq), tookOver: true, owner: owner))
             case .success(.heldBy(let holder, let ms)):
                 onHeld(holder, ms)
             case .failure(let error):
@@ -243,6 +248,11 @@ extension ClusterNode {
     func input(_ input: SessionInput, at host: LoopSessions, reply: @escaping @Sendable (InputResult) -> Void) {
         let id = input.sessionID
         guard let owner = owner(of: id) else { return reply(.failure(.notFound)) }
+        // The common case, a session run by the loop that took the request: applied at once, without the
+        // hop's, the forward's and the acquisition's closures (the path below reaches `applyInput` too).
+        if owner.loop.inEventLoop, let owned = perLoop[owner.loop.index].value.owned[id] {
+            return applyInput(owned, input, reply: reply)
+        }
         owner.loop.runOrExecute {
             let forwarded = ForwardedInput(
                 sessionID: id, viewModel: input.viewModel, input: input.input, value: input.value,
@@ -269,47 +279,54 @@ extension ClusterNode {
         }
     }
 
-    /// Applies one input to a session run here and answers once it is committed (owner loop).
+    /// Applies one input to a session run here and answers once it is committed (owner loop). A key this run
+    /// does not remember is looked up in the store first only when the store may hold it: the run took the
+    /// session over from the store (an earlier run's keys are there, not here), or the session forgot a key
+    /// of the window to make room (`Session.remembersEveryRecentKey`). A run that created the session and
+    /// remembers every key knows each key the store could hold: a browser's inputs (each with its key)
+    /// cost one round trip, the commit, instead of two (issue 20, round 19).
     func applyInput(_ owned: OwnedSession, _ input: SessionInput, reply: @escaping (InputResult) -> Void) {
         let s = owned.session
-        let key = input.idempotencyKey
-        let apply = {
-            let outcome = s.offer(
-                viewModel: input.viewModel, input: input.input, value: input.value, idempotencyKey: key,
-                now: self.env.now())
-            switch outcome {
-            case .accepted(let n):
-                self.commit(owned, isInput: true, idempotencyKey: key) { result in
-                    switch result {
-                    case .success(let r):
-                        let seq = r.inputSeq.map { Int($0) } ?? n
-                        if seq != n {
-                            self.logger.error(
-                                "inputSeq differs from the store's", metadata: ["local": "\(n)", "store": "\(seq)"])
-                        }
-                        owned.acknowledged(seq)
-                        reply(.success(.accepted(inputSeq: seq)))
-                    case .failure(let error):
-                        reply(.failure(SessionFailure(error)))
-                    }
-                }
-            case .duplicate(let n) where n > owned.committedInputSeq:
-                // The first attempt's commit is still in flight: answer when it lands.
-                owned.waiters.append((n, { ok in reply(ok ? .success(.duplicate(inputSeq: n)) : .failure(.moved)) }))
-            default:
-                reply(.success(outcome))
-            }
+        guard let key = input.idempotencyKey, owned.tookOver || !s.remembersEveryRecentKey else {
+            return offer(input, to: owned, reply: reply)
         }
-        guard let key else { return apply() }
-        // A key a previous owner committed is in the store, not in this node's memory.
         stores[s.owner.loop.index].inputSeq(sessionID: s.id, idempotencyKey: key) { result in
             switch result {
             case .success(let seen?): reply(.success(.duplicate(inputSeq: Int(seen))))
-            case .success(nil): apply()
+            case .success(nil): self.offer(input, to: owned, reply: reply)
             case .failure(let error):
                 self.failed(error)
                 reply(.failure(SessionFailure(error)))
             }
+        }
+    }
+
+    /// `applyInput` once the store is known not to hold the input's key (owner loop).
+    private func offer(_ input: SessionInput, to owned: OwnedSession, reply: @escaping (InputResult) -> Void) {
+        let key = input.idempotencyKey
+        let outcome = owned.session.offer(
+            viewModel: input.viewModel, input: input.input, value: input.value, idempotencyKey: key, now: env.now())
+        switch outcome {
+        case .accepted(let n):
+            commit(owned, isInput: true, idempotencyKey: key) { result in
+                switch result {
+                case .success(let r):
+                    let seq = r.inputSeq.map { Int($0) } ?? n
+                    if seq != n {
+                        self.logger.error(
+                            "inputSeq differs from the store's", metadata: ["local": "\(n)", "store": "\(seq)"])
+                    }
+                    owned.acknowledged(seq)
+                    reply(.success(.accepted(inputSeq: seq)))
+                case .failure(let error):
+                    reply(.failure(SessionFailure(error)))
+                }
+            }
+        case .duplicate(let n) where n > owned.committedInputSeq:
+            // The first attempt's commit is still in flight: answer when it lands.
+            owned.waiters.append((n, { ok in reply(ok ? .success(.duplicate(inputSeq: n)) : .failure(.moved)) }))
+        default:
+            reply(.success(outcome))
         }
     }
 

@@ -359,6 +359,9 @@ final class OwnedSession: SessionCustodian, LeaseHolder {
     /// Events emitted since the last commit, encoded for the store.
     var pending: [[UInt8]] = []
     var flushScheduled = false
+    /// This run took the session from the store (`acquire`), not from its creation here: keys an earlier
+    /// run committed are in the store only (`ClusterNode.applyInput`). Beside `flushScheduled`, in padding.
+    let tookOver: Bool
     /// When a commit of this run last renewed the session's expiry in the store, in tenths of a second of
     /// the session clock (wrapping: only differences count); `.max` until the first commit, which renews
     /// (`ClusterNode.commit`). In the padding after `flushScheduled`: no byte per session.
@@ -370,10 +373,11 @@ final class OwnedSession: SessionCustodian, LeaseHolder {
     /// Each view model's stored form as of the last commit (`Application.clusterState(of:memos:)`).
     var storedForms: [StoredFormMemo] = []
 
-    init(session: Session, node: ClusterNode, lease: Lease, committedInputSeq: Int) {
+    init(session: Session, node: ClusterNode, lease: Lease, committedInputSeq: Int, tookOver: Bool) {
         self.session = session
         self.node = node
         self.lease = lease
+        self.tookOver = tookOver
         self.committedInputSeq = committedInputSeq
         super.init()
     }
