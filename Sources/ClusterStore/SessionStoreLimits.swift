@@ -17,10 +17,14 @@ public struct SessionStoreLimits: Sendable, Equatable {
     public var maxEventBytes: Int = 1 << 20
 
     /// The defaults, overridden where given.
-    public init(historyEvents: Int = 256, idleTimeout: Int = 1800, leaseMilliseconds: Int = 10_000) {
+    public init(
+        historyEvents: Int = 256, idleTimeout: Int = 1800, leaseMilliseconds: Int = 10_000,
+        idempotencySeconds: Int = 300
+    ) {
         self.historyEvents = historyEvents
         self.idleTimeout = idleTimeout
         self.leaseMilliseconds = leaseMilliseconds
+        self.idempotencySeconds = idempotencySeconds
     }
 
     /// How long a commit may leave the expiry as it is, in seconds: a tenth of the idle time-out, at most

@@ -32,6 +32,39 @@ final class ClusterIdempotencyTests: ClusterTestCase {
         XCTAssertEqual(try calls("get") - taken, 4)
     }
 
+    /// An earlier run's keys expire a window after their commit, which came before the takeover: once a
+    /// window has passed since it, the run that took the session over has seen every key the store holds.
+    func testATakeoverStopsLookingKeysUpOnceAnIdempotencyWindowHasPassed() throws {
+        let time = SessionClockTests.ManualTime()
+        let a = try node("a", leaseTTL: 30)
+        let b = try node("b", leaseTTL: 30, clock: time.clock)
+        let id = try a.createSession()
+        XCTAssertEqual(inputSeq(try name(a, id, "ann", key: "k1")), 1)
+        _ = try redisCLI("DEL", "bff:s:{\(id)}:lease")
+        let taken = try calls("get")
+        XCTAssertEqual(inputSeq(try name(b, id, "bob", key: "k2")), 2)
+        XCTAssertEqual(try calls("get") - taken, 2, "the acquisition's GET of the lease, the lookup of k2")
+        time.advance(300)
+        let within = try calls("get")
+        XCTAssertEqual(inputSeq(try name(b, id, "cy", key: "k3")), 3)
+        XCTAssertEqual(try calls("get") - within, 1, "300 whole seconds may be 299.x: still looked up")
+        time.advance(1)
+        let after = try calls("get")
+        XCTAssertEqual(inputSeq(try name(b, id, "dee", key: "k4")), 4)
+        XCTAssertEqual(inputSeq(try name(b, id, "dee", key: "k4")), 4, "a retry, answered from B's memory")
+        XCTAssertEqual(try calls("get") - after, 0, "a window has passed since the takeover: nothing looked up")
+    }
+
+    /// A key lives in Redis as long as in a session's memory: the configured window, not a constant.
+    func testAKeyIsKeptInRedisForTheConfiguredWindow() throws {
+        let a = try node("a", configure: { $0.idempotencyWindow = 60 })
+        let id = try a.createSession()
+        XCTAssertEqual(inputSeq(try name(a, id, "ann", key: "k")), 1)
+        let ttl = try XCTUnwrap(
+            Int(try redisCLI("TTL", "bff:s:{\(id)}:idem:k").trimmingCharacters(in: .whitespacesAndNewlines)))
+        XCTAssertTrue((55...60).contains(ttl), "TTL \(ttl)")
+    }
+
     /// A session keeps the last 1,024 keys of its window; once it forgot one, a key it does not remember may
     /// be in the store, and is looked up there (in one process a forgotten key is applied again).
     func testASessionThatForgotAKeyToMakeRoomLooksKeysUpInTheStore() throws {

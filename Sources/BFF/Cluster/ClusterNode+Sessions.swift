@@ -76,7 +76,8 @@ extension ClusterNode {
         _ session: Session, lease: Lease, committedInputSeq: Int, tookOver: Bool, owner: LoopSessions
     ) -> OwnedSession {
         let owned = OwnedSession(
-            session: session, node: self, lease: lease, committedInputSeq: committedInputSeq, tookOver: tookOver)
+            session: session, node: self, lease: lease, committedInputSeq: committedInputSeq, tookOver: tookOver,
+            now: env.now())
         let state = perLoop[owner.loop.index]
         state.value.heldElsewhere[session.id] = nil
         let store = stores[owner.loop.index]
@@ -281,13 +282,16 @@ extension ClusterNode {
 
     /// Applies one input to a session run here and answers once it is committed (owner loop). A key this run
     /// does not remember is looked up in the store first only when the store may hold it: the run took the
-    /// session over from the store (an earlier run's keys are there, not here), or the session forgot a key
-    /// of the window to make room (`Session.remembersEveryRecentKey`). A run that created the session and
-    /// remembers every key knows each key the store could hold: a browser's inputs (each with its key)
+    /// session over from the store less than an idempotency window ago (an earlier run's keys are there, not
+    /// here), or the session forgot a key of the window to make room (`Session.remembersEveryRecentKey`).
+    /// Otherwise this run has seen every key the store could hold: a browser's inputs (each with its key)
     /// cost one round trip, the commit, instead of two (issue 20, round 19).
     func applyInput(_ owned: OwnedSession, _ input: SessionInput, reply: @escaping (InputResult) -> Void) {
         let s = owned.session
-        guard let key = input.idempotencyKey, owned.tookOver || !s.remembersEveryRecentKey else {
+        guard let key = input.idempotencyKey,
+            !s.remembersEveryRecentKey
+                || owned.storeMayHoldUnseenKeys(now: env.now(), window: env.configuration.idempotencyWindow)
+        else {
             return offer(input, to: owned, reply: reply)
         }
         stores[s.owner.loop.index].inputSeq(sessionID: s.id, idempotencyKey: key) { result in

@@ -67,7 +67,9 @@ final class ClusterNode: SessionBackend {
         let limits = SessionStoreLimits(
             historyEvents: configuration.historyEvents,
             idleTimeout: max(1, Int(configuration.sessionIdleTimeout.rounded(.up))),
-            leaseMilliseconds: max(1, Int(settings.leaseTTL * 1000)))
+            leaseMilliseconds: max(1, Int(settings.leaseTTL * 1000)),
+            // The keys live in Redis as long as in a session's memory (`OwnedSession.storeMayHoldUnseenKeys`).
+            idempotencySeconds: max(1, Int(configuration.idempotencyWindow.rounded(.up))))
         stores = group.clients.map {
             RedisSessionStore(
                 client: $0, limits: limits, keys: keys, replicaAcks: settings.replicaAcks,
@@ -359,9 +361,13 @@ final class OwnedSession: SessionCustodian, LeaseHolder {
     /// Events emitted since the last commit, encoded for the store.
     var pending: [[UInt8]] = []
     var flushScheduled = false
-    /// This run took the session from the store (`acquire`), not from its creation here: keys an earlier
-    /// run committed are in the store only (`ClusterNode.applyInput`). Beside `flushScheduled`, in padding.
-    let tookOver: Bool
+    /// This run took the session from the store (`acquire`), not from its creation here, and no idempotency
+    /// window has passed since, as far as the last look (`storeMayHoldUnseenKeys`) saw: keys an earlier run
+    /// committed may be in the store only. This flag and `tookOverAt` sit beside `flushScheduled`, in the
+    /// padding before `expiryRenewedAt`: no byte per session.
+    private var tookOver: Bool
+    /// When this run took the session over: whole seconds of the session clock, wrapping at 2^16 (18 h).
+    private let tookOverAt: UInt16
     /// When a commit of this run last renewed the session's expiry in the store, in tenths of a second of
     /// the session clock (wrapping: only differences count); `.max` until the first commit, which renews
     /// (`ClusterNode.commit`). In the padding after `flushScheduled`: no byte per session.
@@ -373,11 +379,12 @@ final class OwnedSession: SessionCustodian, LeaseHolder {
     /// Each view model's stored form as of the last commit (`Application.clusterState(of:memos:)`).
     var storedForms: [StoredFormMemo] = []
 
-    init(session: Session, node: ClusterNode, lease: Lease, committedInputSeq: Int, tookOver: Bool) {
+    init(session: Session, node: ClusterNode, lease: Lease, committedInputSeq: Int, tookOver: Bool, now: Double) {
         self.session = session
         self.node = node
         self.lease = lease
         self.tookOver = tookOver
+        tookOverAt = Self.wrappedSeconds(now)
         self.committedInputSeq = committedInputSeq
         super.init()
     }
@@ -401,6 +408,20 @@ final class OwnedSession: SessionCustodian, LeaseHolder {
         node.logger.warning("lease lost", metadata: metadata)
         self.keeper = nil
         node.leave(session)
+    }
+
+    private static func wrappedSeconds(_ t: Double) -> UInt16 { UInt16(truncatingIfNeeded: Int64(t.rounded(.down))) }
+
+    /// True while the store may hold an `Idempotency-Key` this run never saw: it took the session over less
+    /// than `window` seconds ago (an earlier run's keys expire a window after their commit, which came before
+    /// the takeover). Once a whole window has surely passed (the whole seconds compared may each be up to 1 s
+    /// off, so `window` + 1), it stays false. A wrapped clock errs only towards true, a lookup too many.
+    func storeMayHoldUnseenKeys(now: Double, window: Double) -> Bool {
+        guard tookOver else { return false }
+        let elapsed = Self.wrappedSeconds(now) &- tookOverAt
+        guard window + 1 < Double(UInt16.max), Double(elapsed) >= window + 1 else { return true }
+        tookOver = false
+        return false
     }
 
     /// The store acknowledged inputs up to `inputSeq`.
