@@ -38,6 +38,10 @@ public struct LatencyScenario {
         public var busyPoll = false
         /// Send each input with an `Idempotency-Key` of its own (its number in the run), as the browser does.
         public var idempotencyKeys = false
+        /// Sessions per event stream: 0, each session its own stream (`GET /api/sessions/{id}/events`); N,
+        /// the sessions in groups of N, each group on one multiplexed stream (`GET /api/events?sessions=…`),
+        /// as a browser's tabs share one connection.
+        public var tabs = 0
         /// Where the inputs are POSTed (nil: the target the sessions are created on).
         public var postTarget: Target?
         /// Where the event streams are opened (nil: the target the sessions are created on).
@@ -57,7 +61,6 @@ public struct LatencyScenario {
         var accepted: [(seq: Int, value: Bool)] = []  // every 202, in arrival order
         var pending: [Int: UInt64] = [:]  // inputSeq -> scheduled time, event not yet seen
         var early: [Int: UInt64] = [:]  // inputSeq -> event arrival, 202 not yet seen
-        var stream: StreamClient?
         init(id: String) { inputPath = "/api/sessions/\(id)/greeting/name" }
     }
 
@@ -102,15 +105,28 @@ public struct LatencyScenario {
             if options.samplesPath != nil { samples.append((scheduled &- start, arrival &- scheduled)) }
         }
 
-        for (index, id) in ids.enumerated() {
-            let session = sessions[index]
-            let stream = try StreamClient(loop: loop, target: streamTarget, path: "/api/sessions/\(id)/events")
+        // Each stream with the sessions it carries: one each, or groups of `tabs` on a multiplexed stream
+        // (whose events name their session: `"session":ID`).
+        let groupSize = options.tabs > 0 ? options.tabs : 1
+        let byID = Dictionary(uniqueKeysWithValues: zip(ids, sessions))
+        var failedSessions = 0  // sessions whose stream was refused or closed before it answered
+        var streams: [StreamClient] = []
+        for start in stride(from: 0, to: ids.count, by: groupSize) {
+            let group = Array(ids[start..<min(start + groupSize, ids.count)])
+            let path =
+                options.tabs > 0
+                ? "/api/events?sessions=" + group.joined(separator: ",") : "/api/sessions/\(group[0])/events"
+            let only = options.tabs > 0 ? nil : byID[group[0]]
+            let stream = try StreamClient(loop: loop, target: streamTarget, path: path)
             stream.onEvent = { event, now in
                 if event.event == "snapshot" {
                     snapshots += 1
                     return
                 }
-                guard event.event == "greeting", let seq = LoadSession.inputSeq(in: event.data) else { return }
+                guard event.event == "greeting", let seq = LoadSession.inputSeq(in: event.data),
+                    let session = only
+                        ?? LoadSession.string(after: "\"session\":\"", in: event.data).flatMap({ byID[$0] })
+                else { return }
                 if let scheduled = session.pending.removeValue(forKey: seq) {
                     measured(scheduled: scheduled, arrival: now)
                 } else {
@@ -120,11 +136,13 @@ public struct LatencyScenario {
             stream.onHead = { head in
                 guard head.status != 200 else { return }
                 streamErrors += 1
+                failedSessions += group.count
                 if streamRefusal == nil { streamRefusal = LatencyScenario.refusal(head) }
             }
             stream.onClose = { error in
                 guard running, let error else { return }
                 streamErrors += 1
+                if stream.head == nil { failedSessions += group.count }
                 if streamRefusal == nil, stream.head == nil {
                     // bff closes connections past --max-connections-per-client at once, without a response
                     streamRefusal =
@@ -132,9 +150,9 @@ public struct LatencyScenario {
                         + "--source spreads the run over several client addresses"
                 }
             }
-            session.stream = stream
+            streams.append(stream)
         }
-        loop.run(timeout: 30) { snapshots + streamErrors >= sessions.count }
+        loop.run(timeout: 30) { snapshots + failedSessions >= sessions.count }
         guard snapshots == sessions.count else {
             throw WireError.malformed(
                 "only \(snapshots) of \(sessions.count) streams delivered a snapshot"
@@ -221,6 +239,8 @@ public struct LatencyScenario {
 
         var report = LoadReport(scenario: "latency")
         report.add("sessions", .int(sessions.count))
+        report.add("streams", .int(streams.count))
+        report.add("inputsKeyed", .text(options.idempotencyKeys ? "yes" : "no"))
         report.add("createdOn", .text(target.description))
         report.add("postedTo", .text(postTarget.description))
         report.add("streamedFrom", .text(streamTarget.description))
@@ -245,7 +265,7 @@ public struct LatencyScenario {
             .text(
                 statusCounts.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }
                     .joined(separator: " ")))
-        for session in sessions { session.stream?.close() }
+        for stream in streams { stream.close() }
         if options.cleanup { LoadSession.delete(ids, loop: loop, pool: pool) }
         if postPool !== pool { postPool.close() }
         pool.close()

@@ -169,6 +169,20 @@ public enum LoadSession {
         integer(after: "\"inputSeq\":", in: text)
     }
 
+    /// The characters after `prefix` (e.g. `"session":"`) up to the next `"` in `text`, if any (an id, no
+    /// escapes).
+    public static func string(after prefix: String, in text: String) -> String? {
+        let bytes = Array(text.utf8)
+        let pattern = Array(prefix.utf8)
+        guard !pattern.isEmpty, bytes.count >= pattern.count else { return nil }
+        for i in 0...(bytes.count - pattern.count) where bytes[i..<i + pattern.count].elementsEqual(pattern) {
+            let start = i + pattern.count
+            guard let end = bytes[start...].firstIndex(of: UInt8(ascii: "\"")) else { return nil }
+            return String(decoding: bytes[start..<end], as: UTF8.self)
+        }
+        return nil
+    }
+
     /// The integer after `key` (e.g. `"inputSeq":`) in `text`, if any.
     public static func integer(after key: String, in text: String) -> Int? {
         var text = text

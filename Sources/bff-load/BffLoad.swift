@@ -73,6 +73,12 @@ extension BffLoad {
                 """) var idempotencyKeys = false
         @Option(
             help: """
+                Sessions per event stream, as a browser's tabs share one: N puts the sessions in groups of N, each \
+                group on one multiplexed stream (GET /api/events?sessions=...; bff allows 32 by default); 0, each \
+                session its own stream.
+                """) var tabs = 0
+        @Option(
+            help: """
                 Also write every measured latency to this file, one line per input whose event arrived: \
                 "<scheduled send time, us after the first> <latency, us>" (for pooling several runs exactly).
                 """) var samples: String?
@@ -88,6 +94,8 @@ extension BffLoad {
             o.cleanup = !common.keepSessions
             o.busyPoll = busyPoll
             o.idempotencyKeys = idempotencyKeys
+            guard tabs >= 0 else { throw ValidationError("--tabs must be 0 or more, not \(tabs)") }
+            o.tabs = tabs
             o.samplesPath = samples
             o.postTarget = try postUrl.map { try common.withSources(Target(url: $0)) }
             o.streamTarget = try streamUrl.map { try common.withSources(Target(url: $0)) }

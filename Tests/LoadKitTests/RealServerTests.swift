@@ -80,6 +80,28 @@ final class RealServerTests: XCTestCase {
         XCTAssertEqual(sorted[249], latency.p50, accuracy: latency.p50 * 0.002 + 1)
     }
 
+    /// `--tabs 5 --idempotency-keys`: the browser's shape. 12 sessions on 3 multiplexed streams (5, 5, 2),
+    /// every event routed to its session by its `"session"` member, every input with a key: nothing lost.
+    func testLatencyOverMultiplexedStreamsAsABrowsersTabsLosesNothing() throws {
+        var o = LatencyScenario.Options()
+        o.sessions = 12
+        o.tabs = 5
+        o.idempotencyKeys = true
+        o.rate = 300
+        o.duration = 1
+        o.connections = 4
+        o.progress = false
+        let report = try LatencyScenario.run(target: target, options: o)
+        XCTAssertEqual(report.int("streams"), 3, report.table)
+        XCTAssertEqual(report.int("sent"), 300, report.table)
+        XCTAssertEqual(report.int("received"), 300, report.table)
+        XCTAssertEqual(report.int("errors"), 0, report.table)
+        XCTAssertEqual(report.int("streamErrors"), 0, report.table)
+        XCTAssertEqual(report.int("lost"), 0, report.table)
+        XCTAssertEqual(report.int("unmatchedEvents"), 0, report.table)
+        XCTAssertEqual(app.sessions, 0, "the run deletes its sessions")
+    }
+
     func testLatencyRefusesASamplesPathItCannotWriteBeforeAnyLoad() throws {
         var o = LatencyScenario.Options()
         o.sessions = 2
