@@ -144,11 +144,14 @@ final class LoopSessions: Sendable {
     // MARK: sessions
 
     /// Ends the sessions with no stream that saw no request for the idle time-out (`expired`), or, never
-    /// used (no input, no stream), for the unused time-out (`unused`).
+    /// used (no input, no stream), for the unused time-out (`unused`); every session forgets its expired
+    /// idempotency keys (`Session.forgetExpiredKeys`).
     func expireIdleSessions() {
         let now = env.now()
         let (idle, unused) = (env.configuration.sessionIdleTimeout, env.configuration.unusedSessionTimeout)
-        for (id, s) in sessions where s.streams.isEmpty {
+        for (id, s) in sessions {
+            s.forgetExpiredKeys(now: now)
+            guard s.streams.isEmpty else { continue }
             let quiet = now - s.lastActivity
             if quiet >= idle {
                 remove(id, reason: "expired")

@@ -10,8 +10,8 @@ import ViewModels
 /// through their own loop's `execute` (`runOrExecute`).
 ///
 /// Memory: one per session, so what every session has the same (history and rate bounds) is read from
-/// the configuration, cluster mode's custodian and the idempotency keys take a word each (an empty
-/// dictionary allocates nothing), the id and the ended flag are kept once (in `handle`), and the first
+/// the configuration, cluster mode's custodian and the idempotency keys take a word each (no keys
+/// allocate nothing), the id and the ended flag are kept once (in `handle`), and the first
 /// stream needs no array. 168 bytes: the top of glibc's 176-byte chunk, so one more stored word costs every
 /// session 16 bytes (`MODE=single scripts/massif-streams.sh` shows it).
 final class Session {
@@ -43,9 +43,9 @@ final class Session {
     /// numbers it and its feed delivers it to streams on every node), and is told once when the session
     /// ends (it releases the lease). Kept until then. One word (`SessionCustodian` is a class).
     var custodian: SessionCustodian?
-    /// The `Idempotency-Key`s of recent inputs, with the `inputSeq` each got and when (one word; an empty
-    /// dictionary allocates nothing).
-    private var idempotency: [String: (inputSeq: Int, at: Double)] = [:]
+    /// The `Idempotency-Key`s of recent inputs, with the `inputSeq` each got and when (one word; nil, no
+    /// allocation, until a keyed input comes and again once the last key expired).
+    private var idempotency: IdempotencyMemory?
     /// True once the session ended (kept in `handle`, which other loops read).
     var isEnded: Bool { handle.ended.load(ordering: .relaxed) }
 
@@ -166,10 +166,10 @@ final class Session {
     {
         lastActivity = now
         used = true
-        if let key = idempotencyKey {
-            if let seen = idempotency[key], now - seen.at < owner.env.configuration.idempotencyWindow {
-                return .duplicate(inputSeq: seen.inputSeq)
-            }
+        if let key = idempotencyKey,
+            let seen = idempotency?.inputSeq(of: key, now: now, window: owner.env.configuration.idempotencyWindow)
+        {
+            return .duplicate(inputSeq: seen)
         }
         let c = owner.env.configuration
         if let wait = bucket.take(now: now, rate: c.inputRate, burst: c.inputBurst) {
@@ -195,21 +195,30 @@ final class Session {
     /// The most idempotency keys a session remembers: with more in the window, the oldest is forgotten.
     static let rememberedKeys = 1024
 
-    /// True when every key seen within the idempotency window is surely remembered: fewer than
-    /// `rememberedKeys` are kept (at the cap one may have been forgotten, or the next one will be). Once one
-    /// was forgotten the count stays at the cap until expired keys are dropped, and a forgotten key is older
-    /// than every key kept or added after it: when the count falls below the cap, it has expired too. A key
-    /// not remembered then was not offered to this session object within the window.
-    var remembersEveryRecentKey: Bool { idempotency.count < Session.rememberedKeys }
+    /// True when every key seen within the idempotency window before `now` is remembered: none was
+    /// forgotten to make room, or every one forgotten has expired since. A key not remembered then was not
+    /// offered to this session object within the window (cluster mode does not look it up in the store).
+    func remembersEveryRecentKey(now: Double) -> Bool {
+        guard let idempotency else { return true }
+        return now >= idempotency.forgottenUntil
+    }
+
+    /// Keys kept now; nil when the session holds no memory of keys at all (tests).
+    var rememberedKeyCount: Int? { idempotency?.count }
+
+    /// Drops the keys whose window passed, and the whole memory once none is left (the loop's sweep).
+    func forgetExpiredKeys(now: Double) {
+        guard let memory = idempotency else { return }
+        memory.dropExpired(now: now, window: owner.env.configuration.idempotencyWindow)
+        if memory.count == 0, now >= memory.forgottenUntil { idempotency = nil }
+    }
 
     private func remember(key: String, inputSeq: Int, now: Double) {
-        let window = owner.env.configuration.idempotencyWindow
-        let cap = Session.rememberedKeys
-        if idempotency.count >= cap { idempotency = idempotency.filter { now - $0.value.at < window } }
-        if idempotency.count >= cap, let oldest = idempotency.min(by: { $0.value.at < $1.value.at }) {
-            idempotency[oldest.key] = nil
-        }
-        idempotency[key] = (inputSeq, now)
+        let memory = idempotency ?? IdempotencyMemory()
+        idempotency = memory
+        memory.remember(
+            key, inputSeq: inputSeq, now: now, window: owner.env.configuration.idempotencyWindow,
+            cap: Session.rememberedKeys)
     }
 
     /// Ends the session: every stream gets `event: end` with `reason` and closes.

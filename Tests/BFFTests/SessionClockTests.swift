@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import Primitives
 import WireClient
 import XCTest
 
@@ -61,6 +62,45 @@ final class SessionClockTests: XCTestCase {
         XCTAssertEqual(try t.post(id, "greeting", "greet", headers: key).json, ["inputSeq": 1], "within 5 minutes")
         time.advance(1)
         XCTAssertEqual(try t.post(id, "greeting", "greet", headers: key).json, ["inputSeq": 2], "a new input after")
+    }
+
+    /// The keys a session remembers of its inputs (nil: no memory of keys at all), read on its loop.
+    private func rememberedKeys(_ t: LiveApp, _ id: String) throws -> Int? {
+        let found = Lock<Int??>(nil)
+        let done = expectation(description: "read on the session's loop")
+        for host in t.app.loopSessions {
+            host.loop.execute {
+                if let s = host.sessions[id] { found.withLock { $0 = .some(s.rememberedKeyCount) } }
+                done.fulfill()
+            }
+        }
+        done.expectedFulfillmentCount = t.app.loopSessions.count
+        wait(for: [done], timeout: 5)
+        return try XCTUnwrap(found.withLock { $0 }, "session \(id) on no loop")
+    }
+
+    /// Keys leave a session once their window passed (the loop's sweep), and the memory with the last one:
+    /// a session that took many keyed inputs does not hold them until it ends.
+    func testIdempotencyKeysAreFreedOnceTheirWindowPassed() throws {
+        let time = ManualTime()
+        let t = try LiveApp(clock: time.clock, configure: { $0.sessionIdleTimeout = 1800 })
+        let id = try t.createSession()
+        XCTAssertEqual(try rememberedKeys(t, id), nil, "no keyed input yet: nothing allocated")
+        for k in 1...5 {
+            let r = try t.post(id, "greeting", "greet", headers: [("Idempotency-Key", "k\(k)")])
+            XCTAssertEqual(r.json?["inputSeq"]?.intValue, k)
+            time.advance(10)
+        }
+        XCTAssertEqual(try rememberedKeys(t, id), 5)
+        time.advance(250)  // k1 was seen 300 s ago, k2 290 s ago
+        expireNow(t)
+        XCTAssertEqual(try rememberedKeys(t, id), 4, "k1's window passed")
+        XCTAssertEqual(try t.post(id, "greeting", "greet", headers: [("Idempotency-Key", "k2")]).json, ["inputSeq": 2])
+        time.advance(40)
+        expireNow(t)
+        XCTAssertEqual(try rememberedKeys(t, id), nil, "every window passed: the memory is freed")
+        XCTAssertEqual(try t.post(id, "greeting", "greet", headers: [("Idempotency-Key", "k5")]).json, ["inputSeq": 6])
+        XCTAssertEqual(try rememberedKeys(t, id), 1)
     }
 
     func testInputRateRefillsAsTheClockMoves() throws {

@@ -288,9 +288,10 @@ extension ClusterNode {
     /// cost one round trip, the commit, instead of two (issue 20, round 19).
     func applyInput(_ owned: OwnedSession, _ input: SessionInput, reply: @escaping (InputResult) -> Void) {
         let s = owned.session
+        let now = env.now()
         guard let key = input.idempotencyKey,
-            !s.remembersEveryRecentKey
-                || owned.storeMayHoldUnseenKeys(now: env.now(), window: env.configuration.idempotencyWindow)
+            !s.remembersEveryRecentKey(now: now)
+                || owned.storeMayHoldUnseenKeys(now: now, window: env.configuration.idempotencyWindow)
         else {
             return offer(input, to: owned, reply: reply)
         }
