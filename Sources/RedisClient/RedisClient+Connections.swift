@@ -15,6 +15,8 @@ extension RedisClient {
         if let c = lane == .commands ? pool[address] : lanePools[lane]?[address] { return c }
         let c = RedisConnection(loop: loop, configuration: topology.configuration(for: address), logger: logger)
         c.healthCheckInterval = topology.node.healthCheckInterval
+        c.heard = heard[address, default: RedisHeard()]  // one per master: every lane's replies count
+        heard[address] = c.heard
         c.onRoundTrip = onRoundTrip
         c.onEvent = { [weak self] in self?.report(.connection(address, $0)) }
         c.onStateChange = { [weak self, weak c] state in
@@ -83,6 +85,7 @@ extension RedisClient {
                 retire(c)
             }
         }
+        for address in heard.keys where !masters.contains(address) { heard[address] = nil }
         updateReadiness()
         for observe in topologyObservers { observe() }
     }

@@ -67,6 +67,8 @@ public final class RedisClient: Sendable {
         var pool: [RedisAddress: RedisConnection] = [:]
         /// The connections of the other lanes (`.replicated`, `.leases`), made on first use.
         var lanePools: [RedisLane: [RedisAddress: RedisConnection]] = [:]
+        /// Per master, when any of this loop's connections to it last read a reply (`RedisHeard`).
+        var heard: [RedisAddress: RedisHeard] = [:]
         /// Connections that were never ready yet: commands for them wait (see `Waiter`).
         var fresh: Set<ObjectIdentifier> = []
         var waiters: [ObjectIdentifier: [Waiter]] = [:]
@@ -88,6 +90,10 @@ public final class RedisClient: Sendable {
     var lanePools: [RedisLane: [RedisAddress: RedisConnection]] {
         get { state.value.lanePools }
         _modify { yield &state.value.lanePools }
+    }
+    var heard: [RedisAddress: RedisHeard] {
+        get { state.value.heard }
+        _modify { yield &state.value.heard }
     }
     var fresh: Set<ObjectIdentifier> {
         get { state.value.fresh }

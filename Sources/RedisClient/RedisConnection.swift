@@ -65,7 +65,12 @@ public final class RedisConnection: @unchecked Sendable {
     /// Seconds between health checks while `ready` (nil: none); set before `start()`.
     public var healthCheckInterval: Double?
     private var healthTimer: LoopTimer?
-    private var lastReplyAt: UInt64 = 0
+    private var lastReplyAt: UInt64 = 0 {
+        didSet { heard?.lastReplyAt = lastReplyAt }
+    }
+    /// Shared with this loop's other connections to the same Redis (nil: none), set before `start()`: a
+    /// silence while they hear Redis is this connection's queue, not a dead Redis (`checkStall`).
+    public var heard: RedisHeard?
     /// Commands written whose reply has not come: live ones (in `pending`, not persistent) and timed-out
     /// ones (`abandoned`), which still hold their place in Redis's reply order.
     public private(set) var inFlight = 0
@@ -526,6 +531,13 @@ public final class RedisConnection: @unchecked Sendable {
         {
             stallGracedAt = progress  // one grace until the connection makes progress again
             armStallCheck(after: grace)
+            return .graced
+        }
+        // Redis answered a sibling connection of this loop after this one's last progress: it is alive and
+        // reachable, and has not reached this connection's queue yet. Up to a second limit of silence; then
+        // the connection is reset all the same (a dead connection beside live ones is still found).
+        if let heard, heard.lastReplyAt > progress, secondsWithoutProgress < 2 * limit * 0.999 {
+            armStallCheck(after: max(0.001, min(limit / 4, 2 * limit - secondsWithoutProgress)))
             return .graced
         }
         onEvent?(.stalled)

@@ -1,5 +1,6 @@
 import EventHTTP
 import Foundation
+import Primitives
 import RedisTestSupport
 import XCTest
 
@@ -103,6 +104,41 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
         }
         XCTAssertEqual(renewed, .success(.integer(1)), "the lease lane answered")
         XCTAssertLessThan(Date().timeIntervalSince(started), 1.2, "without waiting for the BLPOPs")
+        await c.closeFromAnyThread()
+    }
+
+    /// The lanes of one master share what they hear of it (`RedisHeard`): while renewals on the lease lane
+    /// are answered every 50 ms, a `BLPOP` that blocks the command connection 0.8 s (its time-out, and the
+    /// stall limit, 0.5 s) times out alone and the connection is kept: the `CLIENT ID` sent after it is the
+    /// same Redis client's. Before, the command connection was reset at 0.5 s (issue 20, round 19: two
+    /// resets in a 6 x 17,000 teardown whose lease lanes were answered throughout).
+    func testTheCommandConnectionIsNotResetWhileTheLeaseLaneHearsRedis() async throws {
+        let loop: EventLoop = self.loop
+        let c = TopologyTesting.client(server.url, on: loop, commandTimeout: 0.5)
+        c.startFromAnyThread()
+        let ready = await TopologyTesting.eventually { c.isReady }
+        XCTAssertTrue(ready)
+        let id = await withCheckedContinuation { k in
+            loop.execute { c.send(["CLIENT", "ID"], key: "x") { k.resume(returning: $0) } }
+        }
+        let script = RedisScript("return redis.call('INCR', KEYS[1])")
+        let renewals = Lock<LoopTimer?>(nil)
+        let blpop = await withCheckedContinuation { k in
+            loop.execute {
+                renewals.withLock {
+                    $0 = loop.scheduleRepeating(every: 0.05) {
+                        c.evalScript(script, keys: ["lease:x"], args: [], lane: .leases) { _ in }
+                    }
+                }
+                c.send(["BLPOP", "nothing:here", "0.8"], key: "nothing:here") { k.resume(returning: $0) }
+            }
+        }
+        XCTAssertEqual(blpop, .failure(.timeout))
+        let after = await withCheckedContinuation { k in
+            loop.execute { c.send(["CLIENT", "ID"], key: "x") { k.resume(returning: $0) } }
+        }
+        loop.execute { renewals.withLock { $0?.cancel() } }
+        XCTAssertEqual(after, id, "the same connection, answered once Redis reached it after the BLPOP")
         await c.closeFromAnyThread()
     }
 

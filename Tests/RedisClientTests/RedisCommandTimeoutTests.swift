@@ -1,6 +1,7 @@
 import EventHTTP
 import Foundation
 import Logging
+import Primitives
 import RedisTestSupport
 import Synchronization
 import XCTest
@@ -22,9 +23,9 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
         return 'slow'
         """
 
-    func connect(timeout: Double = 2, configure: (inout RedisConfiguration) -> Void = { _ in }) async
-        -> RedisConnection
-    {
+    func connect(
+        timeout: Double = 2, heard: RedisHeard? = nil, configure: (inout RedisConfiguration) -> Void = { _ in }
+    ) async -> RedisConnection {
         var config = RedisConfiguration(url: server.url)!
         config.commandTimeout = timeout
         config.connectTimeout = 1
@@ -32,6 +33,7 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
         config.reconnectMax = 0.2
         configure(&config)
         let c = RedisConnection(loop: loop, configuration: config)
+        c.heard = heard
         c.startFromAnyThread()
         let ready = await waitForState(c, .ready)
         XCTAssertTrue(ready)
@@ -155,6 +157,70 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
         let idAfter = await c.send(["CLIENT", "ID"])
         XCTAssertNotEqual(idAfter, idBefore, "a new connection")
         await c.closeFromAnyThread()
+    }
+
+    /// A connection whose queue Redis has not reached while it answers a sibling connection of the same
+    /// loop (`RedisHeard`): a `BLPOP` that blocks 0.8 s, its own time-out 0.4 s, and a `PING` behind it, on a
+    /// connection whose stall limit is 0.5 s. The sibling's `PING`s are answered throughout, so the silence
+    /// is this connection's queue, not Redis's: the `BLPOP` fails alone, the connection is kept, and the
+    /// `PING` is answered once Redis reaches it, on the same Redis client. Before: reset at 0.5 s, the `PING`
+    /// failed with "connection lost".
+    func testASilenceWhileASiblingHearsRedisDoesNotResetTheConnection() async throws {
+        let heard = RedisHeard()
+        let c = await connect(timeout: 0.5, heard: heard)
+        let sibling = await connect(timeout: 0.5, heard: heard)
+        let idBefore = await c.send(["CLIENT", "ID"])
+        let replies = Replies()
+        let events = Events()
+        let pings = Lock<LoopTimer?>(nil)
+        let loop: EventLoop = self.loop
+        loop.execute {
+            c.onEvent = { events.add($0) }
+            pings.withLock { $0 = loop.scheduleRepeating(every: 0.05) { sibling.send(["PING"]) { _ in } } }
+            c.send(["BLPOP", "nothing-here", "0.8"], timeout: 0.4) { replies.set(0, $0) }
+            c.send(["PING"], timeout: 2) { replies.set(1, $0) }
+        }
+        await waitFor(replies, count: 2)
+        loop.execute { pings.withLock { $0?.cancel() } }
+        XCTAssertEqual(replies.all[0], .failure(.timeout), "the BLPOP's own time-out")
+        XCTAssertEqual(replies.all[1], .success(.simpleString("PONG")), "answered after the BLPOP, 0.8 s in")
+        XCTAssertEqual(events.all, [.timedOut], "no stall")
+        let idAfter = await c.send(["CLIENT", "ID"])
+        XCTAssertEqual(idAfter, idBefore, "the same connection")
+        await c.closeFromAnyThread()
+        await sibling.closeFromAnyThread()
+    }
+
+    /// The sibling's replies buy one more limit, no more: a connection silent for twice its limit is reset
+    /// though Redis answers beside it (a dead connection among live ones is still found).
+    func testAConnectionSilentForTwiceItsLimitIsResetThoughASiblingHearsRedis() async throws {
+        let heard = RedisHeard()
+        let c = await connect(timeout: 0.5, heard: heard)
+        let sibling = await connect(timeout: 0.5, heard: heard)
+        let replies = Replies()
+        let pings = Lock<LoopTimer?>(nil)
+        let sent = Date()
+        let failedAfter = Lock<Double>(0)
+        let loop: EventLoop = self.loop
+        loop.execute {
+            pings.withLock { $0 = loop.scheduleRepeating(every: 0.05) { sibling.send(["PING"]) { _ in } } }
+            c.send(["BLPOP", "nothing-here", "5"], timeout: 0.4) { replies.set(0, $0) }
+            c.send(["PING"], timeout: 10) {
+                failedAfter.withLock { $0 = Date().timeIntervalSince(sent) }
+                replies.set(1, $0)
+            }
+        }
+        await waitFor(replies, count: 2)
+        loop.execute { pings.withLock { $0?.cancel() } }
+        XCTAssertEqual(replies.all[0], .failure(.timeout))
+        guard case .failure(.connectionLost(let why))? = replies.all[1] else {
+            return XCTFail("silent for 1 s with a 0.5 s limit: \(String(describing: replies.all[1]))")
+        }
+        XCTAssertTrue(why.contains("no reply for 0.5 s"), why)
+        XCTAssertGreaterThanOrEqual(failedAfter.withLock { $0 }, 0.95, "twice the limit, not once")
+        XCTAssertLessThan(failedAfter.withLock { $0 }, 3, "not the BLPOP's 5 s")
+        await c.closeFromAnyThread()
+        await sibling.closeFromAnyThread()
     }
 
     /// At most `maxInFlight` commands are outstanding and `maxQueued` more are held: while a slow script
