@@ -42,6 +42,9 @@ extension RedisSessionStore {
     static let fullConnectionRetry = 0.005
     /// The commit script's flags and empty channel, made once (a literal is a new array each time).
     static let one: RedisArg = "1", zero: RedisArg = "0", empty: RedisArg = ""
+    /// A commit's key flags (`SessionScripts.commitMany`): no key, a key; the same with the keys looked at
+    /// first (a Redis Cluster, whose slots move).
+    static let keyFlags: [RedisArg] = ["0", "1", "2", "3"]
 
     /// With `replicaAcks` > 0 the script publishes nothing: once the replicas confirmed the batch, each
     /// commit's events are published here (`SPUBLISH`, in commit order: commits of one session go out on one
@@ -182,7 +185,7 @@ extension RedisSessionStore {
             args += [
                 session, keys.arg(id, .events), keys.arg(id, .idempotency, c.idempotencyKey ?? ""),
                 RedisArg(Int(c.lease.token)), RedisArg(bytes: c.state), c.isInput ? Self.one : Self.zero,
-                c.isInput && c.idempotencyKey != nil ? Self.one : Self.zero,
+                Self.keyFlags[(c.isInput && c.idempotencyKey != nil ? 1 : 0) + (client.isSharded ? 2 : 0)],
                 replicaAcks > 0 ? Self.empty : keys.arg(id, .channel), c.renewsExpiry ? Self.one : Self.zero,
                 RedisArg(c.events.count),
             ]

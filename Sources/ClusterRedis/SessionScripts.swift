@@ -173,13 +173,18 @@ enum SessionScripts {
     /// to one master, in the order they were asked for).
     /// KEYS: the first commit's session (it routes the call). ARGV: history max, expiry s, idempotency s,
     /// the number of commits, then for each: session, events, idempotency key (or any key of the session
-    /// when unused), token, state, is input (0/1), has key (0/1), channel ("" to publish nothing), renews
-    /// the expiry (0/1: `SessionCommit.renewsExpiry`), n, event 1 … event n. On a Redis Cluster a script's
+    /// when unused), token, state, is input (0/1), key flags (0 no key, 1 a key; 2 and 3 the same, its keys
+    /// looked at first: on a Redis Cluster), channel ("" to publish nothing), renews the expiry (0/1:
+    /// `SessionCommit.renewsExpiry`), n, event 1 … event n. On a Redis Cluster a script's
     /// declared keys must share one slot (`CROSSSLOT` otherwise, `allow-cross-slot-keys` or not): the other
     /// sessions' keys are arguments, which the flag lets the script use when this master serves their
-    /// slots. Every session is read first (`pcall`): if one is
-    /// not served here (the caller's slot map is out of date, a slot is moving), the call fails with
-    /// `CROSSSLOT` before anything is written, and the caller sends the batch again one slot at a time.
+    /// slots. Every session is read first (`pcall`), and on a Redis Cluster (key flags 2, 3) its history and
+    /// its idempotency key too (one `EXISTS`): if one is not served here (the caller's slot map is out of
+    /// date; a slot is moving and the key has left or, new, would be made on the wrong side), the call fails
+    /// with `CROSSSLOT` before anything is written, and the caller sends the batch again one slot at a time.
+    /// (Reading only the hash let a commit during `redis-cli --cluster reshard` write its event and
+    /// `inputSeq`, then fail on its new idempotency key, "non local key": its keyed retry was applied a
+    /// second time. Issue 20, round 19. A single Redis or a Sentinel set moves no slot: no `EXISTS` there.)
     /// Each commit is fenced on its own: nothing of it happens unless its session's `fence` equals its token
     /// (one `HMGET` reads fence, seq and inputSeq; one `HSET` writes state, seq and the next inputSeq; a
     /// second commit of the same session in the batch sees the first one's), and a refused commit leaves the
@@ -209,6 +214,12 @@ enum SessionScripts {
             local m = redis.pcall('HMGET', key, 'fence', 'seq', 'inputSeq')
             if m.err then return redis.error_reply('CROSSSLOT commit batch: ' .. m.err) end
             read[key] = m
+          end
+          local kf = ARGV[a + 6]
+          if kf == '2' or kf == '3' then
+            local e
+            if kf == '3' then e = redis.pcall('EXISTS', ARGV[a + 1], ARGV[a + 2]) else e = redis.pcall('EXISTS', ARGV[a + 1]) end
+            if type(e) == 'table' and e.err then return redis.error_reply('CROSSSLOT commit batch: ' .. e.err) end
           end
           a = a + 10 + tonumber(ARGV[a + 9])
         end
@@ -248,7 +259,7 @@ enum SessionScripts {
               inputSeq = tonumber(m[3]) + 1
               m[3] = string.format('%d', inputSeq)
               redis.call('HSET', key, 'state', ARGV[a + 4], 'seq', m[2], 'inputSeq', m[3])
-              if ARGV[a + 6] == '1' then redis.call('SET', ARGV[a + 2], m[3], 'EX', ARGV[3]) end
+              if ARGV[a + 6] == '1' or ARGV[a + 6] == '3' then redis.call('SET', ARGV[a + 2], m[3], 'EX', ARGV[3]) end
             else
               redis.call('HSET', key, 'state', ARGV[a + 4], 'seq', m[2])
             end

@@ -145,6 +145,39 @@ final class RedisSessionStoreClusterTests: XCTestCase {
         let stored = try await h.load(here.sessionID).get()
         XCTAssertEqual(stored, SessionSnapshot(state: Array("s0".utf8), seq: 0, inputSeq: 0), "nothing written")
     }
+    /// A commit while its session's slot is being migrated (`redis-cli --cluster reshard`: `MIGRATING` at the
+    /// source, no key moved yet) brings a new idempotency key, which Redis will not make on the source: the
+    /// commit fails before anything is written (no event, no `inputSeq`), so its retry is applied once.
+    /// Before, the script wrote the event and the `inputSeq`, then failed on the key ("non local key"): the
+    /// keyed retry found no key and was applied again (`ClusterFailoverTests`' reshard test, 2 runs in 30).
+    func testACommitDuringASlotMigrationWritesNothingWhenAKeyWouldBeMadeOnTheWrongSide() async throws {
+        let h = SessionStoreHarness(loop: loop, store: RedisSessionStore(client: client, keys: keys)) { _ in }
+        let lease = try await h.create("migrating", "node-a").get()
+        _ = try await h.commit(lease, ["e1"], state: "s1", input: true, key: "k1").get()
+        let slot = RedisSlot.of(keys.session(lease.sessionID))
+        let source = try XCTUnwrap(cluster.masterPort(ofSlot: slot))
+        let target = try XCTUnwrap(cluster.masterPorts.first { $0 != source })
+        let cli = { (port: Int, args: [String]) in RedisServerProcess.cli(port: port, args) }
+        let sourceID = cli(source, ["CLUSTER", "MYID"])
+        let targetID = cli(target, ["CLUSTER", "MYID"])
+        XCTAssertEqual(cli(target, ["CLUSTER", "SETSLOT", "\(slot)", "IMPORTING", sourceID]), "OK")
+        XCTAssertEqual(cli(source, ["CLUSTER", "SETSLOT", "\(slot)", "MIGRATING", targetID]), "OK")
+        defer {
+            for port in [source, target] { _ = cli(port, ["CLUSTER", "SETSLOT", "\(slot)", "STABLE"]) }
+        }
+        let r = await h.commit(lease, ["e2"], state: "s2", input: true, key: "k2")
+        guard case .failure = r else { return XCTFail("the commit cannot make its key on the source: \(r)") }
+        let hash = cli(source, ["HMGET", keys.session(lease.sessionID), "state", "inputSeq"])
+        XCTAssertEqual(hash, "s1\n1", "neither the state nor the inputSeq written")
+        XCTAssertEqual(cli(source, ["XLEN", keys.events(lease.sessionID)]), "1", "no event written")
+        // The slot settles back: the retry is applied, once.
+        for port in [source, target] { _ = cli(port, ["CLUSTER", "SETSLOT", "\(slot)", "STABLE"]) }
+        let retried = try await h.commit(lease, ["e2"], state: "s2", input: true, key: "k2").get()
+        XCTAssertEqual(retried.inputSeq, 2)
+        let stored = try await h.inputSeq(lease.sessionID, key: "k2").get()
+        XCTAssertEqual(stored, 2)
+    }
+
     /// The client's slot map out of date (a session's slot moved to another master behind its back): a
     /// batch it sends to the old master is refused with `CROSSSLOT` before anything is written, sent
     /// again one slot at a time, and the moved session's call follows `MOVED`: every commit applied once.
