@@ -179,9 +179,11 @@ enum SessionScripts {
     /// declared keys must share one slot (`CROSSSLOT` otherwise, `allow-cross-slot-keys` or not): the other
     /// sessions' keys are arguments, which the flag lets the script use when this master serves their
     /// slots. Every session is read first (`pcall`), and on a Redis Cluster (key flags 2, 3) its history and
-    /// its idempotency key too (one `EXISTS`): if one is not served here (the caller's slot map is out of
-    /// date; a slot is moving and the key has left or, new, would be made on the wrong side), the call fails
-    /// with `CROSSSLOT` before anything is written, and the caller sends the batch again one slot at a time.
+    /// its idempotency key too (one `EXISTS` of the hash with them: while a slot moves, Redis answers a
+    /// command over several of its keys `TRYAGAIN` unless all are on this side): if one is not served here
+    /// (the caller's slot map is out of date; a slot is moving and the key has left, or has not come yet, or,
+    /// new, would be made on the wrong side), the call fails with `CROSSSLOT` before anything is written, and
+    /// the caller sends the batch again one slot at a time.
     /// (Reading only the hash let a commit during `redis-cli --cluster reshard` write its event and
     /// `inputSeq`, then fail on its new idempotency key, "non local key": its keyed retry was applied a
     /// second time. Issue 20, round 19. A single Redis or a Sentinel set moves no slot: no `EXISTS` there.)
@@ -218,7 +220,11 @@ enum SessionScripts {
           local kf = ARGV[a + 6]
           if kf == '2' or kf == '3' then
             local e
-            if kf == '3' then e = redis.pcall('EXISTS', ARGV[a + 1], ARGV[a + 2]) else e = redis.pcall('EXISTS', ARGV[a + 1]) end
+            if kf == '3' then
+              e = redis.pcall('EXISTS', key, ARGV[a + 1], ARGV[a + 2])
+            else
+              e = redis.pcall('EXISTS', key, ARGV[a + 1])
+            end
             if type(e) == 'table' and e.err then return redis.error_reply('CROSSSLOT commit batch: ' .. e.err) end
           end
           a = a + 10 + tonumber(ARGV[a + 9])
