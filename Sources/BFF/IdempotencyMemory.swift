@@ -11,9 +11,9 @@
 /// Threading: the session's loop, like `Session`.
 final class IdempotencyMemory {
     private var entries: [String: (inputSeq: Int, at: Double)] = [:]
-    /// Every key as it was remembered, oldest first from `head`; a key remembered again after it expired
-    /// appears twice, and its older place is skipped (its entry's time is newer).
-    private var order: [(key: String, at: Double)] = []
+    /// The keys kept, oldest first from `head` (their times are in `entries`; a key is in `order` exactly
+    /// while it is in `entries`).
+    private var order: [String] = []
     private var head = 0
     /// The session-clock time until which a key forgotten to make room could still be within its window.
     private(set) var forgottenUntil = -Double.infinity
@@ -28,49 +28,38 @@ final class IdempotencyMemory {
     }
 
     /// Keeps `key` (seen at `now`, given `inputSeq`), dropping the expired keys first and, with `cap` kept
-    /// still, the oldest.
+    /// still, the oldest. A session remembers only a key `inputSeq(of:)` did not find, so an expired one has
+    /// just been dropped; one still kept (no caller does that) is given the new answer in its old place.
     func remember(_ key: String, inputSeq: Int, now: Double, window: Double, cap: Int) {
         dropExpired(now: now, window: window)
-        while entries.count >= cap, let (oldest, at) = popFront() {
-            entries[oldest] = nil
+        if entries[key] != nil {
+            entries[key] = (inputSeq, now)
+            return
+        }
+        while entries.count >= cap {
+            let at = dropFront()
             forgottenUntil = max(forgottenUntil, at + window)
         }
         entries[key] = (inputSeq, now)
-        order.append((key, now))
+        order.append(key)
     }
 
     /// Drops the keys whose window passed by `now`.
     func dropExpired(now: Double, window: Double) {
-        while head < order.count, now - order[head].at >= window {
-            let front = order[head]
-            advanceHead()
-            if isCurrent(front) { entries[front.key] = nil }
-        }
+        while head < order.count, let at = entries[order[head]]?.at, now - at >= window { _ = dropFront() }
     }
 
-    /// The oldest place in `order` that is its key's current one, taken off the front (stale places of keys
-    /// remembered again are skipped); nil when none is left.
-    private func popFront() -> (key: String, at: Double)? {
-        while head < order.count {
-            let front = order[head]
-            advanceHead()
-            if isCurrent(front) { return front }
-        }
-        return nil
-    }
-
-    /// A place in `order` is current when its key was last remembered then (not again since).
-    private func isCurrent(_ place: (key: String, at: Double)) -> Bool { entries[place.key]?.at == place.at }
-
-    /// Past the front place; the array is compacted once half of it is behind `head`.
-    private func advanceHead() {
+    /// Drops the oldest key; its time.
+    private func dropFront() -> Double {
+        let at = entries.removeValue(forKey: order[head])!.at
         head += 1
         if head == order.count {
             order.removeAll(keepingCapacity: false)
             head = 0
         } else if head >= 64 && head * 2 >= order.count {
-            order.removeFirst(head)
+            order.removeFirst(head)  // compacted once half of it is behind `head`
             head = 0
         }
+        return at
     }
 }

@@ -172,36 +172,41 @@ public enum LoadSession {
     /// The characters after `prefix` (e.g. `"session":"`) up to the next `"` in `text`, if any (an id, no
     /// escapes).
     public static func string(after prefix: String, in text: String) -> String? {
-        let bytes = Array(text.utf8)
-        let pattern = Array(prefix.utf8)
-        guard !pattern.isEmpty, bytes.count >= pattern.count else { return nil }
-        for i in 0...(bytes.count - pattern.count) where bytes[i..<i + pattern.count].elementsEqual(pattern) {
-            let start = i + pattern.count
+        scan(text, after: prefix) { bytes, start in
             guard let end = bytes[start...].firstIndex(of: UInt8(ascii: "\"")) else { return nil }
-            return String(decoding: bytes[start..<end], as: UTF8.self)
+            return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
         }
-        return nil
     }
 
     /// The integer after `key` (e.g. `"inputSeq":`) in `text`, if any.
     public static func integer(after key: String, in text: String) -> Int? {
+        scan(text, after: key) { bytes, start in
+            var j = start
+            while j < bytes.count && bytes[j] == 0x20 { j += 1 }
+            var value = 0
+            var digits = 0
+            while j < bytes.count && bytes[j] >= 0x30 && bytes[j] <= 0x39 {
+                value = value * 10 + Int(bytes[j] - 0x30)
+                j += 1
+                digits += 1
+            }
+            return digits > 0 ? value : nil
+        }
+    }
+
+    /// `read` of `text`'s bytes from just after the first occurrence of `pattern`; nil if there is none.
+    /// The bytes are read in place (an event's data is not copied).
+    private static func scan<T>(
+        _ text: String, after pattern: String, _ read: (UnsafeBufferPointer<UInt8>, Int) -> T?
+    ) -> T? {
         var text = text
-        return text.withUTF8 { bytes -> Int? in
-            let pattern = Array(key.utf8)
+        return text.withUTF8 { bytes -> T? in
+            let pattern = Array(pattern.utf8)
             guard bytes.count >= pattern.count, let first = pattern.first else { return nil }
             var i = 0
             while i + pattern.count <= bytes.count {
                 if bytes[i] == first && (1..<pattern.count).allSatisfy({ bytes[i + $0] == pattern[$0] }) {
-                    var j = i + pattern.count
-                    while j < bytes.count && bytes[j] == 0x20 { j += 1 }
-                    var value = 0
-                    var digits = 0
-                    while j < bytes.count && bytes[j] >= 0x30 && bytes[j] <= 0x39 {
-                        value = value * 10 + Int(bytes[j] - 0x30)
-                        j += 1
-                        digits += 1
-                    }
-                    return digits > 0 ? value : nil
+                    return read(bytes, i + pattern.count)
                 }
                 i += 1
             }

@@ -4,8 +4,8 @@ import Primitives
 /// nanoseconds). A connection silent for its whole stall limit while a sibling heard Redis in that time is
 /// not facing a dead Redis or a host pause but a queue of its own that Redis has not reached (a burst of
 /// heavy scripts): `RedisConnection` then waits up to a second limit before it resets, and its commands
-/// still time out one by one (issue 20, round 19: six nodes' 1,024-command delete bursts reset two
-/// connections whose lease lanes were answered throughout).
+/// still time out one by one (issue 20, round 19). It does not cover a Redis silent to every connection of
+/// the loop, which is what the 6 × 17,000 teardown resets turned out to be (BENCHMARKS, round 19).
 ///
 /// Threading: the loop of the connections that share it (`RedisClient` makes one per master and loop).
 public final class RedisHeard {

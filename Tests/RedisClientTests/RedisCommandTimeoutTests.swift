@@ -40,6 +40,34 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
         return c
     }
 
+    /// A subscribe-mode connection, started and `ready`, with its state changes recorded.
+    func readySubscription(commandTimeout: Double) async throws -> (RedisPubSubConnection, Replies) {
+        var config = RedisConfiguration(url: server.url)!
+        config.commandTimeout = commandTimeout
+        let sub = RedisPubSubConnection(loop: loop, configuration: config, logger: Logger(label: "test"))
+        let states = Replies()
+        loop.execute {
+            sub.onStateChange = { states.add($0) }
+            sub.start()
+        }
+        let deadline = Date().addingTimeInterval(5)
+        while !states.stateChanges.contains(.ready), Date() < deadline { try await Task.sleep(nanoseconds: 5_000_000) }
+        XCTAssertEqual(states.stateChanges.last, .ready)
+        return (sub, states)
+    }
+
+    /// A second connection sharing `heard`, sending a `PING` every 50 ms (answered: Redis is heard) until
+    /// the returned function is called (from the test's thread).
+    func pingingSibling(sharing heard: RedisHeard) async -> (RedisConnection, stop: () -> Void) {
+        let sibling = await connect(timeout: 0.5, heard: heard)
+        let pings = Lock<LoopTimer?>(nil)
+        let loop: EventLoop = self.loop
+        loop.execute {
+            pings.withLock { $0 = loop.scheduleRepeating(every: 0.05) { sibling.send(["PING"]) { _ in } } }
+        }
+        return (sibling, { loop.execute { pings.withLock { $0?.cancel() } } })
+    }
+
     /// Replies collected on the loop, read by the test.
     final class Replies: @unchecked Sendable {
         private let lock = NSLock()
@@ -168,20 +196,17 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
     func testASilenceWhileASiblingHearsRedisDoesNotResetTheConnection() async throws {
         let heard = RedisHeard()
         let c = await connect(timeout: 0.5, heard: heard)
-        let sibling = await connect(timeout: 0.5, heard: heard)
         let idBefore = await c.send(["CLIENT", "ID"])
+        let (sibling, stopPings) = await pingingSibling(sharing: heard)
         let replies = Replies()
         let events = Events()
-        let pings = Lock<LoopTimer?>(nil)
-        let loop: EventLoop = self.loop
         loop.execute {
             c.onEvent = { events.add($0) }
-            pings.withLock { $0 = loop.scheduleRepeating(every: 0.05) { sibling.send(["PING"]) { _ in } } }
             c.send(["BLPOP", "nothing-here", "0.8"], timeout: 0.4) { replies.set(0, $0) }
             c.send(["PING"], timeout: 2) { replies.set(1, $0) }
         }
         await waitFor(replies, count: 2)
-        loop.execute { pings.withLock { $0?.cancel() } }
+        stopPings()
         XCTAssertEqual(replies.all[0], .failure(.timeout), "the BLPOP's own time-out")
         XCTAssertEqual(replies.all[1], .success(.simpleString("PONG")), "answered after the BLPOP, 0.8 s in")
         XCTAssertEqual(events.all, [.timedOut], "no stall")
@@ -196,14 +221,11 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
     func testAConnectionSilentForTwiceItsLimitIsResetThoughASiblingHearsRedis() async throws {
         let heard = RedisHeard()
         let c = await connect(timeout: 0.5, heard: heard)
-        let sibling = await connect(timeout: 0.5, heard: heard)
+        let (sibling, stopPings) = await pingingSibling(sharing: heard)
         let replies = Replies()
-        let pings = Lock<LoopTimer?>(nil)
         let sent = Date()
         let failedAfter = Lock<Double>(0)
-        let loop: EventLoop = self.loop
         loop.execute {
-            pings.withLock { $0 = loop.scheduleRepeating(every: 0.05) { sibling.send(["PING"]) { _ in } } }
             c.send(["BLPOP", "nothing-here", "5"], timeout: 0.4) { replies.set(0, $0) }
             c.send(["PING"], timeout: 10) {
                 failedAfter.withLock { $0 = Date().timeIntervalSince(sent) }
@@ -211,7 +233,7 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
             }
         }
         await waitFor(replies, count: 2)
-        loop.execute { pings.withLock { $0?.cancel() } }
+        stopPings()
         XCTAssertEqual(replies.all[0], .failure(.timeout))
         guard case .failure(.connectionLost(let why))? = replies.all[1] else {
             return XCTFail("silent for 1 s with a 0.5 s limit: \(String(describing: replies.all[1]))")
@@ -485,17 +507,7 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
     /// ("no reply to subscribe within 0.4 s") and every channel on it would be subscribed again.
     func testAStallOfTheWholeHostDoesNotDropASubscriptionWaitingForItsConfirmation() async throws {
         let slow = await connect(timeout: 0.4)
-        var config = RedisConfiguration(url: server.url)!
-        config.commandTimeout = 0.4
-        let sub = RedisPubSubConnection(loop: loop, configuration: config, logger: Logger(label: "test"))
-        let states = Replies()
-        loop.execute {
-            sub.onStateChange = { states.add($0) }
-            sub.start()
-        }
-        let deadline = Date().addingTimeInterval(5)
-        while !states.stateChanges.contains(.ready), Date() < deadline { try await Task.sleep(nanoseconds: 5_000_000) }
-        XCTAssertEqual(states.stateChanges.last, .ready)
+        let (sub, states) = try await readySubscription(commandTimeout: 0.4)
 
         server.stop()
         let confirmed = Replies()
@@ -516,17 +528,7 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
     /// subscribe, sees the starved loop and waits a grace (0.2 s); Redis, continued at 0.85 s, confirms
     /// within it, on the same connection.
     func testALoopStarvedWhileASubscriptionWaitsForItsConfirmationDoesNotDropIt() async throws {
-        var config = RedisConfiguration(url: server.url)!
-        config.commandTimeout = 0.8
-        let sub = RedisPubSubConnection(loop: loop, configuration: config, logger: Logger(label: "test"))
-        let states = Replies()
-        loop.execute {
-            sub.onStateChange = { states.add($0) }
-            sub.start()
-        }
-        let deadline = Date().addingTimeInterval(5)
-        while !states.stateChanges.contains(.ready), Date() < deadline { try await Task.sleep(nanoseconds: 5_000_000) }
-        XCTAssertEqual(states.stateChanges.last, .ready)
+        let (sub, states) = try await readySubscription(commandTimeout: 0.8)
         let loop: EventLoop = self.loop
         startLagProbe(every: 0.02)
 
