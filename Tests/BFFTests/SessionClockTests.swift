@@ -67,14 +67,16 @@ final class SessionClockTests: XCTestCase {
     /// The keys a session remembers of its inputs (nil: no memory of keys at all), read on its loop.
     private func rememberedKeys(_ t: LiveApp, _ id: String) throws -> Int? {
         let found = Lock<Int??>(nil)
-        let done = expectation(description: "read on the session's loop")
+        let done = expectation(description: "read on every loop")
+        // Counted before any loop can fulfill it: set after, the first loop's fulfillment ended the wait before
+        // the session's loop had looked (CI at 8b28515: "on no loop" for four of five reads).
+        done.expectedFulfillmentCount = t.app.loopSessions.count
         for host in t.app.loopSessions {
             host.loop.execute {
                 if let s = host.sessions[id] { found.withLock { $0 = .some(s.rememberedKeyCount) } }
                 done.fulfill()
             }
         }
-        done.expectedFulfillmentCount = t.app.loopSessions.count
         wait(for: [done], timeout: 5)
         return try XCTUnwrap(found.withLock { $0 }, "session \(id) on no loop")
     }
