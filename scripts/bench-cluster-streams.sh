@@ -178,7 +178,7 @@ for n in range(1, nodes + 1):
     if isinstance(all_ms, (int, float)): worst_bcast = max(worst_bcast, all_ms)
     tot_bcast += got
     log = open(f"{out}/node{n}.log").read()
-    warnings = {k: len(re.findall(k, log)) for k in ["timed out", "connection lost", "Too many common timeouts", "commit failed", "overloaded"]}
+    warnings = {k: len(re.findall(k, log)) for k in ["timed out", "connection lost", "redis connection down", "redis silent", "Too many common timeouts", "commit failed", "overloaded"]}
     print(f"node {n}: {ok} ok, {failed} failed; establish p50 {est.get('p50Us', 0) / 1000:.0f} ms p99 {est.get('p99Us', 0) / 1000:.0f} ms; "
           f"{r.get('bytesPerSessionStream')} B per session+stream; broadcast reached {got} of {ok} in {all_ms} ms; log: {warnings}")
     if failed: print(f"  failures: {json.dumps({k: v for k, v in r.items() if 'ail' in k and k != 'failed'})[:400]}")
@@ -204,5 +204,6 @@ redis-cli -p "$RP" INFO commandstats | grep -E "cmdstat_(evalsha|ssubscribe|spub
 redis-cli -p "$RP" INFO errorstats | grep '^errorstat_' | sed 's/^/redis: /' || true
 # Each kind of long event: when it last happened (Unix time), how long it took then and at most (ms).
 redis-cli -p "$RP" --csv LATENCY LATEST | sed 's/^/redis latency (event, at, ms, max ms): /' || true
-# A node's Redis connection reset for silence, with how long it was silent and how late its check ran.
+# A node's Redis connection reset ("redis connection down": its TCP path was gone, or silent for ten limits)
+# or kept silent ("redis silent": Redis's host acknowledged), with how long, how late its check ran, what TCP saw.
 grep -h "no reply for" "$OUT"/node*.log | sed 's/^/node log: /' | head -5 || true

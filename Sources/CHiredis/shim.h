@@ -15,6 +15,8 @@
 #include <sys/socket.h>
 #include <netdb.h>
 #include <sys/ioctl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 
 // By their path under the include root (Debian and Homebrew install them in `hiredis/`), not through
 // hiredis.pc: its cflags add -D_FILE_OFFSET_BITS=64, which SwiftPM refuses for a system library
@@ -153,6 +155,23 @@ static inline int chiredis_unread_bytes(const redisAsyncContext *ac) {
     int available = 0;
     if (ac == NULL || ac->c.fd < 0 || ioctl(ac->c.fd, FIONREAD, &available) != 0) return 0;
     return available;
+}
+
+/// What the kernel knows of the TCP path under the context's socket, for telling a Redis that is slow or
+/// stopped (its host still acknowledges every byte) from a path that is gone (issue 20, round 20). Fills
+/// `out` with: [0] 1 if the connection is established, [1] consecutive retransmissions of the oldest
+/// unacknowledged segment or unanswered window probes (0 once an ACK comes), [2] segments sent and not
+/// yet acknowledged, [3] milliseconds since the last ACK came. Returns 0, or -1 when unknown (no socket,
+/// not TCP).
+static inline int chiredis_tcp_path(const redisAsyncContext *ac, unsigned out[4]) {
+    struct tcp_info info;
+    socklen_t len = sizeof(info);
+    if (ac == NULL || ac->c.fd < 0 || getsockopt(ac->c.fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return -1;
+    out[0] = info.tcpi_state == TCP_ESTABLISHED;
+    out[1] = info.tcpi_retransmits > info.tcpi_probes ? info.tcpi_retransmits : info.tcpi_probes;
+    out[2] = info.tcpi_unacked;
+    out[3] = info.tcpi_last_ack_recv;
+    return 0;
 }
 
 /// The reply's elements without pointer arithmetic in Swift.

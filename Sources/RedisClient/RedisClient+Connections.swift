@@ -15,13 +15,15 @@ extension RedisClient {
         if let c = lane == .commands ? pool[address] : lanePools[lane]?[address] { return c }
         let c = RedisConnection(loop: loop, configuration: topology.configuration(for: address), logger: logger)
         c.healthCheckInterval = topology.node.healthCheckInterval
-        c.heard = heard[address, default: RedisHeard()]  // one per master: every lane's replies count
-        heard[address] = c.heard
         c.onRoundTrip = onRoundTrip
         c.onEvent = { [weak self] in self?.report(.connection(address, $0)) }
         c.onStateChange = { [weak self, weak c] state in
             guard let self, let c else { return }
             self.connectionChanged(c, at: address, state)
+        }
+        c.onSilence = { [weak self, weak c] silent in
+            guard let self, let c else { return }
+            self.silenceChanged(c, at: address, silent)
         }
         if lane == .commands { pool[address] = c } else { lanePools[lane, default: [:]][address] = c }
         fresh.insert(ObjectIdentifier(c))
@@ -44,6 +46,21 @@ extension RedisClient {
             failWaiters(of: c, .unavailable("master \(address) could not be reached"))
             if locator.masters.contains(address) { locator.suspect("master \(address) down") }
         case .connecting: break
+        }
+        updateReadiness()
+    }
+
+    /// A connection fell silent (Redis's host acknowledges, Redis answers nothing) or was answered again.
+    /// Silent: not ready, and the locator looks again (a failover may be under way); new commands wait for
+    /// it within their deadlines (`route`). Answered again: they are written.
+    func silenceChanged(_ c: RedisConnection, at address: RedisAddress, _ silent: Bool) {
+        if silent {
+            if locator.masters.contains(address) { locator.suspect("master \(address) silent") }
+        } else {
+            for w in waiters.removeValue(forKey: ObjectIdentifier(c)) ?? [] {
+                w.timer.cancel()
+                route(w.request)
+            }
         }
         updateReadiness()
     }
@@ -85,7 +102,6 @@ extension RedisClient {
                 retire(c)
             }
         }
-        for address in heard.keys where !masters.contains(address) { heard[address] = nil }
         updateReadiness()
         for observe in topologyObservers { observe() }
     }
@@ -94,6 +110,7 @@ extension RedisClient {
     /// replies of those in flight had time to come.
     func retire(_ c: RedisConnection) {
         c.onStateChange = nil
+        c.onSilence = nil
         fresh.remove(ObjectIdentifier(c))
         for w in waiters.removeValue(forKey: ObjectIdentifier(c)) ?? [] {
             w.timer.cancel()
@@ -105,7 +122,7 @@ extension RedisClient {
     /// Every `failoverPollInterval`: a master whose connection is down makes the locator look again.
     func watch() {
         updateReadiness()
-        for m in locator.masters where pool[m]?.state != .ready {
+        for m in locator.masters where pool[m]?.isAnswering != true {
             locator.suspect("master \(m) not connected")
             break
         }
@@ -115,7 +132,7 @@ extension RedisClient {
         let masters = locator.masters
         let ready =
             !closed && !masters.isEmpty && locator.problems.isEmpty
-            && masters.allSatisfy { pool[$0]?.state == .ready }
+            && masters.allSatisfy { pool[$0]?.isAnswering == true }
         readyFlag.store(ready, ordering: .relaxed)
     }
 }

@@ -4,7 +4,7 @@ import EventHTTP
 public struct RedisMasterStatus: Sendable, Equatable {
     /// Where it is.
     public var address: RedisAddress
-    /// True when this loop's connection to it is ready.
+    /// True when this loop's connection to it is ready and not silent.
     public var connected: Bool
     /// Replicas connected to it (`ROLE`, read every `topologyRefreshInterval`); nil until known.
     public var replicas: Int?
@@ -15,7 +15,7 @@ extension RedisClient {
     public var masterStatus: [RedisMasterStatus] {
         masters.map { m in
             RedisMasterStatus(
-                address: m, connected: connectionIfAny(to: m)?.state == .ready, replicas: replicaCounts[m])
+                address: m, connected: connectionIfAny(to: m)?.isAnswering == true, replicas: replicaCounts[m])
         }
     }
 

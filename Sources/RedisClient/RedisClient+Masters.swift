@@ -67,11 +67,11 @@ extension RedisClient {
         return connectionIfAny(to: m)?.waiting ?? 0
     }
 
-    /// True when the master serving `key`'s slot is known and this loop's connection to it is ready: a
-    /// command for `key` would be sent now (not failed at once as unavailable). Loop thread only.
+    /// True when the master serving `key`'s slot is known and this loop's connection to it is ready and not
+    /// silent: a command for `key` would be sent now (not failed at once as unavailable, nor held). Loop thread only.
     public func canServe(key: @autoclosure () -> RedisArg) -> Bool {
         guard let m = master(forSlot: slot(ifSharded: key)) else { return false }
-        return connectionIfAny(to: m)?.state == .ready
+        return connectionIfAny(to: m)?.isAnswering == true
     }
 
     /// `key`'s slot where slots pick the master; 0 (any slot: one master serves them all) otherwise,

@@ -67,8 +67,6 @@ public final class RedisClient: Sendable {
         var pool: [RedisAddress: RedisConnection] = [:]
         /// The connections of the other lanes (`.replicated`, `.leases`), made on first use.
         var lanePools: [RedisLane: [RedisAddress: RedisConnection]] = [:]
-        /// Per master, when any of this loop's connections to it last read a reply (`RedisHeard`).
-        var heard: [RedisAddress: RedisHeard] = [:]
         /// Connections that were never ready yet: commands for them wait (see `Waiter`).
         var fresh: Set<ObjectIdentifier> = []
         var waiters: [ObjectIdentifier: [Waiter]] = [:]
@@ -90,10 +88,6 @@ public final class RedisClient: Sendable {
     var lanePools: [RedisLane: [RedisAddress: RedisConnection]] {
         get { state.value.lanePools }
         _modify { yield &state.value.lanePools }
-    }
-    var heard: [RedisAddress: RedisHeard] {
-        get { state.value.heard }
-        _modify { yield &state.value.heard }
     }
     var fresh: Set<ObjectIdentifier> {
         get { state.value.fresh }
@@ -178,6 +172,7 @@ public final class RedisClient: Sendable {
         locator.close()
         for c in Array(pool.values) + lanePools.values.flatMap(\.values) {
             c.onStateChange = nil
+            c.onSilence = nil
             failWaiters(of: c, .connectionLost("closed"))
             c.close()
         }
@@ -288,6 +283,7 @@ public final class RedisClient: Sendable {
         }
         let connection = self.connection(to: address, lane: request.wait != nil ? .replicated : request.lane)
         switch connection.state {
+        case .ready where connection.isSilent: hold(request, for: connection)  // until answered, or its deadline
         case .ready: write(request, on: connection, at: address)
         case .connecting where fresh.contains(ObjectIdentifier(connection)): hold(request, for: connection)
         default:

@@ -26,8 +26,10 @@ public final class RedisClientMetrics: Sendable {
         case commandTimeouts = "command_timeouts"
         /// Commands refused at once because their connection had `maxInFlight` outstanding.
         case refused
-        /// Connections reset because nothing at all was answered for a whole time-out.
+        /// Connections reset because nothing at all was answered for a whole time-out and the path was gone.
         case stalls
+        /// Connections that answered nothing for a whole time-out while Redis's host acknowledged: kept.
+        case silences
     }
 
     private let counts = Lock<[Counter: Int]>([:])
@@ -64,6 +66,7 @@ public final class RedisClientMetrics: Sendable {
         case .connection(_, .timedOut): return .commandTimeouts
         case .connection(_, .refused): return .refused
         case .connection(_, .stalled): return .stalls
+        case .connection(_, .silent): return .silences
         }
     }
 }

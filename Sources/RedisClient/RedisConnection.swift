@@ -22,9 +22,14 @@ import Synchronization
 ///   is dropped when it comes (replies come in order, matched by id). The commands behind it keep
 ///   waiting for their own replies and time-outs: one slow command never fails the others (issue 20).
 ///   Neither a time-out nor a stall is declared while replies wait unread in the socket
-///   (`chiredis_unread_bytes`): Redis answered, this loop was busy. The connection is dropped and re-made
-///   only when it makes no progress at all (no reply to anything) for a whole `commandTimeout` while
-///   commands wait (`stallTimeout`), or when the socket fails.
+///   (`chiredis_unread_bytes`): Redis answered, this loop was busy.
+/// - A connection that makes no progress at all (no reply to anything) for a whole `stallTimeout` while
+///   commands wait is *silent* (`isSilent`, `onSilence`; not ready for `/readyz`) and kept as long as the
+///   kernel says Redis's host acknowledges what it is sent (`RedisPath`): Redis is slow or stopped, and a
+///   new connection would only fail the commands waiting. It is dropped and re-made when the path is gone
+///   (not established, or bytes sent again with no ACK for the limit), when it stays silent for
+///   `keptSilenceLimits` limits (a proxy in front of a dead Redis acknowledges for it), or when the
+///   socket fails. The first reply ends the silence (issue 20, round 20).
 /// - At most `configuration.maxInFlight` commands (timed-out ones whose reply has not come yet
 ///   included) are outstanding; past that `send` holds commands, in order, up to `maxQueued`, and writes
 ///   them as replies make room (a held command whose deadline passes fails with `.timeout`, never sent);
@@ -48,8 +53,9 @@ public final class RedisConnection: @unchecked Sendable {
     public var onRoundTrip: ((Double) -> Void)?
     /// Called on the loop for each time-out, refusal and stall reset (for metrics).
     public var onEvent: ((RedisConnectionEvent) -> Void)?
-    /// Seconds without any reply, while commands wait, after which the connection is dropped and made
-    /// again; nil: the configuration's `commandTimeout`. A connection that runs blocking commands (`WAIT`)
+    /// Seconds without any reply, while commands wait, after which the connection is silent (kept while
+    /// Redis's host acknowledges, dropped and made again when its path is gone: `checkStall`); nil: the
+    /// configuration's `commandTimeout`. A connection that runs blocking commands (`WAIT`)
     /// needs more than their blocking time. Loop thread only.
     public var stallTimeout: Double?
 
@@ -65,12 +71,20 @@ public final class RedisConnection: @unchecked Sendable {
     /// Seconds between health checks while `ready` (nil: none); set before `start()`.
     public var healthCheckInterval: Double?
     private var healthTimer: LoopTimer?
-    private var lastReplyAt: UInt64 = 0 {
-        didSet { heard?.lastReplyAt = lastReplyAt }
-    }
-    /// Shared with this loop's other connections to the same Redis (nil: none), set before `start()`: a
-    /// silence while they hear Redis is this connection's queue, not a dead Redis (`checkStall`).
-    public var heard: RedisHeard?
+    private var lastReplyAt: UInt64 = 0
+    /// Called on the loop when the connection falls silent (`true`) and when Redis answers it again
+    /// (`false`); not when it is dropped (`onStateChange` tells that).
+    public var onSilence: ((Bool) -> Void)?
+    private let silentValue = Atomic<Bool>(false)
+    /// Commands wait and nothing was answered for a whole stall limit, on a path whose host still
+    /// acknowledges (`checkStall`): kept, not ready. Any thread.
+    public var isSilent: Bool { silentValue.load(ordering: .relaxed) }
+    /// `ready` and not silent: what `/readyz` counts as connected. Any thread.
+    public var isAnswering: Bool { state == .ready && !isSilent }
+    /// A `PING` written as a probe during a silence waits for its reply.
+    private var probing = false
+    /// Stall limits of silence after which a connection is reset even though its path looks alive.
+    public static let keptSilenceLimits = 10.0
     /// Commands written whose reply has not come: live ones (in `pending`, not persistent) and timed-out
     /// ones (`abandoned`), which still hold their place in Redis's reply order.
     public private(set) var inFlight = 0
@@ -331,6 +345,8 @@ public final class RedisConnection: @unchecked Sendable {
         timed.removeAll()
         timedWaiting = 0
         inFlight = 0
+        probing = false
+        silentValue.store(false, ordering: .relaxed)
         stallTimer?.cancel()
         stallTimer = nil
         deadlineTimer?.cancel()
@@ -533,23 +549,52 @@ public final class RedisConnection: @unchecked Sendable {
             armStallCheck(after: grace)
             return .graced
         }
-        // Redis answered a sibling connection of this loop after this one's last progress: it is alive and
-        // reachable, and has not reached this connection's queue yet. Up to a second limit of silence; then
-        // the connection is reset all the same (a dead connection beside live ones is still found).
-        if let heard, heard.lastReplyAt > progress, secondsWithoutProgress < 2 * limit * 0.999 {
-            armStallCheck(after: max(0.001, min(limit / 4, 2 * limit - secondsWithoutProgress)))
+        // What an operator needs to tell a stuck Redis from a starved host or a cut link: how long it really
+        // was silent, how much waited, how late this check ran (the loop's own pause), what TCP saw.
+        func ms(_ seconds: Double) -> Int { Int((seconds * 1000).rounded()) }
+        let starved = loop.lateness(since: progress)  // this loop's own stall within the silence
+        let path = RedisPath.read(context)
+        let detail =
+            "no reply for \(limit) s while commands waited (\(inFlight) commands, silent \(ms(secondsWithoutProgress)) ms, "
+            + "checked \(ms(late)) ms late, loop starved \(ms(starved)) ms; TCP: \(path?.description ?? "unknown"))"
+        // Redis's host still acknowledges: Redis is slow or stopped, and a new connection would reach the same
+        // Redis. Kept (its commands time out one by one) and looked at again after another limit.
+        if path?.isGone(limit: limit) != true, secondsWithoutProgress < Self.keptSilenceLimits * limit * 0.999 {
+            if path?.allAcknowledged ?? false, !probing {
+                // Nothing left unacknowledged to show a path that breaks from now on: a PING will.
+                probing = true
+                issue(["PING"], timeout: nil, persistent: false) { [weak self] _ in self?.probing = false }
+            }
+            fallSilent(detail)
+            armStallCheck(after: limit)
             return .graced
         }
         onEvent?(.stalled)
-        // What an operator needs to tell a stuck Redis from a starved host: how long it really was silent,
-        // how much waited, and how late this check ran (the loop's own pause).
-        func ms(_ seconds: Double) -> Int { Int((seconds * 1000).rounded()) }
-        let starved = loop.lateness(since: progress)  // this loop's own stall within the silence
-        let detail =
-            "no reply for \(limit) s while commands waited (\(inFlight) commands, silent \(ms(secondsWithoutProgress)) ms, "
-            + "checked \(ms(late)) ms late, loop starved \(ms(starved)) ms)"
         dropContext(reason: detail, reconnect: true)
         return .dropped
+    }
+
+    private func fallSilent(_ detail: String) {
+        guard !silentValue.exchange(true, ordering: .relaxed) else { return }
+        logger.warning(
+            "redis silent; its host acknowledges, connection kept",
+            metadata: ["redis": "\(configuration)", "detail": "\(detail)"])
+        onEvent?(.silent)
+        onSilence?(true)
+    }
+
+    /// A reply came: progress, and the end of a silence.
+    private func heard() {
+        let now = monotonicNanos()
+        if isSilent {  // written on this loop only: a plain load on every reply, a store once per silence
+            silentValue.store(false, ordering: .relaxed)
+            let seconds = Double(now &- max(lastReplyAt, busySince)) / 1e9
+            logger.notice(
+                "redis answers again",
+                metadata: ["redis": "\(configuration)", "silent": "\(Int((seconds * 1000).rounded())) ms"])
+            onSilence?(false)
+        }
+        lastReplyAt = now
     }
 
     /// After a time-out that did not drop the connection: checks again when the stall limit would be
@@ -580,13 +625,13 @@ public final class RedisConnection: @unchecked Sendable {
         }
         guard let p = pending[id] else {
             if abandoned.remove(id) != nil {  // timed out: the late reply is dropped, but it is progress
-                lastReplyAt = monotonicNanos()
+                heard()
                 inFlight -= 1
                 if heldHead < held.count { sendHeld() }
             }
             return
         }
-        lastReplyAt = monotonicNanos()
+        heard()
         let value = RESPValue(reply: reply.assumingMemoryBound(to: redisReply.self))
         if !p.persistent {
             pending[id] = nil

@@ -31,8 +31,8 @@ public final class RedisConnectionGroup: Sendable {
         for c in connections { c.startFromAnyThread() }
     }
 
-    /// True when every connection is `ready` (for `/readyz`). Safe from any thread.
-    public var isReady: Bool { connections.allSatisfy { $0.state == .ready } }
+    /// True when every connection is `ready` and not silent (for `/readyz`). Safe from any thread.
+    public var isReady: Bool { connections.allSatisfy { $0.isAnswering } }
 
     /// Closes every connection, each on its loop, and waits. Safe from any thread.
     public func close() async {

@@ -35,7 +35,7 @@ final class RedisRotatingConnection {
     }
 
     /// True when a command can be sent.
-    var isReady: Bool { connection?.state == .ready }
+    var isReady: Bool { connection?.isAnswering == true }
 
     func start() { next() }
 
@@ -56,6 +56,7 @@ final class RedisRotatingConnection {
     func moveOn() {
         guard !closed else { return }
         connection?.onStateChange = nil
+        connection?.onSilence = nil
         connection?.close()
         connection = nil
         let list = candidates()
@@ -85,6 +86,10 @@ final class RedisRotatingConnection {
             case .disconnected: self.moveOn()
             default: break
             }
+        }
+        c.onSilence = { [weak self, weak c] silent in  // a sentinel that answers nothing: try another
+            guard let self, let c, c === self.connection, silent else { return }
+            self.moveOn()
         }
         c.start()
     }

@@ -92,6 +92,52 @@ final class ClusterPartitionTests: XCTestCase {
         XCTAssertEqual(try JSONValue.parse(state.body)["viewModels"]?["search"]?["query"], "three")
     }
 
+    /// A cut link is told from a slow Redis by what TCP saw (issue 20, round 20): A's Redis link is cut
+    /// with commands waiting on it (an input's commit, the lease renewals), so the kernel sends them again
+    /// and no ACK comes. After the command time-out A resets the connection, says why (the retransmissions,
+    /// the last ACK), and `/readyz` is `503`; once the link is back A connects again and is ready. A Redis
+    /// that is only slow or stopped keeps its connection instead (`RedisCommandTimeoutTests`).
+    func testANodeCutOffFromRedisResetsItsConnectionOnWhatTCPSawAndIsReadyOnceTheLinkIsBack() throws {
+        let net: NetworkPartition
+        do { net = try NetworkPartition() } catch { throw XCTSkip("no network namespaces here: \(error)") }
+        defer { net.remove() }
+        let redis = try RedisServerProcess(extraArguments: [
+            "--bind", "127.0.0.1", net.redisAddress, "--protected-mode", "no",
+        ])
+        defer { redis.kill() }
+        let (program, arguments) = net.command(
+            bff,
+            [
+                "--port", "0", "--threads", "1", "--cache-file", "none", "--host", net.nodeAddress,
+                "--redis-url", "redis://\(net.redisAddress):\(redis.port)", "--node-id", "a",
+            ])
+        let a = try ChildProcess(
+            program, arguments, environment: ["GITHUB_API_URL": "http://127.0.0.1:9", "LOG_LEVEL": "warning"])
+        defer { a.send(SIGKILL) }
+        let port = try XCTUnwrap(a.waitForPort(marker: "bff listening"), a.stderrText)
+        func ready() -> Int? { try? WireConnection(host: net.nodeAddress, port: port).request("GET", "/readyz").status }
+        try waitUntil("A ready", within: 10) { ready() == 200 }
+        let created = try WireConnection(host: net.nodeAddress, port: port).request("POST", "/api/sessions")
+        let id = try XCTUnwrap(JSONValue.parse(created.body)["id"]?.stringValue)
+
+        try net.redisLink(up: false)
+        let cutAt = Date()
+        let input = Self.query(net.nodeAddress, port, id, "into the cut", key: "k1")
+        XCTAssertNotEqual(input?.status, 202, "not acknowledged while cut off")
+        try waitUntil("A resets its connection on what TCP saw", within: 10) {
+            a.stderrText.contains("retransmissions, last ACK") && a.stderrText.contains("redis connection down")
+        }
+        let resetAfter = Date().timeIntervalSince(cutAt)
+        let line = a.stderrText.split(whereSeparator: \.isNewline).first { $0.contains("retransmissions, last ACK") }
+        print("partition: reset after \(resetAfter) s: \(line ?? "")")
+        XCTAssertFalse(line?.contains(" 0 retransmissions") ?? true, "the kernel sent again: \(line ?? "")")
+        XCTAssertLessThan(resetAfter, 8, "after the command time-out (2 s), not the silence's ten")
+        XCTAssertEqual(ready(), 503)
+
+        try net.redisLink(up: true)
+        try waitUntil("A ready once the link is back", within: 15) { ready() == 200 }
+    }
+
     /// `POST …/search/query {"value": value}` (with `key` as `Idempotency-Key`); nil without an answer.
     private static func query(_ host: String, _ port: Int, _ id: String, _ value: String, key: String?)
         -> WireResponse?

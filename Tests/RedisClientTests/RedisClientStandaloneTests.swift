@@ -107,11 +107,11 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
         await c.closeFromAnyThread()
     }
 
-    /// The lanes of one master share what they hear of it (`RedisHeard`): while renewals on the lease lane
-    /// are answered every 50 ms, a `BLPOP` that blocks the command connection 0.8 s (its time-out, and the
-    /// stall limit, 0.5 s) times out alone and the connection is kept: the `CLIENT ID` sent after it is the
-    /// same Redis client's. Before, the command connection was reset at 0.5 s (issue 20, round 19: two
-    /// resets in a 6 x 17,000 teardown whose lease lanes were answered throughout).
+    /// A `BLPOP` that blocks the command connection 0.8 s (its time-out, and the stall limit, 0.5 s) while
+    /// renewals on the lease lane are answered every 50 ms: it times out alone, and the connection is kept,
+    /// silent (Redis's host acknowledges). The `CLIENT ID` sent while it is silent waits in the client and is
+    /// written once the connection is answered again: the same Redis client's. Before round 19 the command
+    /// connection was reset at 0.5 s (two resets in a 6 x 17,000 teardown whose lease lanes were answered).
     func testTheCommandConnectionIsNotResetWhileTheLeaseLaneHearsRedis() async throws {
         let loop: EventLoop = self.loop
         let c = TopologyTesting.client(server.url, on: loop, commandTimeout: 0.5)
