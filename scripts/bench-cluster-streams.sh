@@ -24,6 +24,8 @@
 #              CS_REDIS_NICE (-10 as root, else 0): Redis's nice level. On this 2-core host 12 other
 #              processes share the cores with it; in a deployment Redis has a machine of its own, so by
 #              default it is put ahead of them (0 = the same footing as the nodes and loaders)
+#              CS_BUSY (0): processes that burn CPU for the whole run at nice 0, for a host loaded as it was by
+#              builds and tests beside the runs where connections were reset (rounds 18-19); reproducible
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -69,6 +71,10 @@ for attempt in 1 2 3 4 5; do
     [[ $attempt == 5 ]] && exit 1
 done
 PIDS+=("$REDIS_PID")
+for _ in $(seq 1 "${CS_BUSY:-0}"); do
+    bash -c 'while :; do :; done' &
+    PIDS+=($!)
+done
 NODE_PIDS=()
 for n in $(seq 1 "$NODES"); do
     # `bff-load streams` creates every session before it opens any stream: at 600 at once the creations take
@@ -84,7 +90,7 @@ done
 for n in $(seq 1 "$NODES"); do
     for _ in $(seq 100); do curl -fs "http://127.0.0.1:${PORTS[$n]}/readyz" > /dev/null && break; sleep 0.1; done
 done
-log "$NODES nodes ready; $STREAMS streams each, $CONCURRENCY establishing at a time per node; redis nice $REDIS_NICE"
+log "$NODES nodes ready; $STREAMS streams each, $CONCURRENCY establishing at a time per node; redis nice $REDIS_NICE; ${CS_BUSY:-0} busy processes"
 # How busy the host was before the run (PSI: the share of time some task waited for a CPU): a broadcast's
 # time is the host's as much as ours, so each run says what it ran on.
 [[ -r /proc/pressure/cpu ]] && log "host CPU pressure before the run (avg10, avg60): $(awk '/^some/{print $2, $3}' /proc/pressure/cpu)"

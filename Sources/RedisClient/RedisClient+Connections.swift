@@ -65,18 +65,32 @@ extension RedisClient {
         updateReadiness()
     }
 
+    /// Keeps `request` until `connection` is ready (or answers again), within its deadline.
     func hold(_ request: Request, for connection: RedisConnection) {
         let id = ObjectIdentifier(connection)
         let seconds = Double(request.deadline &- min(request.deadline, monotonicNanos())) / 1e9
-        let timer = loop.schedule(after: max(0.001, seconds)) { [weak self] in
-            guard let self, var list = self.waiters[id] else { return }
-            let now = monotonicNanos()
-            let (late, rest) = (list.filter { $0.request.deadline <= now }, list.filter { $0.request.deadline > now })
-            list = rest
-            self.waiters[id] = list.isEmpty ? nil : list
-            for w in late { w.request.done(.failure(.timeout), nil) }
-        }
+        let timer = loop.schedule(after: max(0.001, seconds)) { [weak self] in self?.expireWaiters(of: id) }
         waiters[id, default: []].append(Waiter(request: request, timer: timer))
+    }
+
+    /// Fails the requests held for connection `id` whose deadline has passed. Each held request's timer
+    /// calls this at its deadline; libevent's clock (coarse, cached) may run it a few milliseconds before
+    /// that, and then none is due: it looks again at the earliest deadline, or that request would be held
+    /// past it until the connection changed (a stopped master's commands waited 1.67 s for a 1 s time-out).
+    func expireWaiters(of id: ObjectIdentifier) {
+        guard let list = waiters[id] else { return }
+        let now = monotonicNanos()
+        let (late, rest) = (list.filter { $0.request.deadline <= now }, list.filter { $0.request.deadline > now })
+        waiters[id] = rest.isEmpty ? nil : rest
+        if late.isEmpty, let earliest = rest.map(\.request.deadline).min() {
+            _ = loop.schedule(after: max(0.001, Double(earliest - now) / 1e9)) { [weak self] in
+                self?.expireWaiters(of: id)
+            }
+        }
+        for w in late {
+            w.timer.cancel()
+            w.request.done(.failure(.timeout), nil)
+        }
     }
 
     func failWaiters(of c: RedisConnection, _ error: RedisError) {

@@ -1,5 +1,6 @@
 import ClusterStore
 import EventHTTP
+import Foundation
 import GitHubSearch
 import Logging
 import RedisTestSupport
@@ -14,6 +15,8 @@ final class ClusterStatusTests: XCTestCase {
     final class MemoryBoard: StatusBoard {
         var value: [UInt8]?
         var observer: (([UInt8]) -> Void)?
+        /// Reads of the latest value that fail (Redis did not answer) before they answer again.
+        var failingReads = 0
 
         func post(_ value: [UInt8], completion: @escaping (Result<Void, StoreError>) -> Void) {
             self.value = value
@@ -21,7 +24,13 @@ final class ClusterStatusTests: XCTestCase {
             observer?(value)
         }
 
-        func latest(completion: @escaping (Result<[UInt8]?, StoreError>) -> Void) { completion(.success(value)) }
+        func latest(completion: @escaping (Result<[UInt8]?, StoreError>) -> Void) {
+            guard failingReads == 0 else {
+                failingReads -= 1
+                return completion(.failure(.unavailable("redis: command timed out")))
+            }
+            completion(.success(value))
+        }
 
         func observe(onSubscribed: @escaping () -> Void, _ observer: @escaping ([UInt8]) -> Void) {
             self.observer = observer
@@ -54,9 +63,14 @@ final class ClusterStatusTests: XCTestCase {
 
     override func setUp() {
         loop = startedLoop()
+        status = following(MemoryBoard())
+    }
+
+    /// A `ClusterStatus` following `board`, applying into and timing with the fixture.
+    func following(_ board: MemoryBoard) -> ClusterStatus {
         let f = fixture
-        status = ClusterStatus(
-            board: MemoryBoard(), loop: loop, apply: { s in f.applied.withLock { $0.append(s) } },
+        return ClusterStatus(
+            board: board, loop: loop, apply: { s in f.applied.withLock { $0.append(s) } },
             logger: Logger(label: "test"), now: { f.wallTime.withLock { $0 } },
             schedule: { seconds, work in
                 let t = Timer(seconds: seconds, work: work)
@@ -100,6 +114,30 @@ final class ClusterStatusTests: XCTestCase {
 
     func blocked(until: Int) -> UpstreamStatus {
         UpstreamStatus(reachable: true, message: "rate limited", rateLimit: limit, blockedUntil: until)
+    }
+
+    /// A read of the latest value after a subscription that fails (Redis slow or unreachable) is tried
+    /// again every second until one answers: a block posted while this node's subscription was down reaches
+    /// it. Before: one failed read, and the node kept its old status until the next post (a 6 × 17,000 run
+    /// on a starved Redis waited for its broadcast for good).
+    func testAFailedReadAfterASubscriptionIsTriedAgainUntilOneAnswers() async throws {
+        let board = MemoryBoard()
+        board.value = Array(try JSONEncoder().encode(blocked(until: 1_000_005)))
+        board.failingReads = 2
+        let follower = following(board)
+        await onLoop {}
+        XCTAssertEqual(applied, [], "the first read failed")
+        for attempt in 1...2 {
+            let retries = await armed()
+            let retry = try XCTUnwrap(retries.last, "read \(attempt) is tried again")
+            XCTAssertEqual(retries.count, 1)
+            XCTAssertEqual(retry.seconds, ClusterStatus.catchUpRetry, accuracy: 1e-9)
+            await fire(retry)
+        }
+        XCTAssertEqual(applied, [blocked(until: 1_000_005)], "the third read answered")
+        let left = await armed()
+        XCTAssertEqual(left.map(\.seconds), [5], "only the block's end is armed: no more reads")
+        _ = follower
     }
 
     func testABlockEndsByItselfAtItsTime() async throws {

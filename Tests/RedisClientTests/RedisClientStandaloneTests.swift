@@ -142,6 +142,41 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
         await c.closeFromAnyThread()
     }
 
+    /// A command held for a silent connection fails at its own deadline even when the timer meant for it
+    /// runs early (libevent's clock is coarse and cached: a few milliseconds before the deadline, nothing is
+    /// due yet). Simulated by cancelling the held command's timer and running the check at once: it looks
+    /// again at the deadline, and the command fails then (0.5 s), not when the connection answers again
+    /// (the `BLPOP`, 3 s). Before: held until the connection changed (a stopped master's command waited
+    /// 1.67 s for its 1 s time-out in `RedisSentinelTests`).
+    func testACommandHeldForASilentConnectionFailsAtItsDeadlineThoughItsTimerRanEarly() async throws {
+        let loop: EventLoop = self.loop
+        let c = TopologyTesting.client(server.url, on: loop, commandTimeout: 0.5)
+        c.startFromAnyThread()
+        let ready = await TopologyTesting.eventually { c.isReady }
+        XCTAssertTrue(ready)
+        let address = RedisAddress(host: "127.0.0.1", port: server.port)
+        loop.execute { c.send(["BLPOP", "nothing:here", "3"], key: "nothing:here") { _ in } }
+        let silent = await TopologyTesting.eventually {
+            await c.onLoop { c.connectionIfAny(to: address)?.isSilent == true }
+        }
+        XCTAssertTrue(silent, "the BLPOP holds the connection past its limit")
+        let sent = Date()
+        let result = await withCheckedContinuation { k in
+            loop.execute {
+                c.send(["PING"], key: "x") { k.resume(returning: ($0, Date().timeIntervalSince(sent))) }
+                guard let connection = c.connectionIfAny(to: address) else { return }
+                let id = ObjectIdentifier(connection)
+                XCTAssertEqual(c.waiters[id]?.count, 1, "held while the connection is silent")
+                c.waiters[id]?.first?.timer.cancel()  // the timer ran early: nothing was due yet
+                c.expireWaiters(of: id)
+            }
+        }
+        XCTAssertEqual(result.0, .failure(.timeout))
+        XCTAssertLessThan(result.1, 1.5, "at its deadline (0.5 s), not when the BLPOP is answered (3 s)")
+        XCTAssertGreaterThan(result.1, 0.45)
+        await c.closeFromAnyThread()
+    }
+
     /// Subscribing a channel costs the subscriber O(1), not O(channels it has): 3,000 channels subscribed in
     /// one go and confirmed look at each subscription a bounded number of times. Before, each new channel
     /// walked every subscription (`reconcile`) and each addition and confirmation recomputed the health over

@@ -494,6 +494,31 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
         await slow.closeFromAnyThread()
     }
 
+    /// A subscription whose confirmation Redis is slow to send (a 1.2 s script holds Redis; the limit is
+    /// 0.3 s) keeps its connection: Redis's host acknowledges, so a new connection would only subscribe
+    /// again into the same busy Redis. The confirmation comes once the script is done, on the same
+    /// connection. Before: dropped at 0.3 s ("no reply to subscribe within 0.3 s") and made again.
+    func testASubscriptionWhoseConfirmationRedisIsSlowToSendKeepsItsConnection() async throws {
+        let slow = await connect(timeout: 5)
+        let (sub, states) = try await readySubscription(commandTimeout: 0.3)
+        let confirmed = Replies()
+        let sent = Date()
+        let confirmedAfter = Lock<Double>(0)
+        loop.execute {
+            slow.send(["EVAL", RedisArg(Self.slowScript), 0, 1_200_000], timeout: 5) { _ in }
+            sub.send(.subscribe, "p:slow") {
+                confirmedAfter.withLock { $0 = Date().timeIntervalSince(sent) }
+                confirmed.set(0, $0)
+            }
+        }
+        await waitFor(confirmed, count: 1)
+        guard case .success = confirmed.all[0] else { return XCTFail("\(String(describing: confirmed.all[0]))") }
+        XCTAssertGreaterThan(confirmedAfter.withLock { $0 }, 1.0, "confirmed after the script, past the limit")
+        XCTAssertEqual(states.stateChanges.filter { $0 == .ready }.count, 1, "never dropped: \(states.stateChanges)")
+        loop.execute { sub.close() }
+        await slow.closeFromAnyThread()
+    }
+
     /// A loop starved while a `SUBSCRIBE` waits for its confirmation (blocked 0.5 s in a callback, its lag
     /// probe running) does not drop the subscription's connection: the check, due 0.8 s after the
     /// subscribe, sees the starved loop and waits a grace (0.2 s); Redis, continued at 0.85 s, confirms

@@ -124,6 +124,54 @@ final class RedisSentinelTests: XCTestCase {
         return (sentinelTime, clientTime)
     }
 
+    /// `SIGSTOP` of the master (it takes every byte and answers nothing): the client's connection to it
+    /// falls silent and is kept (Redis's host acknowledges, round 20), yet the client still follows the
+    /// sentinels to the promoted replica within their failover time + 2 s: the silence makes the locator
+    /// look again, and the switch retires the silent connection. No command waits past its time-out (1 s).
+    func testAStoppedMasterIsReplacedAndTheClientFollowsThoughItsConnectionIsSilent() async throws {
+        let c = await readyClient()
+        let oldPort = try XCTUnwrap(sentinels.masterPort)
+        let old = try XCTUnwrap(sentinels.node(port: oldPort))
+        let stoppedAt = Date()
+        old.signal(SIGSTOP)
+        var continued = false
+        defer { if !continued { old.signal(SIGCONT) } }
+        var sentinelDone: Double?
+        var served: Double?
+        var longest = 0.0
+        var sawSilent = false
+        while Date().timeIntervalSince(stoppedAt) < 25 {
+            let t0 = Date()
+            let r = await c.send(["INCR", "sn:stopped"], key: "sn:stopped")
+            longest = max(longest, Date().timeIntervalSince(t0))
+            if case .success = r, sentinels.masterPort != oldPort { served = Date().timeIntervalSince(stoppedAt) }
+            if !sawSilent {
+                sawSilent = await c.onLoop {
+                    c.connectionIfAny(to: RedisAddress(host: "127.0.0.1", port: oldPort))?.isSilent == true
+                }
+            }
+            if sentinelDone == nil, let now = sentinels.masterPort, now != oldPort {
+                sentinelDone = Date().timeIntervalSince(stoppedAt)
+            }
+            if served != nil { break }
+            try await Task.sleep(nanoseconds: 20_000_000)
+        }
+        let clientTime = try XCTUnwrap(served, "served again by the promoted replica")
+        let sentinelTime = sentinelDone ?? clientTime
+        print("sentinel failover, SIGSTOP of the master: sentinels \(sentinelTime) s, client \(clientTime) s")
+        XCTAssertTrue(sawSilent, "the stopped master's connection was silent, not reset")
+        XCTAssertLessThan(clientTime - sentinelTime, 2, "within the sentinels' failover time + 2 s")
+        XCTAssertLessThan(longest, 1.3, "no command waited longer than its time-out (1 s)")
+        let now = await c.onLoop { c.masters }
+        XCTAssertEqual(now.map(\.port), [sentinels.masterPort ?? -1])
+        await c.closeFromAnyThread()
+        old.signal(SIGCONT)
+        continued = true
+        // The sentinels turn the old master into a replica of the new one once it reports itself again.
+        _ = old.cli("REPLICAOF", "127.0.0.1", "\(sentinels.masterPort ?? 0)")
+        XCTAssertTrue(sentinels.waitUntilReady(timeout: 30))
+    }
+
     /// The first sentinel of the URL is down: the client asks the next one and serves.
     func testASentinelThatIsDownIsSkipped() async throws {
         let first = sentinels.sentinels[0]

@@ -15,7 +15,10 @@ import Synchronization
 /// the posts in Redis's order (last post wins). When a post fails (Redis unreachable) the report is
 /// applied locally at once, as in single-process mode. The gateway's limiter reports repeats too in
 /// cluster mode (`publishesRepeats`): the board's last post may be another node's since its last
-/// report. On (re)subscription the latest value is read and applied unless it is a block already over.
+/// report. On (re)subscription the latest value is read and applied unless it is a block already over;
+/// a read that fails (Redis slow or unreachable) is tried again every `catchUpRetry` seconds until one
+/// answers or a later subscription reads instead, so a post announced while the subscription was down
+/// still reaches this node (issue 20, round 20).
 ///
 /// A block ends by itself: applying a reachable status with a `blockedUntil` arms a timer that applies
 /// "reachable, no message" (the rate limit kept) at that time, unless another post was applied
@@ -38,6 +41,8 @@ final class ClusterStatus: Sendable {
     private struct Applied {
         var last: UpstreamStatus?
         var cancelExpiry: (() -> Void)?
+        /// Subscriptions confirmed so far: only the latest one's read is tried again.
+        var subscriptions = 0
         /// The timer facility (a loop thing, so kept with the loop's state).
         let schedule: ScheduledLeaseTimers.Schedule
     }
@@ -71,13 +76,34 @@ final class ClusterStatus: Sendable {
         loop.execute { [self] in
             let board = self.board.value
             board.observe(onSubscribed: { [self] in
-                board.latest { [self] r in
-                    guard case .success(let bytes?) = r, let s = Self.decode(bytes) else { return }
-                    if let until = s.blockedUntil, Double(until) <= now() { return }
-                    applyOnce(s)
-                }
+                applied.value.subscriptions += 1
+                catchUp(after: applied.value.subscriptions)
             }) { [self] bytes in
                 if let s = Self.decode(bytes) { applyOnce(s) }
+            }
+        }
+    }
+
+    /// Seconds between reads of the latest value while they fail.
+    static let catchUpRetry = 1.0
+
+    /// Reads the board's latest value after subscription `number` and applies it; tried again while the
+    /// read fails, until it answers or a later subscription takes over.
+    private func catchUp(after number: Int) {
+        board.value.latest { [self] r in
+            guard applied.value.subscriptions == number else { return }
+            switch r {
+            case .success(let bytes?):
+                guard let s = Self.decode(bytes) else { return }
+                if let until = s.blockedUntil, Double(until) <= now() { return }
+                applyOnce(s)
+            case .success(nil):
+                return
+            case .failure:
+                _ = applied.value.schedule(Self.catchUpRetry) { [self] in
+                    guard applied.value.subscriptions == number else { return }
+                    catchUp(after: number)
+                }
             }
         }
     }
