@@ -17,22 +17,15 @@ final class ClusterPartitionTests: XCTestCase {
     private var bff: String { ChildProcess.buildFolder + "/bff" }
 
     func testANodeCutOffFromRedisStopsAcknowledgingIsFencedWhenItComesBackAndLosesNothing() throws {
-        let net: NetworkPartition
-        do { net = try NetworkPartition() } catch { throw XCTSkip("no network namespaces here: \(error)") }
-        defer { net.remove() }
-        let redis = try RedisServerProcess(extraArguments: [
-            "--bind", "127.0.0.1", net.redisAddress, "--protected-mode", "no",
-        ])
-        defer { redis.kill() }
-        let flags = ["--port", "0", "--threads", "1", "--cache-file", "none", "--lease-ttl", "0.5"]
-        let environment = ["GITHUB_API_URL": "http://127.0.0.1:9", "LOG_LEVEL": "warning"]
-        let (program, arguments) = net.command(
-            bff,
-            flags + [
-                "--host", net.nodeAddress, "--redis-url", "redis://\(net.redisAddress):\(redis.port)", "--node-id", "a",
-            ])
-        let a = try ChildProcess(program, arguments, environment: environment)
-        let b = try ChildProcess(bff, flags + ["--redis-url", redis.url, "--node-id", "b"], environment: environment)
+        let (net, redis) = try partition()
+        defer {
+            redis.kill()
+            net.remove()
+        }
+        let flags = ["--lease-ttl", "0.5"]
+        let a = try nodeA(in: net, redis: redis, flags)
+        let b = try ChildProcess(
+            bff, Self.flags + flags + ["--redis-url", redis.url, "--node-id", "b"], environment: Self.environment)
         let portA = try XCTUnwrap(a.waitForPort(marker: "bff listening"), a.stderrText)
         let portB = try XCTUnwrap(b.waitForPort(marker: "bff listening"), b.stderrText)
         let (hostA, hostB) = (net.nodeAddress, "127.0.0.1")
@@ -98,21 +91,12 @@ final class ClusterPartitionTests: XCTestCase {
     /// the last ACK), and `/readyz` is `503`; once the link is back A connects again and is ready. A Redis
     /// that is only slow or stopped keeps its connection instead (`RedisCommandTimeoutTests`).
     func testANodeCutOffFromRedisResetsItsConnectionOnWhatTCPSawAndIsReadyOnceTheLinkIsBack() throws {
-        let net: NetworkPartition
-        do { net = try NetworkPartition() } catch { throw XCTSkip("no network namespaces here: \(error)") }
-        defer { net.remove() }
-        let redis = try RedisServerProcess(extraArguments: [
-            "--bind", "127.0.0.1", net.redisAddress, "--protected-mode", "no",
-        ])
-        defer { redis.kill() }
-        let (program, arguments) = net.command(
-            bff,
-            [
-                "--port", "0", "--threads", "1", "--cache-file", "none", "--host", net.nodeAddress,
-                "--redis-url", "redis://\(net.redisAddress):\(redis.port)", "--node-id", "a",
-            ])
-        let a = try ChildProcess(
-            program, arguments, environment: ["GITHUB_API_URL": "http://127.0.0.1:9", "LOG_LEVEL": "warning"])
+        let (net, redis) = try partition()
+        defer {
+            redis.kill()
+            net.remove()
+        }
+        let a = try nodeA(in: net, redis: redis, [])
         defer { a.send(SIGKILL) }
         let port = try XCTUnwrap(a.waitForPort(marker: "bff listening"), a.stderrText)
         func ready() -> Int? { try? WireConnection(host: net.nodeAddress, port: port).request("GET", "/readyz").status }
@@ -136,6 +120,35 @@ final class ClusterPartitionTests: XCTestCase {
 
         try net.redisLink(up: true)
         try waitUntil("A ready once the link is back", within: 15) { ready() == 200 }
+    }
+
+    private static let flags = ["--port", "0", "--threads", "1", "--cache-file", "none"]
+    private static let environment = ["GITHUB_API_URL": "http://127.0.0.1:9", "LOG_LEVEL": "warning"]
+
+    /// A network namespace and a Redis that listens on its Redis link; the test is skipped, with the
+    /// reason, where namespaces cannot be made. The caller removes and kills them.
+    private func partition() throws -> (NetworkPartition, RedisServerProcess) {
+        let net: NetworkPartition
+        do { net = try NetworkPartition() } catch { throw XCTSkip("no network namespaces here: \(error)") }
+        do {
+            let redis = try RedisServerProcess(extraArguments: [
+                "--bind", "127.0.0.1", net.redisAddress, "--protected-mode", "no",
+            ])
+            return (net, redis)
+        } catch {
+            net.remove()
+            throw error
+        }
+    }
+
+    /// Node A, in the namespace: its clients reach it on the client link, it reaches Redis on the other.
+    private func nodeA(in net: NetworkPartition, redis: RedisServerProcess, _ flags: [String]) throws -> ChildProcess {
+        let (program, arguments) = net.command(
+            bff,
+            Self.flags + flags + [
+                "--host", net.nodeAddress, "--redis-url", "redis://\(net.redisAddress):\(redis.port)", "--node-id", "a",
+            ])
+        return try ChildProcess(program, arguments, environment: Self.environment)
     }
 
     /// `POST …/search/query {"value": value}` (with `key` as `Idempotency-Key`); nil without an answer.
