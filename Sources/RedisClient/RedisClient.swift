@@ -283,7 +283,11 @@ public final class RedisClient: Sendable {
         }
         let connection = self.connection(to: address, lane: request.wait != nil ? .replicated : request.lane)
         switch connection.state {
-        case .ready where connection.isSilent: hold(request, for: connection)  // until answered, or its deadline
+        case .ready where connection.isSilent:  // held until answered or its deadline, as many as it would hold
+            guard (waiters[ObjectIdentifier(connection)]?.count ?? 0) < connection.configuration.maxQueued else {
+                return request.done(.failure(.overloaded), nil)
+            }
+            hold(request, for: connection)
         case .ready: write(request, on: connection, at: address)
         case .connecting where fresh.contains(ObjectIdentifier(connection)): hold(request, for: connection)
         default:

@@ -177,6 +177,38 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
         await c.closeFromAnyThread()
     }
 
+    /// The client holds no more commands for a silent connection than the connection itself would hold
+    /// (`maxQueued`, 2 here): a third one fails at once with `.overloaded` (`503` + `Retry-After` above),
+    /// and the two held are written once the connection is answered again.
+    func testCommandsHeldForASilentConnectionAreBoundedByItsQueue() async throws {
+        let loop: EventLoop = self.loop
+        let c = TopologyTesting.client(server.url, on: loop, commandTimeout: 0.5, maxQueued: 2)
+        c.startFromAnyThread()
+        let ready = await TopologyTesting.eventually { c.isReady }
+        XCTAssertTrue(ready)
+        let address = RedisAddress(host: "127.0.0.1", port: server.port)
+        loop.execute { c.send(["BLPOP", "nothing:here", "0.8"], key: "nothing:here") { _ in } }  // times out at 0.5 s
+        let silent = await TopologyTesting.eventually {
+            await c.onLoop { c.connectionIfAny(to: address)?.isSilent == true }
+        }
+        XCTAssertTrue(silent)
+        let replies = Lock<[Int: Result<RESPValue, RedisError>]>([:])
+        let sent = Date()
+        let third = await withCheckedContinuation { k in
+            loop.execute {
+                for i in 0..<2 { c.send(["PING"], key: "x", timeout: 3) { r in replies.withLock { $0[i] = r } } }
+                c.send(["PING"], key: "x", timeout: 3) { k.resume(returning: ($0, Date().timeIntervalSince(sent))) }
+            }
+        }
+        XCTAssertEqual(third.0, .failure(.overloaded), "past the bound")
+        XCTAssertLessThan(third.1, 0.1, "at once")
+        let answered = await TopologyTesting.eventually { replies.withLock { $0.count } == 2 }
+        XCTAssertTrue(answered)
+        XCTAssertEqual(replies.withLock { $0[0] }, .success(.simpleString("PONG")), "written once answered again")
+        XCTAssertEqual(replies.withLock { $0[1] }, .success(.simpleString("PONG")))
+        await c.closeFromAnyThread()
+    }
+
     /// Subscribing a channel costs the subscriber O(1), not O(channels it has): 3,000 channels subscribed in
     /// one go and confirmed look at each subscription a bounded number of times. Before, each new channel
     /// walked every subscription (`reconcile`) and each addition and confirmation recomputed the health over
