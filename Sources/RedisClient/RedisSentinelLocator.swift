@@ -28,6 +28,9 @@ final class RedisSentinelLocator: RedisMasterLocator {
 
     var masters: [RedisAddress] { master.map { [$0] } ?? [] }
 
+    /// The sentinel it asks now (nil before the first connection).
+    var sentinelAddress: RedisAddress? { sentinel?.address }
+
     func start(_ context: RedisLocatorContext) {
         self.context = context
         let sentinelConfiguration = { (a: RedisAddress) -> RedisConfiguration in

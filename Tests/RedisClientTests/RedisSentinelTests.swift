@@ -172,6 +172,27 @@ final class RedisSentinelTests: XCTestCase {
         XCTAssertTrue(sentinels.waitUntilReady(timeout: 30))
     }
 
+    /// A sentinel that stops answering (`SIGSTOP`) while the client is connected to it: the connection's
+    /// health check is not answered, so the connection falls silent (the sentinel's host still
+    /// acknowledges), and the client moves on to the next sentinel at once. It does not wait ten limits
+    /// for a reset. The master keeps serving.
+    func testAStoppedSentinelIsLeftForTheNextOne() async throws {
+        let c = await readyClient()
+        func asked() async -> Int? { await c.onLoop { (c.locator as? RedisSentinelLocator)?.sentinelAddress?.port } }
+        let current = await asked()
+        let port = try XCTUnwrap(current)
+        let stopped = try XCTUnwrap(sentinels.sentinels.first { $0.port == port })
+        stopped.signal(SIGSTOP)
+        defer { stopped.signal(SIGCONT) }
+        let started = Date()
+        let moved = await TopologyTesting.eventually(within: 5) { await asked() != port }
+        XCTAssertTrue(moved, "left the stopped sentinel within 5 s (a reset would take ten 1 s limits)")
+        print("sentinel stopped: the client asked another after \(Date().timeIntervalSince(started)) s")
+        let r = await c.send(["SET", "sentinel-stopped", "1"], key: "sentinel-stopped")
+        XCTAssertEqual(r, .success(.simpleString("OK")))
+        await c.closeFromAnyThread()
+    }
+
     /// The first sentinel of the URL is down: the client asks the next one and serves.
     func testASentinelThatIsDownIsSkipped() async throws {
         let first = sentinels.sentinels[0]
