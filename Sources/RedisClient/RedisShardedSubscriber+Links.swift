@@ -9,7 +9,8 @@ extension RedisShardedSubscriber {
         var probeChannel: String?
         var probeConfirmed = false
         /// The probe under way: its token and the timer that declares it lost.
-        var pendingProbe: (token: String, timer: LoopTimer)?
+        /// The probe on its way: its token, its verdict's timer, and whether Redis answered its publish.
+        var pendingProbe: (token: String, timer: LoopTimer, published: Bool)?
         /// Why the connection was found deaf, until a probe comes back.
         var deaf: String?
 

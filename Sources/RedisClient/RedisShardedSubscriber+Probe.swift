@@ -9,20 +9,29 @@ extension RedisShardedSubscriber {
     }
 
     /// Publishes a token on the connection's probe channel through the client (the same master) and
-    /// expects it back on the subscription within the command time-out; else the connection is deaf.
+    /// expects it back on the subscription within the command time-out of Redis answering the publish;
+    /// else the connection is deaf. Until Redis has answered the publish nothing is judged: a Redis that is
+    /// slow to run the publish is slow, not deaf (issue 20, round 20: on a starved Redis subscriptions were
+    /// called deaf and made again with every channel, into the same busy Redis).
     func probe(_ l: Link, at address: RedisAddress) {
         guard l.pendingProbe == nil, let channel = probeChannel(of: l, at: address), l.probeConfirmed else { return }
         probeCounter += 1
         let token = "\(probeCounter)"
         let timeout = client.topology.node.commandTimeout
-        l.pendingProbe = (token, probeTimer(l, at: address, token: token, after: timeout, limit: timeout))
+        l.pendingProbe = (token, probeTimer(l, at: address, token: token, after: timeout, limit: timeout), false)
         client.send(["SPUBLISH", RedisArg(channel), RedisArg(token)], key: RedisArg(channel), timeout: timeout) {
             [weak self, weak l] result in
             guard let self, let l, l.pendingProbe?.token == token else { return }
             let verdict: String?
             switch result {
             case .success(let receivers):
-                if receivers.int != 0 { return }  // on its way back
+                if receivers.int != 0 {  // on its way back: judged a time-out after Redis published it
+                    l.pendingProbe?.timer.cancel()
+                    l.pendingProbe = (
+                        token, self.probeTimer(l, at: address, token: token, after: timeout, limit: timeout), true
+                    )
+                    return
+                }
                 verdict = "the master has no subscriber on the probe channel"
             case .failure(let e):
                 // Inconclusive: a publish that failed says nothing of what the subscription hears (the master
@@ -45,7 +54,13 @@ extension RedisShardedSubscriber {
     ) -> LoopTimer {
         let due = monotonicNanos() &+ UInt64(seconds * 1e9)
         return loop.schedule(after: seconds) { [weak self, weak l] in
-            guard let self, let l, l.pendingProbe?.token == token else { return }
+            guard let self, let l, let pending = l.pendingProbe, pending.token == token else { return }
+            if !pending.published {  // the publish's answer or time-out settles it first
+                l.pendingProbe = (
+                    token, self.probeTimer(l, at: address, token: token, after: limit, limit: limit), false
+                )
+                return
+            }
             let now = monotonicNanos()
             let quiet = l.connection.secondsSinceLastReply
             // Unread bytes in the socket: Redis answered while this loop was busy (the probe may be among
@@ -71,7 +86,7 @@ extension RedisShardedSubscriber {
             if again > 0 {
                 let timer = self.probeTimer(
                     l, at: address, token: token, after: again, limit: limit, graced: gracedNext)
-                l.pendingProbe = (token, timer)
+                l.pendingProbe = (token, timer, true)
                 return
             }
             l.pendingProbe = nil
