@@ -451,7 +451,7 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
     /// Redis (limit 0.4 s), so the probe's `SPUBLISH` waits behind it and times out unanswered, which says
     /// nothing of the subscription. Nothing is subscribed again, and a message published after the script
     /// arrives on the same subscription. Before: "probe not back within 0.4 s", and the connection was made
-    /// again with every channel (a starved Redis in the 6 x 17,000 run: 33-45 times per node).
+    /// again with every channel (a starved Redis in the 6 x 17,000 run: 13-26 times per node).
     func testAProbeWhosePublishRedisHasNotRunDoesNotCallTheSubscriptionDeaf() async throws {
         let (c, s, inbox, events) = await probedSubscription("slow-publish", commandTimeout: 0.4)
         var ok = await TopologyTesting.eventually {  // a probe has come back: the next one is due within 0.25 s
