@@ -142,6 +142,22 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
         await c.closeFromAnyThread()
     }
 
+    /// A ready client (command time-out 0.5 s) whose command connection is silent: a `BLPOP` blocking
+    /// `seconds` holds it past its limit (it times out at 0.5 s). Returns the client and the master's address.
+    func silentClient(blockingFor seconds: Double, maxQueued: Int? = nil) async -> (RedisClient, RedisAddress) {
+        let c = TopologyTesting.client(server.url, on: loop, commandTimeout: 0.5, maxQueued: maxQueued)
+        c.startFromAnyThread()
+        let ready = await TopologyTesting.eventually { c.isReady }
+        XCTAssertTrue(ready)
+        let address = RedisAddress(host: "127.0.0.1", port: server.port)
+        loop.execute { c.send(["BLPOP", "nothing:here", RedisArg(seconds)], key: "nothing:here") { _ in } }
+        let silent = await TopologyTesting.eventually {
+            await c.onLoop { c.connectionIfAny(to: address)?.isSilent == true }
+        }
+        XCTAssertTrue(silent, "the BLPOP holds the connection past its limit")
+        return (c, address)
+    }
+
     /// A command held for a silent connection fails at its own deadline even when the timer meant for it
     /// runs early (libevent's clock is coarse and cached: a few milliseconds before the deadline, nothing is
     /// due yet). Simulated by cancelling the held command's timer and running the check at once: it looks
@@ -150,16 +166,7 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
     /// 1.67 s for its 1 s time-out in `RedisSentinelTests`).
     func testACommandHeldForASilentConnectionFailsAtItsDeadlineThoughItsTimerRanEarly() async throws {
         let loop: EventLoop = self.loop
-        let c = TopologyTesting.client(server.url, on: loop, commandTimeout: 0.5)
-        c.startFromAnyThread()
-        let ready = await TopologyTesting.eventually { c.isReady }
-        XCTAssertTrue(ready)
-        let address = RedisAddress(host: "127.0.0.1", port: server.port)
-        loop.execute { c.send(["BLPOP", "nothing:here", "3"], key: "nothing:here") { _ in } }
-        let silent = await TopologyTesting.eventually {
-            await c.onLoop { c.connectionIfAny(to: address)?.isSilent == true }
-        }
-        XCTAssertTrue(silent, "the BLPOP holds the connection past its limit")
+        let (c, address) = await silentClient(blockingFor: 3)
         let sent = Date()
         let result = await withCheckedContinuation { k in
             loop.execute {
@@ -182,16 +189,7 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
     /// and the two held are written once the connection is answered again.
     func testCommandsHeldForASilentConnectionAreBoundedByItsQueue() async throws {
         let loop: EventLoop = self.loop
-        let c = TopologyTesting.client(server.url, on: loop, commandTimeout: 0.5, maxQueued: 2)
-        c.startFromAnyThread()
-        let ready = await TopologyTesting.eventually { c.isReady }
-        XCTAssertTrue(ready)
-        let address = RedisAddress(host: "127.0.0.1", port: server.port)
-        loop.execute { c.send(["BLPOP", "nothing:here", "0.8"], key: "nothing:here") { _ in } }  // times out at 0.5 s
-        let silent = await TopologyTesting.eventually {
-            await c.onLoop { c.connectionIfAny(to: address)?.isSilent == true }
-        }
-        XCTAssertTrue(silent)
+        let (c, _) = await silentClient(blockingFor: 0.8, maxQueued: 2)
         let replies = Lock<[Int: Result<RESPValue, RedisError>]>([:])
         let sent = Date()
         let third = await withCheckedContinuation { k in
