@@ -28,7 +28,7 @@ import Synchronization
 ///   kernel says Redis's host acknowledges what it is sent (`RedisPath`): Redis is slow or stopped, and a
 ///   new connection would only fail the commands waiting. It is dropped and re-made when the path is gone
 ///   (not established, or bytes sent again with no ACK for the limit), when it stays silent for
-///   `keptSilenceLimits` limits (a proxy in front of a dead Redis acknowledges for it), or when the
+///   `RedisPath.keptSilenceLimits` limits (a proxy in front of a dead Redis acknowledges for it), or when the
 ///   socket fails. The first reply ends the silence (issue 20, round 20).
 /// - At most `configuration.maxInFlight` commands (timed-out ones whose reply has not come yet
 ///   included) are outstanding; past that `send` holds commands, in order, up to `maxQueued`, and writes
@@ -51,7 +51,7 @@ public final class RedisConnection: @unchecked Sendable {
     public var onStateChange: ((RedisConnectionState) -> Void)?
     /// Called on the loop with each reply's round-trip time in seconds (for metrics).
     public var onRoundTrip: ((Double) -> Void)?
-    /// Called on the loop for each time-out, refusal and stall reset (for metrics).
+    /// Called on the loop for each time-out, refusal, silence and stall reset (for metrics).
     public var onEvent: ((RedisConnectionEvent) -> Void)?
     /// Seconds without any reply, while commands wait, after which the connection is silent (kept while
     /// Redis's host acknowledges, dropped and made again when its path is gone: `checkStall`); nil: the
@@ -83,8 +83,6 @@ public final class RedisConnection: @unchecked Sendable {
     public var isAnswering: Bool { state == .ready && !isSilent }
     /// A `PING` written as a probe during a silence waits for its reply.
     private var probing = false
-    /// Stall limits of silence after which a connection is reset even though its path looks alive.
-    public static let keptSilenceLimits = 10.0
     /// Commands written whose reply has not come: live ones (in `pending`, not persistent) and timed-out
     /// ones (`abandoned`), which still hold their place in Redis's reply order.
     public private(set) var inFlight = 0
@@ -559,7 +557,7 @@ public final class RedisConnection: @unchecked Sendable {
             + "checked \(ms(late)) ms late, loop starved \(ms(starved)) ms; TCP: \(path?.description ?? "unknown"))"
         // Redis's host still acknowledges: Redis is slow or stopped, and a new connection would reach the same
         // Redis. Kept (its commands time out one by one) and looked at again after another limit.
-        if path?.isGone(limit: limit) != true, secondsWithoutProgress < Self.keptSilenceLimits * limit * 0.999 {
+        if RedisPath.keeps(path, silentFor: secondsWithoutProgress, limit: limit) {
             if path?.allAcknowledged ?? false, !probing {
                 // Nothing left unacknowledged to show a path that breaks from now on: a PING will.
                 probing = true

@@ -8,6 +8,6 @@ public enum RedisConnectionEvent: Sendable, Equatable {
     /// acknowledges (`RedisPath`): the connection is kept, silent, until Redis answers it.
     case silent
     /// No reply to anything for a whole stall time-out while commands waited, and the path is gone (or the
-    /// silence lasted `keptSilenceLimits` limits): the connection is reset.
+    /// silence lasted `RedisPath.keptSilenceLimits` limits): the connection is reset.
     case stalled
 }

@@ -38,6 +38,17 @@ struct RedisPath: Equatable, CustomStringConvertible {
         !established || (retransmissions > 0 && Double(millisecondsSinceACK) >= limit * 1000 * 0.999)
     }
 
+    /// Stall limits of silence after which a connection is reset even though its path looks alive (a proxy
+    /// in front of a dead Redis acknowledges for it).
+    static let keptSilenceLimits = 10.0
+
+    /// The one rule for a connection silent for `seconds` past its limit `limit` (a command connection, a
+    /// subscription waiting for a confirmation): kept unless its path is gone or the silence has lasted
+    /// `keptSilenceLimits` limits. An unknown path (not TCP) counts as not gone.
+    static func keeps(_ path: RedisPath?, silentFor seconds: Double, limit: Double) -> Bool {
+        path?.isGone(limit: limit) != true && seconds < keptSilenceLimits * limit * 0.999
+    }
+
     /// Every byte written was acknowledged: a path that broke after its last ACK shows only once more is
     /// written (`RedisConnection` then writes a `PING` as a probe).
     var allAcknowledged: Bool { unacknowledged == 0 }

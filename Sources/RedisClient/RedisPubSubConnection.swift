@@ -14,7 +14,7 @@ import Synchronization
 /// confirmations it expects; messages and a server's own `sunsubscribe` (a slot that moved away) are
 /// told apart by their kind. When a command's confirmation does not come within the command time-out
 /// and nothing else came meanwhile either, the connection is dropped and made again only if its TCP path
-/// is gone (`RedisPath`) or the silence lasts `RedisConnection.keptSilenceLimits` limits: a Redis that is
+/// is gone (`RedisPath`) or the silence lasts `RedisPath.keptSilenceLimits` limits: a Redis that is
 /// slow or stopped, whose host still acknowledges, keeps the connection, as it keeps a `RedisConnection`
 /// (issue 20, round 20).
 ///
@@ -245,15 +245,16 @@ final class RedisPubSubConnection: @unchecked Sendable {
         {
             again = grace
             graced = true
-        } else if quiet < RedisConnection.keptSilenceLimits * limit * 0.999,
-            RedisPath.read(context)?.isGone(limit: limit) != true
-        {
+        } else {
+            let path = RedisPath.read(context)
             // Redis's host acknowledges: slow or stopped. A new connection would subscribe every channel
             // again into the same Redis; the confirmation comes when Redis gets to it.
+            guard RedisPath.keeps(path, silentFor: quiet, limit: limit) else {
+                let tcp = path?.description ?? "unknown"
+                return drop(
+                    reason: "no reply to \(kind ?? "a command") within \(limit) s (TCP: \(tcp))", reconnect: true)
+            }
             again = limit
-        } else {
-            let path = RedisPath.read(context)?.description ?? "unknown"
-            return drop(reason: "no reply to \(kind ?? "a command") within \(limit) s (TCP: \(path))", reconnect: true)
         }
         let next = now &+ UInt64(again * 1e9)
         _ = loop.schedule(after: again) { [weak self] in

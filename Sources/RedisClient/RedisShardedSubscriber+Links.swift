@@ -8,16 +8,16 @@ extension RedisShardedSubscriber {
         /// The probe channel (a slot of this master) and whether Redis confirmed its subscription.
         var probeChannel: String?
         var probeConfirmed = false
-        /// The probe under way: its token and the timer that declares it lost.
-        /// The probe on its way: its token, its verdict's timer, and whether Redis answered its publish.
-        var pendingProbe: (token: String, timer: LoopTimer, published: Bool)?
+        /// The probe under way: its token, and the timer that declares it lost, armed once Redis has answered
+        /// its publish (nil until then: a publish not yet answered says nothing of the subscription).
+        var pendingProbe: (token: String, timer: LoopTimer?)?
         /// Why the connection was found deaf, until a probe comes back.
         var deaf: String?
 
         init(_ connection: RedisPubSubConnection) { self.connection = connection }
 
         func close() {
-            pendingProbe?.timer.cancel()
+            pendingProbe?.timer?.cancel()
             pendingProbe = nil
             connection.close()
         }
@@ -135,7 +135,7 @@ extension RedisShardedSubscriber {
             for key in l.channels { subscriptions[key]?.stage = .pending }
             completeDraining { $0.link == address }
             l.probeConfirmed = false
-            l.pendingProbe?.timer.cancel()
+            l.pendingProbe?.timer?.cancel()
             l.pendingProbe = nil
             if state == .disconnected, !l.channels.isEmpty {
                 client.topologyMayHaveChanged("subscription connection to \(address) lost")

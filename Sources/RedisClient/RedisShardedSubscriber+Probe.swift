@@ -18,7 +18,7 @@ extension RedisShardedSubscriber {
         probeCounter += 1
         let token = "\(probeCounter)"
         let timeout = client.topology.node.commandTimeout
-        l.pendingProbe = (token, probeTimer(l, at: address, token: token, after: timeout, limit: timeout), false)
+        l.pendingProbe = (token, nil)  // judged once Redis answers the publish (or its time-out: inconclusive)
         client.send(["SPUBLISH", RedisArg(channel), RedisArg(token)], key: RedisArg(channel), timeout: timeout) {
             [weak self, weak l] result in
             guard let self, let l, l.pendingProbe?.token == token else { return }
@@ -26,9 +26,8 @@ extension RedisShardedSubscriber {
             switch result {
             case .success(let receivers):
                 if receivers.int != 0 {  // on its way back: judged a time-out after Redis published it
-                    l.pendingProbe?.timer.cancel()
                     l.pendingProbe = (
-                        token, self.probeTimer(l, at: address, token: token, after: timeout, limit: timeout), true
+                        token, self.probeTimer(l, at: address, token: token, after: timeout, limit: timeout)
                     )
                     return
                 }
@@ -40,8 +39,7 @@ extension RedisShardedSubscriber {
                 verdict = nil
                 if case .server = e { l.probeChannel = nil }
             }
-            l.pendingProbe?.timer.cancel()
-            l.pendingProbe = nil
+            l.pendingProbe = nil  // no timer yet: it is armed only once a publish reached a subscriber
             if let verdict { self.deaf(l, at: address, verdict) }
         }
     }
@@ -54,13 +52,7 @@ extension RedisShardedSubscriber {
     ) -> LoopTimer {
         let due = monotonicNanos() &+ UInt64(seconds * 1e9)
         return loop.schedule(after: seconds) { [weak self, weak l] in
-            guard let self, let l, let pending = l.pendingProbe, pending.token == token else { return }
-            if !pending.published {  // the publish's answer or time-out settles it first
-                l.pendingProbe = (
-                    token, self.probeTimer(l, at: address, token: token, after: limit, limit: limit), false
-                )
-                return
-            }
+            guard let self, let l, l.pendingProbe?.token == token else { return }
             let now = monotonicNanos()
             let quiet = l.connection.secondsSinceLastReply
             // Unread bytes in the socket: Redis answered while this loop was busy (the probe may be among
@@ -86,7 +78,7 @@ extension RedisShardedSubscriber {
             if again > 0 {
                 let timer = self.probeTimer(
                     l, at: address, token: token, after: again, limit: limit, graced: gracedNext)
-                l.pendingProbe = (token, timer, true)
+                l.pendingProbe = (token, timer)
                 return
             }
             l.pendingProbe = nil
@@ -96,7 +88,7 @@ extension RedisShardedSubscriber {
 
     func probeReturned(_ l: Link, at address: RedisAddress, _ payload: [UInt8]) {
         guard let pending = l.pendingProbe, pending.token == String(decoding: payload, as: UTF8.self) else { return }
-        pending.timer.cancel()
+        pending.timer?.cancel()
         l.pendingProbe = nil
         if l.deaf != nil {
             l.deaf = nil
