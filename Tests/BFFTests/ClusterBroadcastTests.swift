@@ -89,6 +89,10 @@ final class ClusterBroadcastTests: ClusterTestCase {
         let status = #"{"reachable": false, "message": "down for a while"}"#
         _ = try WireConnection(port: a.port).request(
             "POST", "/api/_test/status", headers: [("Content-Type", "application/json")], body: Array(status.utf8))
+        // The hook answers once the status is posted to Redis; the node applies it when Redis announces it.
+        try waitUntil("the status applied on the node", within: 5) {
+            try a.state(id)["viewModels"]?["status"]?["message"] == "down for a while"
+        }
         let (_, resumed) = try a.stream(id, lastEventID: last)
         let e = try XCTUnwrap(resumed.next())
         XCTAssertEqual(e.event, "status")
