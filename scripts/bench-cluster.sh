@@ -569,7 +569,8 @@ if all(os.path.exists(f) for fs in runs.values() for f in fs):
         if not m: return "?"
         name, args = m.group(1).upper(), line
         if name == "EVALSHA":
-            return "EVALSHA commit" if ":idem:" in args else "EVALSHA acquire" if ":lease" in args else "EVALSHA"
+            acquire = m.group(3) == "2" and ":live:" in args  # session and history declared, a liveness prefix
+            return "EVALSHA commit" if ":idem:" in args else "EVALSHA acquire" if acquire else "EVALSHA"
         if name == "PUBLISH":
             return "PUBLISH input" if m.group(2).endswith(":in") else "PUBLISH reply" if ":reply:" in m.group(2) else "PUBLISH"
         return name

@@ -13,10 +13,9 @@ public struct ClusterKeys: Sendable, Equatable {
     /// Keys under `prefix`.
     public init(prefix: String = "bff") { self.prefix = prefix }
 
-    /// HASH {state, seq, inputSeq, fence}: the session's committed snapshot and fencing counter.
+    /// HASH {state, seq, inputSeq, fence, lease}: the session's committed snapshot, fencing counter and owner
+    /// lease ("holder|token", held while the holder's `live` key on the session's master exists).
     public func session(_ id: String) -> String { "\(prefix):s:{\(id)}" }
-    /// STRING "holder|token" with PX = lease TTL: the owner lease.
-    public func lease(_ id: String) -> String { session(id) + SessionKey.lease.rawValue }
     /// STREAM of committed events, entry id "<event id>-0", field `d`; `MAXLEN ~` history.
     public func events(_ id: String) -> String { session(id) + SessionKey.events.rawValue }
     /// STRING inputSeq, EX idempotency seconds: one `Idempotency-Key`.
@@ -31,7 +30,6 @@ public struct ClusterKeys: Sendable, Equatable {
     /// What follows a session's hash key in the name of each of its other keys and its channel.
     public enum SessionKey: String, Sendable {
         case hash = ""
-        case lease = ":lease"
         case events = ":ev"
         case idempotency = ":idem:"
         case streams = ":streams"
@@ -60,6 +58,25 @@ public struct ClusterKeys: Sendable, Equatable {
                 return written
             })
     }
+    /// STRING "1", PX = lease TTL: lease holder `holder` (one loop of one node) is alive, for the sessions of
+    /// one master: `tag` is a hash tag in a slot of that master (`liveTag`), so the scripts of that master's
+    /// sessions can read it. Every lease of the holder there is held while it exists (issue 20: one key per
+    /// loop and master renewed, not one lease per session).
+    public func live(holder: String, tag: String) -> String { livePrefix(tag: tag) + holder }
+    /// `live(holder:tag:)` without the holder: the scripts add the holder named in a session's lease.
+    public func livePrefix(tag: String) -> String { "\(prefix):live:{\(tag)}:" }
+    /// The hash tag of the `live` keys on one Redis or a Sentinel set's master (every slot is its).
+    public static let unshardedLiveTag = "m0"
+    /// The hash tag of the `live` keys on a master of a Redis Cluster: `m<n>` for the first `n` whose slot
+    /// `serves` says it serves (nil only if it serves none: the first 147,976 tags hash to all 16,384 slots).
+    public static func liveTag(where serves: (Int) -> Bool) -> String? {
+        for n in 0..<200_000 {
+            let tag = "m\(n)"
+            if serves(RedisSlot.of(tag)) { return tag }
+        }
+        return nil
+    }
+
     /// Sharded pub/sub channel of the inputs forwarded to lease holder `holder` (one loop of one node),
     /// for whichever of its sessions they name: it subscribes for as long as it runs, one channel per
     /// master (`holder` + "/n", in a slot of that master) and one from the start (the bare `holder`).

@@ -2,7 +2,8 @@ import ClusterStore
 import RedisClient
 
 /// Stream checks in batches: every streamed session is checked once per check interval (its streams'
-/// deadlines in the cluster-wide set, its keys' idle expiry, who holds its lease). One call per session
+/// deadlines in the cluster-wide set, its keys' idle expiry, who holds its lease: a holder whose liveness
+/// key on the session's master is gone holds nothing). One call per session
 /// cost Redis a call's overhead (reading the command, the script's set-up, the reply) for each: 10,200
 /// calls a second at 102,000 streamed sessions. The checks a loop asks for in one iteration (a slice of its
 /// sessions) go to each master as calls of up to `streamCheckBatch` sessions (`renewStreamsMany`), each
@@ -39,15 +40,15 @@ extension RedisSessionStore {
     /// One `renewStreamsMany` call for `batch`, each completion with its own answer.
     private func checkNow(_ batch: [StreamCheck], splitOnRedirect: Bool) {
         var args: [RedisArg] = []
-        args.reserveCapacity(2 + batch.reduce(0) { $0 + 7 + $1.members.count })
+        args.reserveCapacity(3 + batch.reduce(0) { $0 + 6 + $1.members.count })
         args.append(RedisArg(limits.expirySeconds))
         args.append(RedisArg(batch.count))
+        args.append(RedisArg(keys.livePrefix(tag: liveTag(forSession: batch[0].sessionID))))
         for c in batch {
             let id = c.sessionID
             args.append(keys.arg(id))
             args.append(keys.arg(id, .events))
             args.append(keys.arg(id, .streams))
-            args.append(keys.arg(id, .lease))
             args.append(RedisArg(c.ttlMilliseconds))
             args.append(c.renewsExpiry ? Self.one : Self.zero)
             args.append(RedisArg(c.members.count))

@@ -17,8 +17,8 @@ import RedisClient
 /// scripts write the expiry they read: a write for `WAIT` to cover). See docs/CLUSTER.md, "Replica acks".
 ///
 /// Threading: bound to its client's loop; call it there, completions run there.
-/// Each operation is one round trip (one script or one command), plus its `WAIT`; commits and lease
-/// renewals are sent in batches (`commit`, `renew`). An acquisition, a release or a deletion first sends
+/// Each operation is one round trip (one script or one command), plus its `WAIT`; commits are sent in
+/// batches (`commit`), lease renewals as one key per holder and master (`renew`). An acquisition, a release or a deletion first sends
 /// the commits waiting for their batch (`sendCommitsBefore`): it reaches Redis after them.
 /// Stream deadlines are on Redis's clock (`TIME`), one clock for every node.
 public final class RedisSessionStore: SessionStore, Sendable {
@@ -55,6 +55,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
         ]
         pendingRenewals = LoopBound([], loop: client.loop)
         pendingStreamChecks = LoopBound([], loop: client.loop)
+        liveness = LoopBound(Liveness(), loop: client.loop)
         commitQueue = LoopBound(CommitQueue(), loop: client.loop)
         client.preload(SessionScripts.all)
     }
@@ -96,16 +97,37 @@ public final class RedisSessionStore: SessionStore, Sendable {
     public func create(
         sessionID: String, holder: String, state: [UInt8], completion: @escaping (Result<Lease, StoreError>) -> Void
     ) {
+        create(sessionID: sessionID, holder: holder, state: state, again: true, completion: completion)
+    }
+
+    /// `create`; `again`: a `LIVETAG` refusal (the slot map named another master's tag) is sent once more.
+    private func create(
+        sessionID: String, holder: String, state: [UInt8], again: Bool,
+        completion: @escaping (Result<Lease, StoreError>) -> Void
+    ) {
         if state.count > limits.maxStateBytes { return completion(.failure(.tooLarge(state.count))) }
+        let live = keys.live(holder: holder, tag: liveTag(forSession: sessionID))
+        let sent = monotonicNanos()
+        liveness.value.pendingReleases[sessionID] = nil
         replicated(
-            SessionScripts.create, keys: [RedisArg(keys.session(sessionID)), RedisArg(keys.lease(sessionID))],
+            SessionScripts.create, keys: [RedisArg(keys.session(sessionID))],
             args: [
-                RedisArg(holder), RedisArg(bytes: state), RedisArg(limits.leaseMilliseconds),
-                RedisArg(limits.expirySeconds),
+                RedisArg(holder), RedisArg(bytes: state), RedisArg(limits.expirySeconds), RedisArg(live),
+                RedisArg(limits.leaseMilliseconds),
             ]
-        ) { r in
+        ) { [self] r in
+            if again, Self.isStaleTag(r) {
+                return create(sessionID: sessionID, holder: holder, state: state, again: false, completion: completion)
+            }
+            if case .success(let v) = r { confirmed(live, sentAt: sent, wasMissing: v.int == 2) }
             completion(r.storeMap { _ in Lease(sessionID: sessionID, holder: holder, token: 1) })
         }
+    }
+
+    /// True for a script's `LIVETAG` refusal: the liveness key it was given is not this master's.
+    static func isStaleTag<T>(_ r: Result<T, StoreError>) -> Bool {
+        if case .failure(.unavailable(let message)) = r { return message.contains("LIVETAG") }
+        return false
     }
 
     public func acquire(
@@ -120,24 +142,40 @@ public final class RedisSessionStore: SessionStore, Sendable {
         sessionID: String, holder: String, newToken: Bool,
         completion: @escaping (Result<LeaseGrant, StoreError>) -> Void
     ) {
+        acquire(sessionID: sessionID, holder: holder, newToken: newToken, again: true, completion: completion)
+    }
+
+    private func acquire(
+        sessionID: String, holder: String, newToken: Bool, again: Bool,
+        completion: @escaping (Result<LeaseGrant, StoreError>) -> Void
+    ) {
         sendCommitsBefore(sessionID: sessionID)
+        let tag = liveTag(forSession: sessionID)
+        let live = keys.live(holder: holder, tag: tag)
+        let sent = monotonicNanos()
+        liveness.value.pendingReleases[sessionID] = nil  // a release sent again after this would end this run
         replicated(
             SessionScripts.acquire,
-            keys: [
-                RedisArg(keys.session(sessionID)), RedisArg(keys.lease(sessionID)), RedisArg(keys.events(sessionID)),
-            ],
+            keys: [RedisArg(keys.session(sessionID)), RedisArg(keys.events(sessionID))],
             args: [
                 RedisArg(holder), RedisArg(limits.leaseMilliseconds), RedisArg(limits.expirySeconds),
-                newToken ? "1" : "0",
+                newToken ? "1" : "0", RedisArg(keys.livePrefix(tag: tag)), RedisArg(live),
             ]
         ) { [self] r in
+            if again, Self.isStaleTag(r) {
+                return acquire(
+                    sessionID: sessionID, holder: holder, newToken: newToken, again: false, completion: completion)
+            }
             if case .failure(.notReplicated) = r {
                 // The lease, if granted, is ours: give it back without knowing its token (the script
                 // checks the holder); whoever acquires next gets a new token.
                 client.send(
-                    ["EVAL", RedisArg(Self.dropOwnLease), "1", RedisArg(keys.lease(sessionID)), RedisArg(holder)],
-                    key: RedisArg(keys.lease(sessionID))
+                    ["EVAL", RedisArg(Self.dropOwnLease), "1", RedisArg(keys.session(sessionID)), RedisArg(holder)],
+                    key: RedisArg(keys.session(sessionID))
                 ) { _ in }
+            }
+            if case .success(let v) = r, let a = v.array, a.count == 6 {
+                confirmed(live, sentAt: sent, wasMissing: a[5].int == 1)
             }
             completion(
                 r.storeMap { v -> LeaseGrant? in
@@ -145,7 +183,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
                     if a[0].int == 0 {
                         return .heldBy(a[1].string ?? "", remainingMilliseconds: Int(a[2].int ?? 0))
                     }
-                    guard a.count == 5, let token = a[1].int.map(UInt64.init), let seq = a[3].int,
+                    guard a.count == 6, let token = a[1].int.map(UInt64.init), let seq = a[3].int,
                         let inputSeq = a[4].int
                     else { return nil }
                     let snapshot = SessionSnapshot(
@@ -155,10 +193,10 @@ public final class RedisSessionStore: SessionStore, Sendable {
         }
     }
 
-    /// Lua: deletes the lease KEYS[1] if its holder (before the last `|`) is ARGV[1].
+    /// Lua: takes the lease off session KEYS[1] if its holder (before the last `|`) is ARGV[1].
     static let dropOwnLease = """
-        local cur = redis.call('GET', KEYS[1])
-        if cur and string.sub(cur, 1, string.find(cur, '|[^|]*$') - 1) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+        local cur = redis.call('HGET', KEYS[1], 'lease')
+        if cur and string.sub(cur, 1, string.find(cur, '|[^|]*$') - 1) == ARGV[1] then redis.call('HDEL', KEYS[1], 'lease') end
         return 1
         """
 
@@ -169,22 +207,69 @@ public final class RedisSessionStore: SessionStore, Sendable {
     private let pendingRenewals: LoopBound<[(lease: Lease, completion: (Result<Bool, StoreError>) -> Void)]>
     /// Stream checks asked for in this loop iteration, sent together at its end (`checkStreams`).
     let pendingStreamChecks: LoopBound<[StreamCheck]>
+    /// What this loop knows of its holders' liveness keys (the client's loop only).
+    private let liveness: LoopBound<Liveness>
 
-    /// The most leases one `renewMany` call carries.
+    /// The liveness keys of this loop's holders: until when the leases under each are checked one by one
+    /// (it was found missing), when a `SET` of it was last answered, and each master's tag for them. One
+    /// entry per holder and master (a loop has one holder): never dropped, since a key this loop set once
+    /// and then finds missing means its leases there may have been taken.
+    struct Liveness {
+        var checkUntil: [String: UInt64] = [:]
+        var confirmedAt: [String: UInt64] = [:]
+        var tags: [RedisAddress: String] = [:]
+        /// Releases to send again, by session (`release`).
+        var pendingReleases: [String: Lease] = [:]
+    }
+
+    /// The most leases one `renewMany` call checks.
     static let renewBatch = 256
 
-    /// Renewals asked for in the same loop iteration go to Redis as one script call (`renewMany`) per
-    /// master, not one each: a loop keeping thousands of sessions renews them in slices (`LeaseKeeper`'s
-    /// timers grouped by the caller), and Redis's per-call cost (~20 µs of Lua set-up) is paid once per
-    /// slice and master. On a cluster the leases of one call are those whose slots one master serves
-    /// (grouped by the client's slot map; the script may cross slots of one node). Should the map be
-    /// out of date (a slot moved: `MOVED`, `CROSSSLOT`, `TRYAGAIN`), the call is made again per slot.
-    /// Off the loop (tests), one call at once.
+    /// The hash tag of the liveness keys on the master of session `id` (`ClusterKeys.liveTag`): the same on
+    /// every node that knows the same slot map. Loop only.
+    func liveTag(forSession id: String) -> String {
+        guard client.isSharded, let master = client.master(forSlot: RedisClient.slot(of: keys.arg(id))) else {
+            return ClusterKeys.unshardedLiveTag
+        }
+        if let tag = liveness.value.tags[master], client.master(forSlot: RedisSlot.of(tag)) == master { return tag }
+        let tag = ClusterKeys.liveTag { client.master(forSlot: $0) == master } ?? ClusterKeys.unshardedLiveTag
+        if liveness.value.tags.count >= 1024 { liveness.value.tags = [:] }
+        liveness.value.tags[master] = tag
+        return tag
+    }
+
+    /// A `SET` of liveness key `live`, sent at `sentAt`, was answered; `wasMissing`: it had lapsed. Then the
+    /// leases under it are checked one by one for a lease TTL (`renew`) if this loop had set it before, or if
+    /// a renewal found it missing: a loop's first key on a master is set by the creation or acquisition of a
+    /// session there, so leases renewed under a key never set hold sessions whose slot moved to this master
+    /// (another node may have taken them there). A creation's or an acquisition's first `SET` finds it
+    /// missing as a matter of course: a holder is one loop of one run of a node (`node#nonce#loop`).
+    private func confirmed(_ live: String, sentAt: UInt64, wasMissing: Bool, byRenewal: Bool = false) {
+        if wasMissing, byRenewal || liveness.value.confirmedAt[live] != nil {
+            liveness.value.checkUntil[live] = sentAt &+ UInt64(limits.leaseMilliseconds) * 1_000_000
+        }
+        liveness.value.confirmedAt[live] = sentAt
+        sendPendingReleases()
+    }
+
+    /// A lease is held while its holder's liveness key on the session's master exists (`SessionScripts.acquire`):
+    /// renewing leases is renewing that key, one `SET … GET` per holder, master and loop iteration, however
+    /// many leases a loop renews in it (issue 20: a renewal of each lease, every third of its TTL, was 30,600
+    /// a second at 102,000 sessions). A lease is lost only to someone who found its holder's key gone, so
+    /// while the key was there every lease under it is still ours. When the `SET` finds the key missing (this
+    /// loop or Redis paused past the TTL, a failover lost it, or it is the first), each lease under it is
+    /// checked once (`renewMany`: its session still names it) for a lease TTL, within which every keeper
+    /// renews: a keeper learns of a takeover without waiting for its next commit. On a cluster the renewals
+    /// of one iteration are grouped by the master of their sessions. Loop only.
     public func renew(_ lease: Lease, completion: @escaping (Result<Bool, StoreError>) -> Void) {
-        guard client.loop.inEventLoop else { return renewNow([(lease, completion)], splitOnRedirect: false) }
         sendAtIterationEnd(
-            (lease, completion), pending: pendingRenewals, key: { [keys] in keys.arg($0.lease.sessionID, .lease) },
-            batch: Self.renewBatch, send: { [self] in renewNow($0, splitOnRedirect: true) })
+            (lease, completion), pending: pendingRenewals, key: { [keys] in keys.arg($0.lease.sessionID) },
+            batch: .max,
+            send: { [self] batch in
+                var byHolder: [String: [Renewal]] = [:]
+                for r in batch { byHolder[r.lease.holder, default: []].append(r) }
+                for (holder, renewals) in byHolder { renewLive(renewals, holder: holder) }
+            })
     }
 
     /// Keeps `item` in `pending` and, for the first one of this loop iteration, sends them all once the
@@ -229,7 +314,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
 
     typealias Renewal = (lease: Lease, completion: (Result<Bool, StoreError>) -> Void)
 
-    /// A lease key's value, "holder|token", as the argument the scripts compare it with.
+    /// A lease's value, "holder|token", as the argument the scripts compare it with.
     static func leaseValue(_ lease: Lease) -> RedisArg {
         let token = UInt(lease.token)
         let count = lease.holder.utf8.count + 1 + decimalDigits(token)
@@ -242,25 +327,49 @@ public final class RedisSessionStore: SessionStore, Sendable {
             })
     }
 
-    /// One `renewMany` call for `batch` (1 to `renewBatch` leases), each completion with its own answer;
-    /// a batch over several slots that Redis redirects is sent again one slot at a time. Every owned
-    /// session's lease is renewed every third of its TTL, so the arguments are written as bytes
-    /// (`ClusterKeys.arg`, `leaseValue`), not as `String`s grown by interpolation and copied (issue 20,
-    /// round 16: ~1,300 instructions per renewal).
-    private func renewNow(_ batch: [Renewal], splitOnRedirect: Bool) {
-        var args: [RedisArg] = []
-        args.reserveCapacity(2 + 2 * batch.count)
-        args.append(RedisArg(limits.leaseMilliseconds))
-        args.append(RedisArg(batch.count))
-        for r in batch { args.append(keys.arg(r.lease.sessionID, .lease)) }
-        for r in batch { args.append(Self.leaseValue(r.lease)) }
-        client.evalScript(
-            SessionScripts.renewMany, keys: [args[2]], args: args, lane: .leases
+    /// One `SET live 1 PX ttl GET` for `batch` (the renewals of one holder on one master in this iteration),
+    /// on the lease lane; every renewal is answered true once it is, unless the leases under the key are
+    /// being checked one by one (`renew`).
+    private func renewLive(_ batch: [Renewal], holder: String) {
+        let live = keys.live(holder: holder, tag: liveTag(forSession: batch[0].lease.sessionID))
+        let sent = monotonicNanos()
+        client.send(
+            ["SET", RedisArg(live), "1", "PX", RedisArg(limits.leaseMilliseconds), "GET"], key: RedisArg(live),
+            lane: .leases
         ) { [self] r in
+            switch r {
+            case .failure(let e):
+                for item in batch { item.completion(.failure(e.storeError)) }
+            case .success(let v):
+                confirmed(live, sentAt: sent, wasMissing: v.isNull, byRenewal: true)
+                if let until = liveness.value.checkUntil[live] {
+                    if sent < until {
+                        for start in stride(from: 0, to: batch.count, by: Self.renewBatch) {
+                            check(
+                                Array(batch[start..<min(start + Self.renewBatch, batch.count)]), splitOnRedirect: true)
+                        }
+                        return
+                    }
+                    liveness.value.checkUntil[live] = nil
+                }
+                for item in batch { item.completion(.success(true)) }
+            }
+        }
+    }
+
+    /// One `renewMany` call for `batch` (1 to `renewBatch` leases): each lease still named by its session?
+    /// A batch over several slots that Redis redirects is sent again one slot at a time.
+    private func check(_ batch: [Renewal], splitOnRedirect: Bool) {
+        var args: [RedisArg] = []
+        args.reserveCapacity(1 + 2 * batch.count)
+        args.append(RedisArg(batch.count))
+        for r in batch { args.append(keys.arg(r.lease.sessionID)) }
+        for r in batch { args.append(Self.leaseValue(r.lease)) }
+        client.evalScript(SessionScripts.renewMany, keys: [args[1]], args: args, lane: .leases) { [self] r in
             if splitOnRedirect,
                 resentPerSlot(
-                    batch, after: r, key: { keys.arg($0.lease.sessionID, .lease) },
-                    again: { renewNow($0, splitOnRedirect: false) })
+                    batch, after: r, key: { keys.arg($0.lease.sessionID) },
+                    again: { check($0, splitOnRedirect: false) })
             {
                 return
             }
@@ -275,11 +384,36 @@ public final class RedisSessionStore: SessionStore, Sendable {
     /// On the command connection, not the lease lane: a hand-over followed by this loop acquiring the session
     /// again must reach Redis in that order (an `acquire` by the holder itself keeps its token; a release
     /// that came after it deleted the lease the new run was under, and another holder took the session).
+    ///
+    /// A release Redis did not answer is sent again once a liveness `SET` of this loop is answered (Redis is
+    /// back), unless this loop acquired the session again meanwhile: a lease is held while its holder's
+    /// liveness key lives, and the key lives on for the loop's other sessions, so a lease let go without a
+    /// release would stay held by a loop that no longer runs its session (`pendingReleases`).
     public func release(_ lease: Lease, completion: @escaping (Result<Bool, StoreError>) -> Void) {
         sendCommitsBefore(sessionID: lease.sessionID)
+        if client.loop.inEventLoop { liveness.value.pendingReleases[lease.sessionID] = nil }
         client.evalScript(
-            SessionScripts.release, keys: [keys.arg(lease.sessionID, .lease)], args: [Self.leaseValue(lease)]
-        ) { r in completion(r.store { $0.int.map { $0 == 1 } }) }
+            SessionScripts.release, keys: [keys.arg(lease.sessionID)], args: [Self.leaseValue(lease)]
+        ) { [self] r in
+            if case .failure = r, client.loop.inEventLoop,
+                liveness.value.pendingReleases.count < Self.maxPendingReleases
+            {
+                liveness.value.pendingReleases[lease.sessionID] = lease
+            }
+            completion(r.store { $0.int.map { $0 == 1 } })
+        }
+    }
+
+    /// The most releases kept to send again (a loop's sessions, left while Redis was away).
+    static let maxPendingReleases = 200_000
+
+    /// Sends again the releases Redis did not answer (`release`), a `renewBatch` at a time. Loop only.
+    private func sendPendingReleases() {
+        guard !liveness.value.pendingReleases.isEmpty else { return }
+        for (id, lease) in liveness.value.pendingReleases.prefix(Self.renewBatch) {
+            liveness.value.pendingReleases[id] = nil
+            release(lease) { _ in }
+        }
     }
 
     public func load(sessionID: String, completion: @escaping (Result<SessionSnapshot, StoreError>) -> Void) {
@@ -340,9 +474,9 @@ public final class RedisSessionStore: SessionStore, Sendable {
         }
     }
 
-    /// KEYS of the scripts that delete a session: its hash, history, lease and set of open streams.
+    /// KEYS of the scripts that delete a session: its hash (with its lease), history and set of open streams.
     private func everyKey(of id: String) -> [RedisArg] {
-        [RedisArg(keys.session(id)), RedisArg(keys.events(id)), RedisArg(keys.lease(id)), RedisArg(keys.streams(id))]
+        [RedisArg(keys.session(id)), RedisArg(keys.events(id)), RedisArg(keys.streams(id))]
     }
 
     public func delete(_ lease: Lease, completion: @escaping (Result<Void, StoreError>) -> Void) {

@@ -12,42 +12,71 @@ enum SessionScripts {
         ]
     }
 
-    /// KEYS: session, lease. ARGV: holder, state, lease ms, idle s. Creates with fence 1.
+    /// Lua, first in a script: sets the caller's liveness key ARGV[k] for ARGV[ttl] ms and leaves in `lost`
+    /// whether it was missing (the caller's liveness had lapsed, or this is its first: `RedisSessionStore`
+    /// checks its leases there once). A key this master does not serve (the caller's slot map is out of
+    /// date: it names another master's tag) fails the script with `LIVETAG` before anything is written; the
+    /// caller, its map mended by the `MOVED` that brought the call here, sends it again.
+    private static func setLive(_ k: Int, ttl: Int) -> String {
+        """
+        local was = redis.pcall('SET', ARGV[\(k)], '1', 'PX', ARGV[\(ttl)], 'GET')
+        if type(was) == 'table' and was.err then return redis.error_reply('LIVETAG ' .. was.err) end
+        local lost = 0
+        if not was then lost = 1 end
+        """
+    }
+
+    /// KEYS: session. ARGV: holder, state, idle s, the holder's liveness key, lease ms. Creates with fence 1
+    /// and the lease "holder|1" (a field of the session's hash: it expires with the session). Returns 1, or 2
+    /// if the holder's liveness key was missing (`setLive`).
     static let create = RedisScript(
         """
+        #!lua flags=allow-cross-slot-keys
         if redis.call('EXISTS', KEYS[1]) == 1 then return redis.error_reply('EXISTS session exists') end
-        redis.call('HSET', KEYS[1], 'state', ARGV[2], 'seq', '0', 'inputSeq', '0', 'fence', '1')
-        redis.call('EXPIRE', KEYS[1], ARGV[4])
-        redis.call('SET', KEYS[2], ARGV[1] .. '|1', 'PX', ARGV[3])
-        return 1
+        \(setLive(4, ttl: 5))
+        redis.call('HSET', KEYS[1], 'state', ARGV[2], 'seq', '0', 'inputSeq', '0', 'fence', '1', 'lease', ARGV[1] .. '|1')
+        redis.call('EXPIRE', KEYS[1], ARGV[3])
+        return 1 + lost
         """)
 
-    /// KEYS: session, lease, events. ARGV: holder, lease ms, idle s, new token (0/1).
-    /// Returns {1, token, state, seq, inputSeq} or {0, holder, pttl}. A new holder gets
-    /// `HINCRBY fence 1` (SET NX semantics: only when no lease exists); the holder itself renews, and
-    /// keeps its token unless it asks for a new one (ARGV[4] = 1: it no longer runs the session).
-    /// Every attempt, granted or not, gives the session and its history their idle expiry again (an
-    /// attempt means the session is in use: an input here, a stream here of a session run elsewhere),
-    /// so a streamed session costs one round trip per check.
+    /// KEYS: session, events. ARGV: holder, lease ms, idle s, new token (0/1), the liveness prefix of this
+    /// master (`ClusterKeys.livePrefix`), the holder's own liveness key (`setLive`: set first).
+    /// Returns {1, token, state, seq, inputSeq, lost} or {0, holder, pttl}. The lease (the hash's `lease`,
+    /// "holder|token") is held while its holder's liveness key here exists: a lease whose holder's key is gone
+    /// (its node died or paused past the lease TTL, or its slot moved here from another master) is free. A
+    /// new holder gets `HINCRBY fence 1`; the holder itself keeps its token unless it asks for a new one
+    /// (ARGV[4] = 1: it no longer runs the session). Every attempt, granted or not, gives the session and its
+    /// history their idle expiry again (an attempt means the session is in use: an input here, a stream here
+    /// of a session run elsewhere), so a streamed session costs one round trip per check.
     static let acquire = RedisScript(
         """
-        if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('GONE session') end
+        #!lua flags=allow-cross-slot-keys
+        local m = redis.call('HMGET', KEYS[1], 'fence', 'lease', 'state', 'seq', 'inputSeq')
+        if not m[1] then return redis.error_reply('GONE session') end
+        \(setLive(6, ttl: 2))
         redis.call('EXPIRE', KEYS[1], ARGV[3])
-        redis.call('EXPIRE', KEYS[3], ARGV[3])
-        local cur = redis.call('GET', KEYS[2])
+        redis.call('EXPIRE', KEYS[2], ARGV[3])
+        local cur = m[2]
         local token
         if cur then
           local sep = string.find(cur, '|[^|]*$')
           local holder = string.sub(cur, 1, sep - 1)
-          if holder ~= ARGV[1] then return {0, holder, redis.call('PTTL', KEYS[2])} end
-          token = string.sub(cur, sep + 1)
-          if ARGV[4] == '1' then token = tostring(redis.call('HINCRBY', KEYS[1], 'fence', 1)) end
+          if holder ~= ARGV[1] then
+            local ttl = redis.call('PTTL', ARGV[5] .. holder)
+            if ttl ~= -2 then
+              if ttl < 0 then ttl = tonumber(ARGV[2]) end
+              return {0, holder, ttl}
+            end
+            token = tostring(redis.call('HINCRBY', KEYS[1], 'fence', 1))
+          else
+            token = string.sub(cur, sep + 1)
+            if ARGV[4] == '1' then token = tostring(redis.call('HINCRBY', KEYS[1], 'fence', 1)) end
+          end
         else
           token = tostring(redis.call('HINCRBY', KEYS[1], 'fence', 1))
         end
-        redis.call('SET', KEYS[2], ARGV[1] .. '|' .. token, 'PX', ARGV[2])
-        local m = redis.call('HMGET', KEYS[1], 'state', 'seq', 'inputSeq')
-        return {1, token, m[1], m[2], m[3]}
+        redis.call('HSET', KEYS[1], 'lease', ARGV[1] .. '|' .. token)
+        return {1, token, m[3], m[4], m[5], lost}
         """)
 
     /// Lua: `now` = Redis's clock in ms (`TIME`, one clock for every node), then the members of the set
@@ -83,11 +112,13 @@ enum SessionScripts {
         """)
 
     /// Streamed sessions' periodic check, several sessions a call (`RedisSessionStore.checkStreams` batches
-    /// a loop's checks per master). KEYS: the first session (it routes the call). ARGV: idle s, n, then per
-    /// session: session, events, streams, lease, deadline ms, renew (1/0), m, member 1 … member m. For each
+    /// a loop's checks per master). KEYS: the first session (it routes the call). ARGV: idle s, n, the
+    /// liveness prefix of this master (`ClusterKeys.livePrefix`), then per session: session, events,
+    /// streams, deadline ms, renew (1/0), m, member 1 … member m. For each
     /// session: with renew 1 the idle expiry of the session, its history and its set of streams again;
     /// expired stream members dropped, the m members given the deadline now + its deadline ms (added again
-    /// if they were dropped); answers {the lease's holder (false if no lease), seq}, or `GONE` if no session. As in `renewMany`, the keys are arguments and
+    /// if they were dropped); answers {the lease's holder (false if no lease, or if its holder's liveness
+    /// key here is gone; a key this master does not serve leaves the holder named), seq}, or `GONE` if no session. As in `renewMany`, the keys are arguments and
     /// every session is read first: one not served here fails the call with `CROSSSLOT` before any write
     /// (the caller sends it again per slot).
     static let renewStreamsMany = RedisScript(
@@ -96,77 +127,75 @@ enum SessionScripts {
         \(LuaClock.now)
         local idle = ARGV[1]
         local n = tonumber(ARGV[2])
+        local live = ARGV[3]
         local at, found = {}, {}
-        local i = 3
+        local i = 4
         for c = 1, n do
-          local e = redis.pcall('EXISTS', ARGV[i])
-          if type(e) == 'table' and e.err then return redis.error_reply('CROSSSLOT stream check batch: ' .. e.err) end
+          local e = redis.pcall('HMGET', ARGV[i], 'seq', 'lease')
+          if e.err then return redis.error_reply('CROSSSLOT stream check batch: ' .. e.err) end
           at[c], found[c] = i, e
-          i = i + 7 + tonumber(ARGV[i + 6])
+          i = i + 6 + tonumber(ARGV[i + 5])
         end
         local cutoff = string.format('%.0f', now)
         local out = {}
         for c = 1, n do
           local b = at[c]
-          if found[c] == 0 then
+          local seq, cur = found[c][1], found[c][2]
+          if not seq then
             out[c] = redis.error_reply('GONE session')
           else
-            local renew = ARGV[b + 5] == '1'
+            local renew = ARGV[b + 4] == '1'
             if renew then
               redis.call('EXPIRE', ARGV[b], idle)
               redis.call('EXPIRE', ARGV[b + 1], idle)
             end
             redis.call('ZREMRANGEBYSCORE', ARGV[b + 2], '-inf', cutoff)
-            local ttl, m = tonumber(ARGV[b + 4]), tonumber(ARGV[b + 6])
+            local ttl, m = tonumber(ARGV[b + 3]), tonumber(ARGV[b + 5])
             if m > 0 then
               local deadline = string.format('%.0f', now + ttl)
               local added = 0
-              for k = 1, m do added = added + redis.call('ZADD', ARGV[b + 2], deadline, ARGV[b + 6 + k]) end
+              for k = 1, m do added = added + redis.call('ZADD', ARGV[b + 2], deadline, ARGV[b + 5 + k]) end
               -- a member added again may have made the set anew: it gets an expiry too
               if renew or (added > 0 and redis.call('PTTL', ARGV[b + 2]) < ttl) then
                 redis.call('PEXPIRE', ARGV[b + 2], string.format('%.0f', math.max(tonumber(idle) * 1000, ttl)))
               end
             end
-            local seq = redis.call('HGET', ARGV[b], 'seq')
-            local cur = redis.call('GET', ARGV[b + 3])
-            if not cur then
-              out[c] = {false, seq}
-            else
-              out[c] = {string.sub(cur, 1, string.find(cur, '|[^|]*$') - 1), seq}
+            local holder = false
+            if cur then
+              holder = string.sub(cur, 1, string.find(cur, '|[^|]*$') - 1)
+              -- a key not served here (the caller's slot map is out of date) says nothing: the holder stays
+              if redis.pcall('EXISTS', live .. holder) == 0 then holder = false end
             end
+            out[c] = {holder, seq}
           end
         end
         return out
         """)
 
-    /// KEYS: the first lease (it routes the call). ARGV: lease ms, n, lease 1 … lease n, "holder|token" 1 … n.
-    /// Each lease whose value is exactly its "holder|token" gets the lease TTL again: {1 if renewed, 0 if
-    /// the lease is not ours, …}. On a Redis Cluster the leases of one call may be in several slots of one
-    /// master (`RedisSessionStore.renew` groups them by master): as in `commitMany`, they are arguments (a
-    /// script's declared keys must share a slot), every lease is read first, and if one is not served here
-    /// the call fails with `CROSSSLOT` before any renewal (the caller sends it again per slot).
+    /// KEYS: the first session (it routes the call). ARGV: n, session 1 … session n, "holder|token" 1 … n.
+    /// {1 if the session's lease is exactly its "holder|token", 0 if not, …}: a holder checks its leases
+    /// one by one only after its liveness key was found gone (`RedisSessionStore.renew`); it changes
+    /// nothing. On a Redis Cluster the sessions of one call may be in several slots of one master: as in
+    /// `commitMany`, they are arguments, and if one is not served here the call fails with `CROSSSLOT`
+    /// (the caller sends it again per slot).
     static let renewMany = RedisScript(
         """
         #!lua flags=allow-cross-slot-keys
-        local n = tonumber(ARGV[2])
-        local values = {}
-        for i = 1, n do
-          local v = redis.pcall('GET', ARGV[2 + i])
-          if type(v) == 'table' and v.err then return redis.error_reply('CROSSSLOT renewal batch: ' .. v.err) end
-          values[i] = v
-        end
+        local n = tonumber(ARGV[1])
         local out = {}
         for i = 1, n do
-          if values[i] == ARGV[2 + n + i] then out[i] = redis.call('PEXPIRE', ARGV[2 + i], ARGV[1]) else out[i] = 0 end
+          local v = redis.pcall('HGET', ARGV[1 + i], 'lease')
+          if type(v) == 'table' and v.err then return redis.error_reply('CROSSSLOT renewal batch: ' .. v.err) end
+          if v == ARGV[1 + n + i] then out[i] = 1 else out[i] = 0 end
         end
         return out
         """)
 
-    /// KEYS: lease. ARGV: "holder|token". 1 if released (hand-over), 0 if it was not ours.
+    /// KEYS: session. ARGV: "holder|token". 1 if released (hand-over), 0 if it was not ours.
     static let release = RedisScript(
         """
-        if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-        return redis.call('DEL', KEYS[1])
+        if redis.call('HGET', KEYS[1], 'lease') ~= ARGV[1] then return 0 end
+        return redis.call('HDEL', KEYS[1], 'lease')
         """)
 
     /// A batch of commits, each for itself (`RedisSessionStore.commit`: the commits of one loop iteration
@@ -327,7 +356,7 @@ enum SessionScripts {
         return {m[1], m[2], m[3]}
         """)
 
-    /// KEYS: session, events, lease, streams. ARGV: token, quiet ms. The end of a session its owner found
+    /// KEYS: session, events, streams. ARGV: token, quiet ms. The end of a session its owner found
     /// unused (`--unused-session-timeout`: no input, no stream, no request on this node): deleted, 1, if the
     /// token is current and it is unused across the cluster too — no input ever (`inputSeq` 0), no stream
     /// ever admitted on any node (`used`), none open now (the set of open streams, deadlines passed dropped
@@ -339,19 +368,19 @@ enum SessionScripts {
         if not m[1] then return redis.error_reply('GONE session') end
         if m[1] ~= ARGV[1] then return redis.error_reply('FENCED token ' .. ARGV[1] .. ' is not ' .. m[1]) end
         if m[2] ~= '0' or m[3] then return 0 end
-        \(pruneStreams(key: 4))
+        \(pruneStreams(key: 3))
         if m[4] and now - tonumber(m[4]) < tonumber(ARGV[2]) then return 0 end
-        if redis.call('ZCARD', KEYS[4]) > 0 then return 0 end
-        redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+        if redis.call('ZCARD', KEYS[3]) > 0 then return 0 end
+        redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
         return 1
         """)
 
-    /// KEYS: session, events, lease, streams. ARGV: token. Deletes the session if the token is current.
+    /// KEYS: session, events, streams. ARGV: token. Deletes the session if the token is current.
     static let delete = RedisScript(
         """
         local fence = redis.call('HGET', KEYS[1], 'fence')
         if not fence then return redis.error_reply('GONE session') end
         if fence ~= ARGV[1] then return redis.error_reply('FENCED token ' .. ARGV[1] .. ' is not ' .. fence) end
-        return redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+        return redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
         """)
 }

@@ -36,7 +36,9 @@ public protocol SessionStore: AnyObject {
         sessionID: String, holder: String, newToken: Bool,
         completion: @escaping (Result<LeaseGrant, StoreError>) -> Void)
 
-    /// Extends the lease if `lease` is still the current one; false if it was lost.
+    /// Extends the lease if `lease` is still the current one; false if it was lost. A store may extend every
+    /// lease of a holder at once (Redis: the holder's liveness key on the session's master), and then answers
+    /// false once it has seen that the holder's liveness lapsed and the lease names someone else.
     func renew(_ lease: Lease, completion: @escaping (Result<Bool, StoreError>) -> Void)
 
     /// Gives the lease up at once (graceful hand-over) if `lease` is still current.

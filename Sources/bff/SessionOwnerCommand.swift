@@ -28,6 +28,15 @@ struct SessionOwnerCommand: ParsableCommand {
             with "-" (one in 64 does) goes after "--": bff session-owner --redis-url URL -- -AbC….
             """)
 
+    /// Lua: the PTTL of the liveness key (prefix ARGV[1]) of the holder named by session KEYS[1]'s lease, -2
+    /// if there is no lease or no such key. Reads only.
+    static let livePTTL = """
+        #!lua flags=no-writes,allow-cross-slot-keys
+        local v = redis.call('HGET', KEYS[1], 'lease')
+        if not v then return -2 end
+        return redis.call('PTTL', ARGV[1] .. string.sub(v, 1, string.find(v, '|[^|]*$') - 1))
+        """
+
     @Argument(help: "The session id (the `id` of POST /api/sessions, or from a URL or log line).") var id: String
     @Option(help: "The cluster's Redis, redis://[:password@]host:port/db (env REDIS_URL; required).")
     var redisUrl: String?
@@ -70,7 +79,11 @@ struct SessionOwnerCommand: ParsableCommand {
         }
         let keys = ClusterKeys(prefix: keyPrefix)
         let commands: [[RedisArg]] = [
-            ["GET", RedisArg(keys.lease(id))], ["PTTL", RedisArg(keys.lease(id))],
+            ["HGET", RedisArg(keys.session(id)), "lease"],
+            [
+                "EVAL", RedisArg(Self.livePTTL), "1", RedisArg(keys.session(id)),
+                RedisArg(keys.livePrefix(tag: ClusterKeys.unshardedLiveTag)),
+            ],
             ["HMGET", RedisArg(keys.session(id)), "seq", "inputSeq", "fence"], ["TTL", RedisArg(keys.session(id))],
             ["ZRANGE", RedisArg(keys.streams(id)), "0", "-1", "WITHSCORES"], ["TIME"],
         ]

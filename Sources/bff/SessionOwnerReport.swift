@@ -2,8 +2,9 @@ import Foundation
 import JSON
 import RedisClient
 
-/// What `bff session-owner` found, from the replies to GET lease, PTTL lease, HMGET session, TTL session,
-/// ZRANGE streams WITHSCORES and TIME (in that order).
+/// What `bff session-owner` found, from the replies to HGET session lease, PTTL of the lease holder's
+/// liveness key (-2 if none), HMGET session, TTL session, ZRANGE streams WITHSCORES and TIME (in that
+/// order). A lease whose holder's liveness key is gone is held by nobody.
 struct SessionOwnerReport {
     let id: String
     let exists: Bool
@@ -20,14 +21,15 @@ struct SessionOwnerReport {
 
     init(id: String, replies r: [RESPValue]) {
         self.id = id
-        let lease = r[0].string
+        let live = r[1].int ?? -2
+        let lease = live == -2 ? nil : r[0].string
         if let lease, let bar = lease.lastIndex(of: "|") {
             holder = String(lease[..<bar])
             token = Int64(lease[lease.index(after: bar)...])
         } else {
             (holder, token) = (lease, nil)
         }
-        leaseMilliseconds = lease == nil ? nil : r[1].int
+        leaseMilliseconds = lease == nil ? nil : live
         let fields = r[2].array ?? []
         seq = fields.first?.int
         inputSeq = fields.count > 1 ? fields[1].int : nil
@@ -66,7 +68,7 @@ struct SessionOwnerReport {
             )
         } else {
             lines.append(
-                "session \(id): no owner (the lease expired or was released; the next request, or a node streaming it, takes it over)"
+                "session \(id): no owner (its holder stopped renewing, or released it; the next request, or a node streaming it, takes it over)"
             )
         }
         let idle = sessionSeconds.map { "\($0) s" } ?? "never"

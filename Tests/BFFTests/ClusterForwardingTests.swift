@@ -54,7 +54,7 @@ class ClusterForwardingTests: ClusterTestCase {
         let owner = try XCTUnwrap(cluster.owner(of: id))
         owner.loop.execute { if let s = owner.sessions[id] { cluster.leave(s) } }
         try waitUntil("A handed the lease over", within: 5) {
-            try self.redisCLI("EXISTS", "bff:s:{\(id)}:lease").hasPrefix("0")
+            try self.redisCLI("HEXISTS", "bff:s:{\(id)}", "lease").hasPrefix("0")
         }
         let r = try name(b, id, "bob")
         XCTAssertEqual(r.status, 202, "B asked again and took the session over instead of answering 503: \(r)")

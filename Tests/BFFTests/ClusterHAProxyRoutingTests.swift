@@ -105,7 +105,7 @@ final class ClusterHAProxyRoutingTests: XCTestCase {
     }
 
     private func owner(of id: String, redis: RedisServerProcess) throws -> String {
-        let out = try Spawn.run("/usr/bin/redis-cli", ["-p", "\(redis.port)", "GET", "bff:s:{\(id)}:lease"]).output
+        let out = try Spawn.run("/usr/bin/redis-cli", ["-p", "\(redis.port)", "HGET", "bff:s:{\(id)}", "lease"]).output
         return String(out.prefix { $0 != "#" })
     }
 

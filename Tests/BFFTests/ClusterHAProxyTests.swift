@@ -158,7 +158,7 @@ final class ClusterHAProxyTests: XCTestCase {
         let hashNode = try XCTUnwrap(logLine.range(of: #"bff_sessions/node\d"#, options: .regularExpression))
             .upperBound
         let hashName = "node" + String(logLine[logLine.index(before: hashNode)])
-        let lease = try redisGet(port: redis.port, key: "bff:s:{\(id)}:lease")
+        let lease = try redisLease(port: redis.port, session: "bff:s:{\(id)}")
         let ownerName = String(lease.prefix { $0 != "#" })
         print("haproxy: session hash on \(hashName), lease held by \(ownerName) (\(lease))")
         XCTAssertNotNil(nodes[ownerName], "lease \(lease)")
@@ -225,8 +225,9 @@ final class ClusterHAProxyTests: XCTestCase {
         print("haproxy: test took \(Date().timeIntervalSince(started)) s")
     }
 
-    private func redisGet(port: Int, key: String) throws -> String {
-        try Spawn.run("/usr/bin/redis-cli", ["-p", "\(port)", "GET", key]).output
+    /// The lease ("holder|token") of session hash `session`.
+    private func redisLease(port: Int, session: String) throws -> String {
+        try Spawn.run("/usr/bin/redis-cli", ["-p", "\(port)", "HGET", session, "lease"]).output
             .trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }

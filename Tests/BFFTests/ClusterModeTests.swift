@@ -109,7 +109,7 @@ class ClusterModeTests: ClusterTestCase {
         XCTAssertEqual(e1.id, String((1 << 32) + 1))
         XCTAssertEqual(try redisCLI("PUBSUB", "SHARDNUMSUB", channel), "\(channel)\n0\n", "fed by A's own commits")
         // A paused past its lease (simulated: the lease key disappears); B takes over with token 2.
-        _ = try redisCLI("DEL", "bff:s:{\(id)}:lease")
+        _ = try redisCLI("HDEL", "bff:s:{\(id)}", "lease")
         XCTAssertEqual(try name(b, id, "bob").status, 202)
         XCTAssertEqual(try greet(b, id).status, 202)
         XCTAssertEqual(try greet(a, id).status, 503, "A's commit is fenced: the session leaves A")
@@ -409,7 +409,7 @@ class ClusterModeTests: ClusterTestCase {
         let id = try a.createSession()
         XCTAssertEqual(try name(a, id, "ann").status, 202)
         // A was paused long enough for its lease to expire (simulated: the lease key disappears).
-        _ = try redisCLI("DEL", "bff:s:{\(id)}:lease")
+        _ = try redisCLI("HDEL", "bff:s:{\(id)}", "lease")
         XCTAssertEqual(try name(b, id, "bob").status, 202)  // B takes over (token 2)
         XCTAssertEqual(inputSeq(try greet(b, id)), 3)
         let zombie = try greet(a, id)

@@ -227,6 +227,60 @@ final class ClusterProcessTests: XCTestCase {
         print("cluster: the continued zombie answered \(r.status)")
     }
 
+    /// Leases are kept by one liveness key per loop, not renewed one by one: an owner stopped past its TTL
+    /// finds its key gone when continued and checks each of its leases once. The session B took meanwhile
+    /// leaves A (by that check, or by a fenced commit if A commits first); the one nobody took stays A's.
+    func testAnOwnerContinuedAfterSIGSTOPLetsTheTakenSessionGoAndKeepsTheOther() throws {
+        let redis = try RedisServerProcess()
+        defer { redis.kill() }
+        let (a, portA) = try startNode(redis: redis, name: "a", threads: 1)
+        let (b, portB) = try startNode(redis: redis, name: "b", threads: 1)
+        defer {
+            a.send(SIGKILL)
+            b.send(SIGTERM)
+        }
+        var ids: [String] = []
+        for _ in 0..<2 {
+            let created = try WireConnection.post(port: portA, path: "/api/sessions", body: [])
+            ids.append(try XCTUnwrap(JSONValue.parse(created.body)["id"]?.stringValue))
+        }
+        XCTAssertEqual(try input(ids[0], 1, port: portA, fallback: portA, within: 2), 1)
+        let cli = { (args: [String]) in
+            try Spawn.run("/usr/bin/redis-cli", ["-p", "\(redis.port)"] + args).output
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let live = try cli(["KEYS", "bff:live:*:a#*"])
+        XCTAssertTrue(live.hasPrefix("bff:live:{m0}:a#") && !live.contains("\n"), "one key for A's loop: \(live)")
+        a.send(SIGSTOP)
+        try waitForState(of: a.pid, stopped: true)
+        XCTAssertEqual(try input(ids[0], 2, port: portB, fallback: portB, within: 1 + 2 + 2), 2, "B took over")
+        XCTAssertEqual(try cli(["EXISTS", live]), "0", "A's key lapsed while it was stopped")
+        a.send(SIGCONT)
+        try waitForState(of: a.pid, stopped: false)
+        // A renews its key for the session it still has; the first renewal finds it missing, and the leases
+        // renewed then are checked (the check goes before the next renewal on the same connection). Two
+        // renewals seen (the key's PTTL set back up twice): a check has been answered.
+        var renewals = 0
+        var last = Int.max
+        let deadline = Date().addingTimeInterval(5)
+        while renewals < 2, Date() < deadline {
+            let ttl = Int(try cli(["PTTL", live])) ?? -2
+            if ttl > last { renewals += 1 }
+            last = ttl
+            usleep(5_000)
+        }
+        XCTAssertEqual(renewals, 2, "A renewed its liveness key")
+        let lines = a.stderrText.split(separator: "\n")
+        XCTAssertTrue(
+            lines.contains { $0.contains(ids[0]) && ($0.contains("loss=taken") || $0.contains("error=fenced")) },
+            "A let the session B took go: \(a.stderrText)")
+        XCTAssertFalse(lines.contains { $0.contains(ids[1]) }, "and kept the other: \(a.stderrText)")
+        XCTAssertTrue(try cli(["HGET", "bff:s:{\(ids[1])}", "lease"]).hasPrefix("a#"))
+        // An input at B for it is forwarded to A and applied there: the lease stays A's.
+        XCTAssertEqual(try input(ids[1], 1, port: portB, fallback: portB, within: 2), 1)
+        XCTAssertTrue(try cli(["HGET", "bff:s:{\(ids[1])}", "lease"]).hasPrefix("a#"))
+    }
+
     /// Waits until the kernel reports `pid` stopped (state `T` in /proc/<pid>/stat) or not: a signal is
     /// delivered asynchronously.
     private func waitForState(of pid: Int32, stopped: Bool) throws {

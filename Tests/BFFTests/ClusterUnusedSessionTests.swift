@@ -48,7 +48,7 @@ final class ClusterUnusedSessionTests: ClusterTestCase {
             try WireConnection.get(port: b.port, path: "/api/sessions/\(id)/state").status == 404
         }
         XCTAssertEqual(try WireConnection.get(port: a.port, path: "/api/sessions/\(id)/state").status, 404)
-        for key in [cluster.keys.session(id), cluster.keys.lease(id)] {
+        for key in [cluster.keys.session(id), cluster.keys.events(id)] {
             XCTAssertEqual(try redisCLI("EXISTS", key).trimmingCharacters(in: .whitespacesAndNewlines), "0", key)
         }
         let input = try name(b, id, "late")

@@ -10,7 +10,8 @@ final class ClusterKeysTests: XCTestCase {
     func testTheNamesDocsClusterMdListsAllUnderThePrefix() {
         let k = ClusterKeys(prefix: "p")
         XCTAssertEqual(k.session("i"), "p:s:{i}")
-        XCTAssertEqual(k.lease("i"), "p:s:{i}:lease")
+        XCTAssertEqual(k.live(holder: "node#n#0", tag: "m0"), "p:live:{m0}:node#n#0")
+        XCTAssertEqual(k.livePrefix(tag: "m7"), "p:live:{m7}:")
         XCTAssertEqual(k.events("i"), "p:s:{i}:ev")
         XCTAssertEqual(k.idempotency("i", "k"), "p:s:{i}:idem:k")
         XCTAssertEqual(k.streams("i"), "p:s:{i}:streams")
@@ -29,7 +30,6 @@ final class ClusterKeysTests: XCTestCase {
         let k = ClusterKeys(prefix: "bff")
         for id in ["i", "0123456789abcdef0123456789abcdef", "é✓"] {
             XCTAssertEqual(k.arg(id), RedisArg(k.session(id)))
-            XCTAssertEqual(k.arg(id, .lease), RedisArg(k.lease(id)))
             XCTAssertEqual(k.arg(id, .events), RedisArg(k.events(id)))
             XCTAssertEqual(k.arg(id, .idempotency, "key-1"), RedisArg(k.idempotency(id, "key-1")))
             XCTAssertEqual(k.arg(id, .idempotency), RedisArg(k.idempotency(id, "")))
@@ -37,5 +37,18 @@ final class ClusterKeysTests: XCTestCase {
             XCTAssertEqual(k.arg(id, .channel), RedisArg(k.channel(id)))
         }
         XCTAssertEqual(k.arg("i", .events).bytes, Array("bff:s:{i}:ev".utf8))
+    }
+
+    /// A master's liveness tag is the first `m<n>` in a slot it serves: every node that knows the same slot
+    /// map names the same key, and every slot has one.
+    func testALiveTagIsTheFirstInASlotOfTheMaster() throws {
+        XCTAssertEqual(ClusterKeys.liveTag { _ in true }, "m0")
+        let slot = RedisSlot.of("m0")
+        let other = try XCTUnwrap(ClusterKeys.liveTag { $0 != slot })
+        XCTAssertNotEqual(RedisSlot.of(other), slot)
+        XCTAssertEqual(other, "m1", "the next tag, unless it shares m0's slot")
+        XCTAssertNil(ClusterKeys.liveTag { _ in false })
+        let last = try XCTUnwrap(ClusterKeys.liveTag { $0 == 16383 })
+        XCTAssertEqual(RedisSlot.of(last), 16383, "even a master with one slot has a tag")
     }
 }

@@ -52,9 +52,11 @@ final class RedisSessionStoreClusterTests: XCTestCase {
     }
 
     /// `count` sessions created (prefix `prefix`), spread over every master and several slots of each.
-    func sessions(_ prefix: String, _ count: Int, _ h: SessionStoreHarness) async throws -> [Lease] {
+    func sessions(_ prefix: String, _ count: Int, _ h: SessionStoreHarness, holder: String = "node-a") async throws
+        -> [Lease]
+    {
         var leases: [Lease] = []
-        for i in 0..<count { leases.append(try await h.create("\(prefix)\(i)", "node-a").get()) }
+        for i in 0..<count { leases.append(try await h.create("\(prefix)\(i)", holder).get()) }
         let slots = Set(leases.map { RedisSlot.of(keys.session($0.sessionID)) })
         let masters = Set(slots.compactMap { cluster.masterPort(ofSlot: $0) })
         XCTAssertEqual(masters.count, 3, "the sessions are spread over every master")
@@ -81,22 +83,44 @@ final class RedisSessionStoreClusterTests: XCTestCase {
         }
     }
 
-    func testRenewalsOfOneIterationAreOneCallPerMasterAcrossSlots() async throws {
+    /// A holder's renewals of one iteration are one `SET` of its liveness key per master, each key in a slot
+    /// of that master (so the scripts of its sessions can read it). Once the keys lapsed, the leases are
+    /// checked one call per master across its slots.
+    func testRenewalsOfOneIterationAreOneLivenessKeyPerMaster() async throws {
         let h = SessionStoreHarness(loop: loop, store: RedisSessionStore(client: client, keys: keys)) { _ in }
-        let leases = try await sessions("r", 30, h)
-        _ = try await h.renew(leases[0]).get()  // the script loaded
-        for l in leases {
-            _ = await client.send(
-                ["PEXPIRE", RedisArg(keys.lease(l.sessionID)), "5000"], key: RedisArg(keys.lease(l.sessionID)))
-        }
-        let before = evalCalls()
+        // A holder of its own: the cluster is shared by this class's tests, and some move slots.
+        let leases = try await sessions("r", 30, h, holder: "renewer")
+        let before = (calls("set"), evalCalls())
         let answers = await h.renewTogether(leases)
-        XCTAssertEqual(evalCalls() - before, 3, "one call per master, not one per lease or slot")
         XCTAssertEqual(answers, Array(repeating: .success(true), count: leases.count))
-        for l in leases {
-            let ttl = await client.send(
-                ["PTTL", RedisArg(keys.lease(l.sessionID))], key: RedisArg(keys.lease(l.sessionID)))
-            XCTAssertGreaterThan((try ttl.get()).int ?? 0, 5000, "renewed to the lease TTL (10 s)")
+        XCTAssertEqual(calls("set") - before.0, 3, "one SET per master, not one per lease or slot")
+        XCTAssertEqual(evalCalls() - before.1, 0)
+        var tags: Set<String> = []
+        for port in cluster.masterPorts {
+            let found = RedisServerProcess.cli(port: port, ["KEYS", "\(keys.prefix):live:*:renewer"])
+                .split(whereSeparator: \.isNewline).map(String.init)
+            XCTAssertEqual(found.count, 1, "one liveness key on master \(port): \(found)")
+            guard let key = found.first else { continue }
+            XCTAssertTrue(key.hasSuffix("}:renewer"), key)
+            XCTAssertEqual(cluster.masterPort(ofSlot: RedisSlot.of(key)), port, "in a slot of its master")
+            tags.insert(key)
+        }
+        XCTAssertEqual(tags.count, 3)
+        for key in tags {
+            let port = try XCTUnwrap(cluster.masterPort(ofSlot: RedisSlot.of(key)))
+            _ = RedisServerProcess.cli(port: port, ["DEL", key])
+        }
+        let lapsed = evalCalls()
+        let checked = await h.renewTogether(leases)
+        XCTAssertEqual(checked, Array(repeating: .success(true), count: leases.count), "still ours: nobody took them")
+        XCTAssertEqual(evalCalls() - lapsed, 3, "checked in one call per master across its slots")
+    }
+
+    func calls(_ command: String) -> Int {
+        cluster.masterPorts.reduce(0) { sum, port in
+            let stats = RedisServerProcess.cli(port: port, ["INFO", "commandstats"])
+            let line = stats.split(whereSeparator: \.isNewline).first { $0.hasPrefix("cmdstat_\(command):") } ?? ""
+            return sum + (Int(line.split(separator: "=").dropFirst().first?.prefix { $0.isNumber } ?? "") ?? 0)
         }
     }
 
@@ -176,6 +200,45 @@ final class RedisSessionStoreClusterTests: XCTestCase {
         XCTAssertEqual(retried.inputSeq, 2)
         let stored = try await h.inputSeq(lease.sessionID, key: "k2").get()
         XCTAssertEqual(stored, 2)
+    }
+
+    /// A session's slot moves to another master (a reshard): its lease moves with its hash, but its holder,
+    /// which holds nothing else there, has no liveness key there, so the lease is free at the new master and
+    /// another holder takes it. The holder's next renewal sets its key there, finds it missing, and checks the
+    /// lease: taken, false. Its lease of a session that stayed is not disturbed.
+    func testALeaseWhoseSlotMovedIsCheckedAtItsNewMaster() async throws {
+        let h = SessionStoreHarness(loop: loop, store: RedisSessionStore(client: client, keys: keys)) { _ in }
+        let master = { (id: String) in self.cluster.masterPort(ofSlot: RedisSlot.of(self.keys.session(id))) }
+        let source = try XCTUnwrap(master("mv0"))
+        let slot = RedisSlot.of(keys.session("mv0"))
+        let other = try XCTUnwrap(
+            (1..<1000).map { "mv\($0)" }.first {
+                master($0) == source && RedisSlot.of(keys.session($0)) != slot
+            })
+        let moving = try await h.create("mv0", "mover").get()
+        let staying = try await h.create(other, "mover").get()
+        let target = try XCTUnwrap(cluster.masterPorts.first { $0 != source })
+        let cli = { (port: Int, args: [String]) in RedisServerProcess.cli(port: port, args) }
+        let sourceID = cli(source, ["CLUSTER", "MYID"])
+        let targetID = cli(target, ["CLUSTER", "MYID"])
+        XCTAssertEqual(cli(target, ["CLUSTER", "SETSLOT", "\(slot)", "IMPORTING", sourceID]), "OK")
+        XCTAssertEqual(cli(source, ["CLUSTER", "SETSLOT", "\(slot)", "MIGRATING", targetID]), "OK")
+        let keysInSlot = cli(source, ["CLUSTER", "GETKEYSINSLOT", "\(slot)", "100"])
+            .split(whereSeparator: \.isNewline).map(String.init)
+        XCTAssertEqual(cli(source, ["MIGRATE", "127.0.0.1", "\(target)", "", "0", "5000", "KEYS"] + keysInSlot), "OK")
+        for port in [target] + cluster.masterPorts.filter({ $0 != target }) {
+            _ = cli(port, ["CLUSTER", "SETSLOT", "\(slot)", "NODE", targetID])
+        }
+        XCTAssertEqual(cli(target, ["KEYS", "\(keys.prefix):live:*:mover"]), "", "no key of the mover there yet")
+        // Another holder takes the moved session at its new master (its first call there follows `MOVED`,
+        // which mends the client's map, and is sent again with that master's tag: `LIVETAG`).
+        guard case .acquired(let taken, _) = try await h.acquire("mv0", "taker").get() else {
+            return XCTFail("the lease is free at the new master")
+        }
+        XCTAssertEqual(taken.token, 2)
+        let answers = await h.renewTogether([moving, staying])
+        XCTAssertEqual(answers, [.success(false), .success(true)], "the moved lease checked, the other kept")
+        XCTAssertFalse(cli(target, ["KEYS", "\(keys.prefix):live:*:mover"]).isEmpty, "the mover's key set there")
     }
 
     /// The client's slot map out of date (a session's slot moved to another master behind its back): a

@@ -26,6 +26,13 @@ final class RedisSessionStoreTests: XCTestCase {
         server.kill()
     }
 
+    /// Lua: deletes the liveness key (prefix ARGV[1]) of the holder named by session KEYS[1]'s lease.
+    static let dropHolderLiveness = """
+        local v = redis.call('HGET', KEYS[1], 'lease')
+        if v then redis.call('DEL', ARGV[1] .. string.sub(v, 1, string.find(v, '|[^|]*$') - 1)) end
+        return 1
+        """
+
     func harness(history: Int = 256, commitWindow: Double = 0) -> SessionStoreHarness {
         let store = RedisSessionStore(
             client: connection, limits: SessionStoreLimits(historyEvents: history), keys: keys,
@@ -33,7 +40,11 @@ final class RedisSessionStoreTests: XCTestCase {
         let connection = self.connection!
         let keys = self.keys
         let h = SessionStoreHarness(loop: loop, store: store) { id in
-            _ = await connection.send(["DEL", RedisArg(keys.lease(id))])
+            // What the TTL does: the liveness key of the lease's holder lapses.
+            _ = await connection.send([
+                "EVAL", RedisArg(Self.dropHolderLiveness), "1", RedisArg(keys.session(id)),
+                RedisArg(keys.livePrefix(tag: ClusterKeys.unshardedLiveTag)),
+            ])
         }
         h.passStreamDeadlines = { id in
             // Every score (deadline, Redis ms) becomes 0: long past.
@@ -93,7 +104,7 @@ final class RedisSessionStoreTests: XCTestCase {
         let admitted = try await h.admitStream("x", "n/1", limit: 4).get()
         XCTAssertTrue(admitted)
         let all = try await connection.send(["KEYS", "t:*"]).get().array ?? []
-        XCTAssertEqual(all.count, 5, "session, lease, events, idempotency key, streams: \(all)")
+        XCTAssertEqual(all.count, 5, "session (with its lease), events, idempotency key, streams, liveness: \(all)")
         for key in all {
             let ttl = try await connection.send(["PTTL", RedisArg(bytes: key.bytes ?? [])]).get().int ?? -1
             XCTAssertGreaterThan(ttl, 0, "\(key.string ?? "") must expire")
@@ -105,7 +116,10 @@ final class RedisSessionStoreTests: XCTestCase {
         let deleted = await h.delete(lease)
         XCTAssertTrue(deleted)
         let left = try await connection.send(["KEYS", "t:*"]).get().array ?? []
-        XCTAssertEqual(left.map { $0.string ?? "" }, [keys.idempotency("x", "k")], "delete removes the streams too")
+        XCTAssertEqual(
+            left.map { $0.string ?? "" }.sorted(),
+            [keys.idempotency("x", "k"), keys.live(holder: "n", tag: ClusterKeys.unshardedLiveTag)].sorted(),
+            "delete removes the streams too; the holder's liveness key is the holder's, not the session's")
     }
 
     /// A periodic check that does not renew the expiry leaves the session's and its history's TTL as they
@@ -233,42 +247,55 @@ final class RedisSessionStoreTests: XCTestCase {
         XCTAssertEqual(checks.filter { (try? $0.get()) == StreamsCheck(holder: "node-a", seq: seq) }.count, 300)
     }
 
-    /// Renewals asked for in one loop iteration are one `EVALSHA` (`renewMany`), each answered for
-    /// itself: ours renewed, one whose token is stale refused; the next iteration's single renewal is a
-    /// call of its own.
-    func testRenewalsOfOneLoopIterationAreOneRoundTripEachAnsweredForItself() async throws {
+    /// Renewals of one holder asked for in one loop iteration are one `SET` of its liveness key, however many
+    /// leases, and no script: a lease is held while that key exists. Once the key was found missing (the
+    /// holder paused past its TTL, and another took a session meanwhile), each lease is checked one by one
+    /// for a lease TTL: ours true, the one taken false.
+    func testRenewalsOfOneHolderAreOneLivenessKeyAndTakenLeasesAreFoundOnceItLapsed() async throws {
         let h = harness()
-        let a = try await h.create("r1", "node-a").get()
-        let b = try await h.create("r2", "node-a").get()
-        let c = try await h.create("r3", "node-a").get()
-        let stale = Lease(sessionID: "r3", holder: "node-a", token: 7)
-        func renewTogether() async -> [Result<Bool, StoreError>] { await h.renewTogether([a, b, stale]) }
-        // The first use of each script costs a NOSCRIPT answer and a second EVALSHA: counted after.
-        _ = await renewTogether()
-        _ = await h.renew(c)
-        for id in ["r1", "r2", "r3"] {
-            _ = try await connection.send(["PEXPIRE", RedisArg(keys.lease(id)), RedisArg(5000)]).get()
-        }
+        var leases: [Lease] = []
+        for i in 0..<20 { leases.append(try await h.create("r\(i)", "node-a").get()) }
+        let live = RedisArg(keys.live(holder: "node-a", tag: ClusterKeys.unshardedLiveTag))
+        let (sets, evals) = (try await calls("set"), try await evalCalls())
+        let answers = await h.renewTogether(leases)
+        XCTAssertEqual(answers, Array(repeating: .success(true), count: 20))
+        let setsAfter = try await calls("set")
+        XCTAssertEqual(setsAfter - sets, 1, "twenty renewals, one SET")
+        let evalsAfter = try await evalCalls()
+        XCTAssertEqual(evalsAfter - evals, 0, "and no lease looked at")
+        let ttl = try await connection.send(["PTTL", live]).get().int ?? 0
+        XCTAssertGreaterThan(ttl, 9000, "the liveness key lives a lease TTL (10 s)")
+        let sessionTTL = try await connection.send(["TTL", RedisArg(keys.session("r3"))]).get().int ?? 0
+        XCTAssertGreaterThan(sessionTTL, 1800, "the lease is part of the session: it expires with it")
+        let r3Keys = try await connection.send(["KEYS", RedisArg(keys.prefix + ":s:{r3}*")]).get().array
+        XCTAssertEqual(r3Keys?.count, 1, "no lease key of its own")
+
+        // node-a's key lapses (a pause past the TTL); node-b takes r3 over.
+        await h.expireLease("r3")
+        guard case .acquired(let b, _) = try await h.acquire("r3", "node-b").get() else { return XCTFail() }
+        XCTAssertEqual(b.token, 2)
         let before = try await evalCalls()
-        let answers = await renewTogether()
-        XCTAssertEqual(answers, [.success(true), .success(true), .success(false)])
-        let after = try await evalCalls()
-        XCTAssertEqual(after - before, 1, "three renewals, one round trip")
-        for id in ["r1", "r2"] {
-            let ttl = try await connection.send(["PTTL", RedisArg(keys.lease(id))]).get().int ?? 0
-            XCTAssertGreaterThan(ttl, 5000, "renewed to the lease TTL (10 s)")
-        }
-        let notOurs = try await connection.send(["PTTL", RedisArg(keys.lease("r3"))]).get().int ?? 0
-        XCTAssertLessThanOrEqual(notOurs, 5000, "a stale token renews nothing")
-        let alone = await h.renew(c)
-        let renewedAlone = try await connection.send(["PTTL", RedisArg(keys.lease("r3"))]).get().int ?? 0
-        XCTAssertGreaterThan(renewedAlone, 5000)
-        XCTAssertEqual(alone, .success(true))
-        let last = try await evalCalls()
-        XCTAssertEqual(last - after, 1)
+        let checked = await h.renewTogether(leases)
+        XCTAssertEqual(checked.filter { $0 == .success(true) }.count, 19)
+        XCTAssertEqual(checked[3], .success(false), "the lease taken is found")
+        let afterCheck = try await evalCalls()
+        XCTAssertEqual(afterCheck - before, 1, "checked one by one, in one call")
+        let again = await h.renew(leases[4])
+        XCTAssertEqual(again, .success(true))
+        let afterAgain = try await evalCalls()
+        XCTAssertEqual(afterAgain - before, 2, "for a lease TTL after the lapse, every renewal is checked")
+        let theirs = await h.renew(b)
+        XCTAssertEqual(theirs, .success(true), "node-b's first key: nothing of it to check")
+        let afterTheirs = try await evalCalls()
+        XCTAssertEqual(afterTheirs - before, 2)
     }
 
-    /// `EVALSHA` calls Redis has answered so far.
+    func calls(_ command: String) async throws -> Int {
+        let stats = try await connection.send(["INFO", "commandstats"]).get().string ?? ""
+        let line = stats.split(separator: "\r\n").first { $0.hasPrefix("cmdstat_\(command):") } ?? ""
+        return Int(line.split(separator: "=").dropFirst().first?.prefix { $0.isNumber } ?? "") ?? 0
+    }
+
     func evalCalls() async throws -> Int {
         let stats = try await connection.send(["INFO", "commandstats"]).get().string ?? ""
         let line = stats.split(separator: "\r\n").first { $0.hasPrefix("cmdstat_evalsha:") } ?? ""

@@ -146,7 +146,7 @@ enum SessionStoreContract {
         XCTAssertEqual(gone, .failure(.gone))
         let goneRenewal = await h.renewStreams("nope", ["a/1"])
         XCTAssertEqual(goneRenewal, .failure(.gone))
-        guard case .acquired(let current, _) = try await h.acquire("st", "node-a").get() else {
+        guard case .acquired(let current, _) = try await h.acquire("st", "node-b").get() else {
             return XCTFail("the lease is free")
         }
         XCTAssertGreaterThan(current.token, lease.token)

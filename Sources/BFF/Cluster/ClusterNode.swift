@@ -407,6 +407,9 @@ final class OwnedSession: SessionCustodian, LeaseHolder {
         metadata["renewals"] = "\(keeper.lastRenewals)"
         node.logger.warning("lease lost", metadata: metadata)
         self.keeper = nil
+        // Not answered for a whole TTL: the lease may still name this loop, and its liveness key lives on for
+        // the loop's other sessions once Redis answers again. Released then (the store sends it again).
+        if loss == .unreachable { node.stores[session.owner.loop.index].release(keeper.lease) { _ in } }
         node.leave(session)
     }
 
