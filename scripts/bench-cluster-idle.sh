@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What idle sessions cost a cluster node and Redis (issue 12): one redis-server and one bff node
 # (--threads 1) on CPU 0, N sessions created on the node and left alone, then, once their first lease
-# renewals are under way, SECONDS seconds of: EVALSHA calls per second (INFO commandstats) and the CPU
+# renewals are under way, SECONDS seconds of: EVALSHA, SET and all Redis calls per second (INFO
+# commandstats; a command a script runs counts too) and the CPU
 # of Redis and of the node (/proc, user + system). Nothing streams and nothing is posted: what remains
 # is the upkeep of the leases (renewed every TTL/3) and the loops' timers.
 #
@@ -100,10 +101,11 @@ for i in range(int(sys.argv[2])):
 EOF
 # The first renewals come 0.5-1 TTL/3 after each creation (10 s TTL: within 3.4 s).
 sleep 4
-evalsha_calls() { # summed over the masters
+calls_of() { # calls of command $1 (all: every command but INFO, those run inside scripts included), summed over the masters
     local port sum=0 n
     for port in "${REDIS_PORTS[@]}"; do
-        n=$(redis-cli -p "$port" info commandstats | awk -F'[=,:]' '/^cmdstat_evalsha:/ {print $3}')
+        n=$(redis-cli -p "$port" info commandstats | awk -F'[=,:]' -v c="$1" '
+            $1 ~ /^cmdstat_/ && $1 != "cmdstat_info" && (c == "all" || $1 == "cmdstat_" c) { s += $3 } END { print s + 0 }')
         sum=$((sum + ${n:-0}))
     done
     echo "$sum"
@@ -113,14 +115,16 @@ redis_ticks() { # summed over the masters
     for pid in "${REDIS_PIDS[@]}"; do sum=$((sum + $(cpu_ticks_of "$pid"))); done
     echo "$sum"
 }
-r0=$(redis_ticks); n0=$(cpu_ticks_of "$NODE_PID"); e0=$(evalsha_calls)
+r0=$(redis_ticks); n0=$(cpu_ticks_of "$NODE_PID"); e0=$(calls_of evalsha); s0=$(calls_of set); a0=$(calls_of all)
 sleep "$SECONDS_MEASURED"
-r1=$(redis_ticks); n1=$(cpu_ticks_of "$NODE_PID"); e1=$(evalsha_calls)
+r1=$(redis_ticks); n1=$(cpu_ticks_of "$NODE_PID"); e1=$(calls_of evalsha); s1=$(calls_of set); a1=$(calls_of all)
 tick=$(getconf CLK_TCK)
-python3 - "$SESSIONS" "$SECONDS_MEASURED" "$tick" "$((e1 - e0))" "$((r1 - r0))" "$((n1 - n0))" "$MASTERS" << 'EOF'
+python3 - "$SESSIONS" "$SECONDS_MEASURED" "$tick" "$((e1 - e0))" "$((r1 - r0))" "$((n1 - n0))" "$MASTERS" \
+    "$((s1 - s0))" "$((a1 - a0))" << 'EOF'
 import sys
-n, s, tick, calls, redis, node, masters = map(int, sys.argv[1:])
+n, s, tick, calls, redis, node, masters, sets, every = map(int, sys.argv[1:])
 where = "one Redis" if masters == 1 else f"a Redis Cluster of {masters} masters"
-print(f"{n} idle sessions on {where}, {s} s: EVALSHA {calls / s:.0f}/s; CPU: redis-server {redis / tick / s * 100:.1f} %, "
+print(f"{n} idle sessions on {where}, {s} s: EVALSHA {calls / s:.0f}/s, SET {sets / s:.0f}/s, every command "
+      f"{every / s:.0f}/s (those inside scripts included); CPU: redis-server {redis / tick / s * 100:.1f} %, "
       f"bff {node / tick / s * 100:.1f} % (of one core)")
 EOF

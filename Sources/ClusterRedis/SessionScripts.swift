@@ -45,7 +45,7 @@ enum SessionScripts {
     /// "holder|token") is held while its holder's liveness key here exists: a lease whose holder's key is gone
     /// (its node died or paused past the lease TTL, or its slot moved here from another master) is free. A
     /// new holder gets `HINCRBY fence 1`; the holder itself keeps its token unless it asks for a new one
-    /// (ARGV[4] = 1: it no longer runs the session). Every attempt, granted or not, gives the session and its
+    /// (ARGV[4] = 1: it no longer runs the session) or the fence has passed it (its commits would be fenced). Every attempt, granted or not, gives the session and its
     /// history their idle expiry again (an attempt means the session is in use: an input here, a stream here
     /// of a session run elsewhere), so a streamed session costs one round trip per check.
     static let acquire = RedisScript(
@@ -70,7 +70,8 @@ enum SessionScripts {
             token = tostring(redis.call('HINCRBY', KEYS[1], 'fence', 1))
           else
             token = string.sub(cur, sep + 1)
-            if ARGV[4] == '1' then token = tostring(redis.call('HINCRBY', KEYS[1], 'fence', 1)) end
+            -- a token the fence has passed (a writer that does not keep `lease`: an older build) is not kept
+            if ARGV[4] == '1' or token ~= m[1] then token = tostring(redis.call('HINCRBY', KEYS[1], 'fence', 1)) end
           end
         else
           token = tostring(redis.call('HINCRBY', KEYS[1], 'fence', 1))

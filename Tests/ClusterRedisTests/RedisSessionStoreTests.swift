@@ -290,6 +290,23 @@ final class RedisSessionStoreTests: XCTestCase {
         XCTAssertEqual(afterTheirs - before, 2)
     }
 
+    /// A holder re-acquiring keeps its token only while the fence still names it: a fence moved on by a
+    /// writer that does not keep the `lease` field (a node of an earlier build, during a rolling deploy) would
+    /// otherwise leave it a token every commit of which is fenced, for good.
+    func testAHolderWhoseTokenTheFenceHasPassedGetsANewOne() async throws {
+        let h = harness()
+        let a = try await h.create("f", "node-a").get()
+        _ = try await connection.send(["HINCRBY", RedisArg(keys.session("f")), "fence", "1"]).get()
+        guard case .acquired(let again, _) = try await h.acquire("f", "node-a").get() else { return XCTFail() }
+        XCTAssertEqual(again.token, 3, "past the fence (2), not the token it held (1)")
+        let stale = await h.commit(a, ["x"], state: "x", input: true)
+        XCTAssertEqual(stale, .failure(.fenced))
+        let fresh = try await h.commit(again, ["y"], state: "y", input: true).get()
+        XCTAssertEqual(fresh.inputSeq, 1)
+        guard case .acquired(let kept, _) = try await h.acquire("f", "node-a").get() else { return XCTFail() }
+        XCTAssertEqual(kept.token, 3, "a current token is kept")
+    }
+
     func calls(_ command: String) async throws -> Int {
         let stats = try await connection.send(["INFO", "commandstats"]).get().string ?? ""
         let line = stats.split(separator: "\r\n").first { $0.hasPrefix("cmdstat_\(command):") } ?? ""
