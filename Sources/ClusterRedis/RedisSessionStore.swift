@@ -108,7 +108,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
         if state.count > limits.maxStateBytes { return completion(.failure(.tooLarge(state.count))) }
         let live = keys.live(holder: holder, tag: liveTag(forSession: sessionID))
         let sent = monotonicNanos()
-        liveness.value.pendingReleases[sessionID] = nil
+        stillWanted(sessionID)
         replicated(
             SessionScripts.create, keys: [RedisArg(keys.session(sessionID))],
             args: [
@@ -153,7 +153,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
         let tag = liveTag(forSession: sessionID)
         let live = keys.live(holder: holder, tag: tag)
         let sent = monotonicNanos()
-        liveness.value.pendingReleases[sessionID] = nil  // a release sent again after this would end this run
+        stillWanted(sessionID)  // a release sent again after this would end this run
         replicated(
             SessionScripts.acquire,
             keys: [RedisArg(keys.session(sessionID)), RedisArg(keys.events(sessionID))],
@@ -220,6 +220,9 @@ public final class RedisSessionStore: SessionStore, Sendable {
         var tags: [RedisAddress: String] = [:]
         /// Releases to send again, by session (`release`).
         var pendingReleases: [String: Lease] = [:]
+        /// Releases sent and not yet answered, by session: how many, and a serial that each creation or
+        /// acquisition of the session moves on (a release sent before it is not sent again).
+        var releasesInFlight: [String: (count: Int, serial: UInt32)] = [:]
     }
 
     /// The most leases one `renewMany` call checks.
@@ -390,18 +393,31 @@ public final class RedisSessionStore: SessionStore, Sendable {
     /// liveness key lives, and the key lives on for the loop's other sessions, so a lease let go without a
     /// release would stay held by a loop that no longer runs its session (`pendingReleases`).
     public func release(_ lease: Lease, completion: @escaping (Result<Bool, StoreError>) -> Void) {
-        sendCommitsBefore(sessionID: lease.sessionID)
-        if client.loop.inEventLoop { liveness.value.pendingReleases[lease.sessionID] = nil }
-        client.evalScript(
-            SessionScripts.release, keys: [keys.arg(lease.sessionID)], args: [Self.leaseValue(lease)]
-        ) { [self] r in
-            if case .failure = r, client.loop.inEventLoop,
-                liveness.value.pendingReleases.count < Self.maxPendingReleases
-            {
-                liveness.value.pendingReleases[lease.sessionID] = lease
+        let id = lease.sessionID
+        sendCommitsBefore(sessionID: id)
+        liveness.value.pendingReleases[id] = nil
+        liveness.value.releasesInFlight[id, default: (0, 0)].count += 1
+        let serial = liveness.value.releasesInFlight[id]?.serial ?? 0
+        client.evalScript(SessionScripts.release, keys: [keys.arg(id)], args: [Self.leaseValue(lease)]) {
+            [self] r in
+            // Still wanted unless this loop created or acquired the session after sending it (`stillWanted`).
+            guard let inFlight = liveness.value.releasesInFlight[id] else {
+                return completion(r.store { $0.int.map { $0 == 1 } })
+            }
+            let wanted = inFlight.serial == serial
+            liveness.value.releasesInFlight[id] = inFlight.count > 1 ? (inFlight.count - 1, inFlight.serial) : nil
+            if case .failure = r, wanted, liveness.value.pendingReleases.count < Self.maxPendingReleases {
+                liveness.value.pendingReleases[id] = lease
             }
             completion(r.store { $0.int.map { $0 == 1 } })
         }
+    }
+
+    /// This loop creates or acquires session `id`: a release of it sent before, or waiting to be sent again,
+    /// must not be sent again after this (with the same token, it would end the new run). Loop only.
+    private func stillWanted(_ id: String) {
+        liveness.value.pendingReleases[id] = nil
+        liveness.value.releasesInFlight[id]?.serial &+= 1
     }
 
     /// The most releases kept to send again (a loop's sessions, left while Redis was away).

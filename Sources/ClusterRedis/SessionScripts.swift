@@ -45,9 +45,10 @@ enum SessionScripts {
     /// "holder|token") is held while its holder's liveness key here exists: a lease whose holder's key is gone
     /// (its node died or paused past the lease TTL, or its slot moved here from another master) is free. A
     /// new holder gets `HINCRBY fence 1`; the holder itself keeps its token unless it asks for a new one
-    /// (ARGV[4] = 1: it no longer runs the session) or the fence has passed it (its commits would be fenced). Every attempt, granted or not, gives the session and its
-    /// history their idle expiry again (an attempt means the session is in use: an input here, a stream here
-    /// of a session run elsewhere), so a streamed session costs one round trip per check.
+    /// (ARGV[4] = 1: it no longer runs the session) or the fence has passed it (its commits would be
+    /// fenced). Every attempt, granted or not, gives the session and its history their idle expiry again (an
+    /// attempt means the session is in use: an input here, a stream here of a session run elsewhere), so a
+    /// streamed session costs one round trip per check.
     static let acquire = RedisScript(
         """
         #!lua flags=allow-cross-slot-keys
@@ -119,9 +120,9 @@ enum SessionScripts {
     /// session: with renew 1 the idle expiry of the session, its history and its set of streams again;
     /// expired stream members dropped, the m members given the deadline now + its deadline ms (added again
     /// if they were dropped); answers {the lease's holder (false if no lease, or if its holder's liveness
-    /// key here is gone; a key this master does not serve leaves the holder named), seq}, or `GONE` if no session. As in `renewMany`, the keys are arguments and
-    /// every session is read first: one not served here fails the call with `CROSSSLOT` before any write
-    /// (the caller sends it again per slot).
+    /// key here is gone; a key this master does not serve leaves the holder named), seq}, or `GONE` if no
+    /// session. As in `renewMany`, the keys are arguments and every session is read first: one not served
+    /// here fails the call with `CROSSSLOT` before any write (the caller sends it again per slot).
     static let renewStreamsMany = RedisScript(
         """
         #!lua flags=allow-cross-slot-keys
