@@ -36,14 +36,20 @@ public final class RedisSessionStore: SessionStore, Sendable {
     let commitWindowNanos: UInt64
     /// The commit script's first arguments, the same for every call: history max, expiry, idempotency.
     let commitHeader: [RedisArg]
+    /// Told when a liveness key of this loop was found gone (`init`).
+    let onLivenessLapsed: @Sendable (String) -> Void
 
     /// A store on `client`, with `limits`, under `keys`, each decisive write confirmed by `replicaAcks`
     /// replicas within `replicaTimeout` seconds (default: the command time-out), commits held for up to
-    /// `commitWindow` seconds while this loop commits to their master more often than that (0: never held).
+    /// `commitWindow` seconds while this loop commits to their master more often than that (0: never held);
+    /// `onLivenessLapsed` is told (on the loop) each time a liveness key of this loop was found gone and its
+    /// leases are checked one by one (`renew`), with the key's name (a holder name: no secret).
     public init(
         client: RedisClient, limits: SessionStoreLimits = SessionStoreLimits(), keys: ClusterKeys,
-        replicaAcks: Int = 0, replicaTimeout: Double? = nil, commitWindow: Double = 0
+        replicaAcks: Int = 0, replicaTimeout: Double? = nil, commitWindow: Double = 0,
+        onLivenessLapsed: @escaping @Sendable (String) -> Void = { _ in }
     ) {
+        self.onLivenessLapsed = onLivenessLapsed
         self.client = client
         self.limits = limits
         self.keys = keys
@@ -250,6 +256,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
     private func confirmed(_ live: String, sentAt: UInt64, wasMissing: Bool, byRenewal: Bool = false) {
         if wasMissing, byRenewal || liveness.value.confirmedAt[live] != nil {
             liveness.value.checkUntil[live] = sentAt &+ UInt64(limits.leaseMilliseconds) * 1_000_000
+            onLivenessLapsed(live)
         }
         liveness.value.confirmedAt[live] = sentAt
         sendPendingReleases()

@@ -275,6 +275,9 @@ final class ClusterProcessTests: XCTestCase {
             lines.contains { $0.contains(ids[0]) && ($0.contains("loss=taken") || $0.contains("error=fenced")) },
             "A let the session B took go: \(a.stderrText)")
         XCTAssertFalse(lines.contains { $0.contains(ids[1]) }, "and kept the other: \(a.stderrText)")
+        XCTAssertTrue(lines.contains { $0.contains("lease liveness lapsed") }, "the lapse was seen: \(a.stderrText)")
+        let metrics = try WireConnection.get(port: portA, path: "/metrics").text
+        XCTAssertTrue(metrics.contains("bff_cluster_liveness_lapses_total 1"), "counted once")
         XCTAssertTrue(try cli(["HGET", "bff:s:{\(ids[1])}", "lease"]).hasPrefix("a#"))
         // An input at B for it is forwarded to A and applied there: the lease stays A's.
         XCTAssertEqual(try input(ids[1], 1, port: portB, fallback: portB, within: 2), 1)

@@ -4,6 +4,7 @@ import EventHTTP
 import Foundation
 import RedisClient
 import RedisTestSupport
+import Synchronization
 import XCTest
 
 final class RedisSessionStoreTests: XCTestCase {
@@ -33,10 +34,12 @@ final class RedisSessionStoreTests: XCTestCase {
         return 1
         """
 
-    func harness(history: Int = 256, commitWindow: Double = 0) -> SessionStoreHarness {
+    func harness(
+        history: Int = 256, commitWindow: Double = 0, onLivenessLapsed: @escaping @Sendable (String) -> Void = { _ in }
+    ) -> SessionStoreHarness {
         let store = RedisSessionStore(
             client: connection, limits: SessionStoreLimits(historyEvents: history), keys: keys,
-            commitWindow: commitWindow)
+            commitWindow: commitWindow, onLivenessLapsed: onLivenessLapsed)
         let connection = self.connection!
         let keys = self.keys
         let h = SessionStoreHarness(loop: loop, store: store) { id in
@@ -252,7 +255,8 @@ final class RedisSessionStoreTests: XCTestCase {
     /// holder paused past its TTL, and another took a session meanwhile), each lease is checked one by one
     /// for a lease TTL: ours true, the one taken false.
     func testRenewalsOfOneHolderAreOneLivenessKeyAndTakenLeasesAreFoundOnceItLapsed() async throws {
-        let h = harness()
+        let lapses = Mutex<[String]>([])
+        let h = harness(onLivenessLapsed: { key in lapses.withLock { $0.append(key) } })
         var leases: [Lease] = []
         for i in 0..<20 { leases.append(try await h.create("r\(i)", "node-a").get()) }
         let live = RedisArg(keys.live(holder: "node-a", tag: ClusterKeys.unshardedLiveTag))
@@ -270,6 +274,7 @@ final class RedisSessionStoreTests: XCTestCase {
         let r3Keys = try await connection.send(["KEYS", RedisArg(keys.prefix + ":s:{r3}*")]).get().array
         XCTAssertEqual(r3Keys?.count, 1, "no lease key of its own")
 
+        XCTAssertEqual(lapses.withLock { $0 }, [], "a holder's first key is no lapse")
         // node-a's key lapses (a pause past the TTL); node-b takes r3 over.
         await h.expireLease("r3")
         guard case .acquired(let b, _) = try await h.acquire("r3", "node-b").get() else { return XCTFail() }
@@ -278,6 +283,7 @@ final class RedisSessionStoreTests: XCTestCase {
         let checked = await h.renewTogether(leases)
         XCTAssertEqual(checked.filter { $0 == .success(true) }.count, 19)
         XCTAssertEqual(checked[3], .success(false), "the lease taken is found")
+        XCTAssertEqual(lapses.withLock { $0 }, [keys.live(holder: "node-a", tag: ClusterKeys.unshardedLiveTag)])
         let afterCheck = try await evalCalls()
         XCTAssertEqual(afterCheck - before, 1, "checked one by one, in one call")
         let again = await h.renew(leases[4])

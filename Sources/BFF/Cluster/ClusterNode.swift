@@ -70,10 +70,16 @@ final class ClusterNode: SessionBackend {
             leaseMilliseconds: max(1, Int(settings.leaseTTL * 1000)),
             // The keys live in Redis as long as in a session's memory (`OwnedSession.storeMayHoldUnseenKeys`).
             idempotencySeconds: max(1, Int(configuration.idempotencyWindow.rounded(.up))))
+        let metrics = ClusterMetrics(factory: env.metrics.factory)
         stores = group.clients.map {
             RedisSessionStore(
                 client: $0, limits: limits, keys: keys, replicaAcks: settings.replicaAcks,
-                replicaTimeout: settings.redis.commandTimeout, commitWindow: settings.commitWindow)
+                replicaTimeout: settings.redis.commandTimeout, commitWindow: settings.commitWindow
+            ) { [logger] live in
+                metrics.livenessLapses.increment()
+                logger.warning(
+                    "lease liveness lapsed; the leases under it are checked one by one", metadata: ["key": "\(live)"])
+            }
         }
         feeds = group.subscribers.map { RedisSessionEventFeed(subscriber: $0, keys: keys) }
         let ledgerLimits = RedisClientLedger.Limits(
@@ -95,7 +101,7 @@ final class ClusterNode: SessionBackend {
         // A pass takes one check interval: the keys' expiry renewed once per renewal interval, at most (a
         // pass late by a slice still renews within the extra the expiry carries).
         expiryRenewalPasses = max(1, Int(Double(limits.expiryRenewalSeconds) / streamedCheckInterval))
-        metrics = ClusterMetrics(factory: env.metrics.factory)
+        self.metrics = metrics
         loopProblems = Lock(Array(repeating: [], count: loops.count))
         for (i, client) in group.clients.enumerated() {
             let m = metrics
@@ -496,6 +502,9 @@ final class ClusterMetrics: Sendable {
     let crossNodeInputs: CoreMetrics.Counter
     let redisErrors: CoreMetrics.Counter
     let fenced: CoreMetrics.Counter
+    /// Times a loop found its liveness key on a master gone (paused past the lease TTL, a failover lost it,
+    /// a slot moved): its leases there were then checked one by one.
+    let livenessLapses: CoreMetrics.Counter
     /// New sessions and streams refused because the loop's Redis connection was busy (`admits`).
     let admissionRefusals: CoreMetrics.Counter
     /// Sessions that left this node for another (lease lost, fenced, commit failed): registered only in
@@ -520,6 +529,7 @@ final class ClusterMetrics: Sendable {
         crossNodeInputs = CoreMetrics.Counter(label: "bff_cluster_inputs_owned_elsewhere_total", factory: f)
         redisErrors = CoreMetrics.Counter(label: "bff_redis_errors_total", factory: f)
         fenced = CoreMetrics.Counter(label: "bff_cluster_fenced_total", factory: f)
+        livenessLapses = CoreMetrics.Counter(label: "bff_cluster_liveness_lapses_total", factory: f)
         admissionRefusals = CoreMetrics.Counter(label: "bff_cluster_admission_refusals_total", factory: f)
         moved = CoreMetrics.Counter(label: "bff_sessions_ended_total", dimensions: [("reason", "moved")], factory: f)
         budgetRefusals = CoreMetrics.Counter(label: "bff_cluster_budget_refusals_total", factory: f)
