@@ -217,12 +217,12 @@ public final class RedisSessionStore: SessionStore, Sendable {
     private let liveness: LoopBound<Liveness>
 
     /// The liveness keys of this loop's holders: until when the leases under each are checked one by one
-    /// (it was found missing), when a `SET` of it was last answered, and each master's tag for them. One
+    /// (it was found missing), which this loop has set before, and each master's tag for them. One
     /// entry per holder and master (a loop has one holder): never dropped, since a key this loop set once
     /// and then finds missing means its leases there may have been taken.
     struct Liveness {
         var checkUntil: [String: UInt64] = [:]
-        var confirmedAt: [String: UInt64] = [:]
+        var setBefore: Set<String> = []
         var tags: [RedisAddress: String] = [:]
         /// Releases to send again, by session (`release`).
         var pendingReleases: [String: Lease] = [:]
@@ -254,11 +254,11 @@ public final class RedisSessionStore: SessionStore, Sendable {
     /// (another node may have taken them there). A creation's or an acquisition's first `SET` finds it
     /// missing as a matter of course: a holder is one loop of one run of a node (`node#nonce#loop`).
     private func confirmed(_ live: String, sentAt: UInt64, wasMissing: Bool, byRenewal: Bool = false) {
-        if wasMissing, byRenewal || liveness.value.confirmedAt[live] != nil {
+        if wasMissing, byRenewal || liveness.value.setBefore.contains(live) {
             liveness.value.checkUntil[live] = sentAt &+ UInt64(limits.leaseMilliseconds) * 1_000_000
             onLivenessLapsed(live)
         }
-        liveness.value.confirmedAt[live] = sentAt
+        liveness.value.setBefore.insert(live)
         sendPendingReleases()
     }
 

@@ -64,6 +64,27 @@ final class RedisSessionStoreClusterTests: XCTestCase {
         return leases
     }
 
+    /// Moves `slot` with its keys (at least one) from master `source` to master `target`, as
+    /// `redis-cli --cluster reshard` does, and tells every master; the client under test is not told.
+    func moveSlot(_ slot: Int, from source: Int, to target: Int, file: StaticString = #filePath, line: UInt = #line) {
+        let cli = { (port: Int, args: [String]) in RedisServerProcess.cli(port: port, args) }
+        let sourceID = cli(source, ["CLUSTER", "MYID"])
+        let targetID = cli(target, ["CLUSTER", "MYID"])
+        XCTAssertEqual(
+            cli(target, ["CLUSTER", "SETSLOT", "\(slot)", "IMPORTING", sourceID]), "OK", file: file, line: line)
+        XCTAssertEqual(
+            cli(source, ["CLUSTER", "SETSLOT", "\(slot)", "MIGRATING", targetID]), "OK", file: file, line: line)
+        let keysInSlot = cli(source, ["CLUSTER", "GETKEYSINSLOT", "\(slot)", "100"])
+            .split(whereSeparator: \.isNewline).map(String.init)
+        XCTAssertFalse(keysInSlot.isEmpty, file: file, line: line)
+        XCTAssertEqual(
+            cli(source, ["MIGRATE", "127.0.0.1", "\(target)", "", "0", "5000", "KEYS"] + keysInSlot), "OK",
+            file: file, line: line)
+        for port in [target] + cluster.masterPorts.filter({ $0 != target }) {
+            _ = cli(port, ["CLUSTER", "SETSLOT", "\(slot)", "NODE", targetID])
+        }
+    }
+
     func testCommitsOfOneIterationAreOneCallPerMasterAcrossSlots() async throws {
         let h = SessionStoreHarness(loop: loop, store: RedisSessionStore(client: client, keys: keys)) { _ in }
         let leases = try await sessions("c", 30, h)
@@ -219,16 +240,7 @@ final class RedisSessionStoreClusterTests: XCTestCase {
         let staying = try await h.create(other, "mover").get()
         let target = try XCTUnwrap(cluster.masterPorts.first { $0 != source })
         let cli = { (port: Int, args: [String]) in RedisServerProcess.cli(port: port, args) }
-        let sourceID = cli(source, ["CLUSTER", "MYID"])
-        let targetID = cli(target, ["CLUSTER", "MYID"])
-        XCTAssertEqual(cli(target, ["CLUSTER", "SETSLOT", "\(slot)", "IMPORTING", sourceID]), "OK")
-        XCTAssertEqual(cli(source, ["CLUSTER", "SETSLOT", "\(slot)", "MIGRATING", targetID]), "OK")
-        let keysInSlot = cli(source, ["CLUSTER", "GETKEYSINSLOT", "\(slot)", "100"])
-            .split(whereSeparator: \.isNewline).map(String.init)
-        XCTAssertEqual(cli(source, ["MIGRATE", "127.0.0.1", "\(target)", "", "0", "5000", "KEYS"] + keysInSlot), "OK")
-        for port in [target] + cluster.masterPorts.filter({ $0 != target }) {
-            _ = cli(port, ["CLUSTER", "SETSLOT", "\(slot)", "NODE", targetID])
-        }
+        moveSlot(slot, from: source, to: target)
         XCTAssertEqual(cli(target, ["KEYS", "\(keys.prefix):live:*:mover"]), "", "no key of the mover there yet")
         // Another holder takes the moved session at its new master (its first call there follows `MOVED`,
         // which mends the client's map, and is sent again with that master's tag: `LIVETAG`).
@@ -256,17 +268,7 @@ final class RedisSessionStoreClusterTests: XCTestCase {
         // The slot moves from `source` to `target`; the client is not told.
         let slot = RedisSlot.of(keys.session(moving.sessionID))
         let cli = { (port: Int, args: [String]) in RedisServerProcess.cli(port: port, args) }
-        let sourceID = cli(source, ["CLUSTER", "MYID"])
-        let targetID = cli(target, ["CLUSTER", "MYID"])
-        XCTAssertEqual(cli(target, ["CLUSTER", "SETSLOT", "\(slot)", "IMPORTING", sourceID]), "OK")
-        XCTAssertEqual(cli(source, ["CLUSTER", "SETSLOT", "\(slot)", "MIGRATING", targetID]), "OK")
-        let keysInSlot = cli(source, ["CLUSTER", "GETKEYSINSLOT", "\(slot)", "100"])
-            .split(whereSeparator: \.isNewline).map(String.init)
-        XCTAssertFalse(keysInSlot.isEmpty)
-        XCTAssertEqual(cli(source, ["MIGRATE", "127.0.0.1", "\(target)", "", "0", "5000", "KEYS"] + keysInSlot), "OK")
-        for port in [target] + cluster.masterPorts.filter({ $0 != target }) {
-            _ = cli(port, ["CLUSTER", "SETSLOT", "\(slot)", "NODE", targetID])
-        }
+        moveSlot(slot, from: source, to: target)
         func crossSlotErrors() -> Int {
             let stats = cli(source, ["INFO", "errorstats"])
             let line = stats.split(whereSeparator: \.isNewline).first { $0.hasPrefix("errorstat_CROSSSLOT:") } ?? ""
