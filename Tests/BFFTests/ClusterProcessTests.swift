@@ -204,11 +204,7 @@ final class ClusterProcessTests: XCTestCase {
         let created = try WireConnection.post(port: portA, path: "/api/sessions", body: [])
         let id = try XCTUnwrap(JSONValue.parse(created.body)["id"]?.stringValue)
         XCTAssertEqual(try input(id, 1, port: portA, fallback: portA, within: 2), 1)
-        a.send(SIGSTOP)
-        try waitForState(of: a.pid, stopped: true)
-        XCTAssertEqual(try input(id, 2, port: portB, fallback: portB, within: 1 + 2 + 2), 2, "B took over")
-        a.send(SIGCONT)
-        try waitForState(of: a.pid, stopped: false)
+        try stopUntilTakenOver(a, session: id, input: 2, at: portB)
         let c = try WireConnection(port: portA)
         let r = try c.request(
             "POST", "/api/sessions/\(id)/greeting/name",
@@ -251,12 +247,9 @@ final class ClusterProcessTests: XCTestCase {
         }
         let live = try cli(["KEYS", "bff:live:*:a#*"])
         XCTAssertTrue(live.hasPrefix("bff:live:{m0}:a#") && !live.contains("\n"), "one key for A's loop: \(live)")
-        a.send(SIGSTOP)
-        try waitForState(of: a.pid, stopped: true)
-        XCTAssertEqual(try input(ids[0], 2, port: portB, fallback: portB, within: 1 + 2 + 2), 2, "B took over")
-        XCTAssertEqual(try cli(["EXISTS", live]), "0", "A's key lapsed while it was stopped")
-        a.send(SIGCONT)
-        try waitForState(of: a.pid, stopped: false)
+        try stopUntilTakenOver(a, session: ids[0], input: 2, at: portB) {
+            XCTAssertEqual(try cli(["EXISTS", live]), "0", "A's key lapsed while it was stopped")
+        }
         // A renews its key for the session it still has; the first renewal finds it missing, and the leases
         // renewed then are checked (the check goes before the next renewal on the same connection). Two
         // renewals seen (the key's PTTL set back up twice): a check has been answered.
@@ -282,6 +275,21 @@ final class ClusterProcessTests: XCTestCase {
         // An input at B for it is forwarded to A and applied there: the lease stays A's.
         XCTAssertEqual(try input(ids[1], 1, port: portB, fallback: portB, within: 2), 1)
         XCTAssertTrue(try cli(["HGET", "bff:s:{\(ids[1])}", "lease"]).hasPrefix("a#"))
+    }
+
+    /// Stops owner `a` (`SIGSTOP`) until the node at `portB` has taken session `id` over (its input `i`
+    /// acknowledged there, once `a`'s 1 s lease ran out), runs `whileStopped`, and continues `a` (`SIGCONT`).
+    private func stopUntilTakenOver(
+        _ a: ChildProcess, session id: String, input i: Int, at portB: Int, whileStopped: () throws -> Void = {},
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws {
+        a.send(SIGSTOP)
+        try waitForState(of: a.pid, stopped: true)
+        XCTAssertEqual(
+            try input(id, i, port: portB, fallback: portB, within: 1 + 2 + 2), i, "B took over", file: file, line: line)
+        try whileStopped()
+        a.send(SIGCONT)
+        try waitForState(of: a.pid, stopped: false)
     }
 
     /// Waits until the kernel reports `pid` stopped (state `T` in /proc/<pid>/stat) or not: a signal is
