@@ -117,11 +117,15 @@ enum SessionScripts {
     /// a loop's checks per master). KEYS: the first session (it routes the call). ARGV: idle s, n, the
     /// liveness prefix of this master (`ClusterKeys.livePrefix`), then per session: session, events,
     /// streams, deadline ms, renew (1/0), m, member 1 … member m. For each
-    /// session: with renew 1 the idle expiry of the session, its history and its set of streams again;
-    /// expired stream members dropped, the m members given the deadline now + its deadline ms (added again
-    /// if they were dropped); answers {the lease's holder (false if no lease, or if its holder's liveness
-    /// key here is gone; a key this master does not serve leaves the holder named), seq}, or `GONE` if no
-    /// session. As in `renewMany`, the keys are arguments and every session is read first: one not served
+    /// session: with renew 1 the idle expiry of the session, its history and its set of streams again, and
+    /// the expired stream members dropped; the m members given the deadline now + its deadline ms (added
+    /// again if they were dropped); answers {the lease's holder (false if no lease, or if its holder's
+    /// liveness key here is gone; a key this master does not serve leaves the holder named), seq}, or `GONE`
+    /// if no session. Expired members are dropped only with renew (once per expiry renewal, not every
+    /// check): every script that counts the set (`admitStream`, `deleteIfUnused`) drops them first itself,
+    /// so here it only keeps the set small, and a check without it costs Redis one command less. A holder's
+    /// liveness key is looked at once per call, however many of its sessions the call checks (a loop's
+    /// streamed sessions are mostly run by a few loops). Issue 20, round 22. As in `renewMany`, the keys are arguments and every session is read first: one not served
     /// here fails the call with `CROSSSLOT` before any write (the caller sends it again per slot).
     static let renewStreamsMany = RedisScript(
         """
@@ -130,7 +134,7 @@ enum SessionScripts {
         local idle = ARGV[1]
         local n = tonumber(ARGV[2])
         local live = ARGV[3]
-        local at, found = {}, {}
+        local at, found, alive = {}, {}, {}
         local i = 4
         for c = 1, n do
           local e = redis.pcall('HMGET', ARGV[i], 'seq', 'lease')
@@ -151,7 +155,7 @@ enum SessionScripts {
               redis.call('EXPIRE', ARGV[b], idle)
               redis.call('EXPIRE', ARGV[b + 1], idle)
             end
-            redis.call('ZREMRANGEBYSCORE', ARGV[b + 2], '-inf', cutoff)
+            if renew then redis.call('ZREMRANGEBYSCORE', ARGV[b + 2], '-inf', cutoff) end
             local ttl, m = tonumber(ARGV[b + 3]), tonumber(ARGV[b + 5])
             if m > 0 then
               local deadline = string.format('%.0f', now + ttl)
@@ -166,7 +170,12 @@ enum SessionScripts {
             if cur then
               holder = string.sub(cur, 1, string.find(cur, '|[^|]*$') - 1)
               -- a key not served here (the caller's slot map is out of date) says nothing: the holder stays
-              if redis.pcall('EXISTS', live .. holder) == 0 then holder = false end
+              local a = alive[holder]
+              if a == nil then
+                a = redis.pcall('EXISTS', live .. holder) ~= 0
+                alive[holder] = a
+              end
+              if not a then holder = false end
             end
             out[c] = {holder, seq}
           end

@@ -250,6 +250,34 @@ final class RedisSessionStoreTests: XCTestCase {
         XCTAssertEqual(checks.filter { (try? $0.get()) == StreamsCheck(holder: "node-a", seq: seq) }.count, 300)
     }
 
+    /// A call of stream checks looks each holder's liveness key up once, however many of its sessions it
+    /// checks, and drops the expired members of a set of streams only when it renews the expiry (once a
+    /// minute, not every 10 s); the admission, which counts the set, still drops them first. Issue 20,
+    /// round 22: each was one command per session per check.
+    func testStreamChecksLookEachHolderUpOnceAndDropExpiredMembersOnlyWhenTheyRenew() async throws {
+        let h = harness()
+        let ids = (0..<6).map { "p\($0)" }
+        for id in ids { _ = try await h.create(id, id == "p5" ? "node-b" : "node-a").get() }
+        _ = await h.checkStreamsTogether(["p0"], members: ["warm-up"])  // the script loaded
+        // A stream of a node that died: its deadline long past.
+        _ = try await connection.send(["ZADD", RedisArg(keys.streams("p0")), "1", "dead/1"]).get()
+        let (exists, prunes) = (try await calls("exists"), try await calls("zremrangebyscore"))
+        let answers = await h.checkStreamsTogether(ids, members: ["n/1"], renewsExpiry: false)
+        XCTAssertEqual(answers.map { try? $0.get().holder }, ["node-a", "node-a", "node-a", "node-a", "node-a", "node-b"])
+        let existsAfter = try await calls("exists")
+        XCTAssertEqual(existsAfter - exists, 2, "six sessions of two holders: two liveness keys looked at")
+        let prunesAfter = try await calls("zremrangebyscore")
+        XCTAssertEqual(prunesAfter - prunes, 0, "a check that does not renew drops nothing")
+        let kept = try await connection.send(["ZRANGE", RedisArg(keys.streams("p0")), "0", "-1"]).get()
+        XCTAssertEqual(kept.array?.compactMap(\.string).sorted(), ["dead/1", "n/1", "warm-up"])
+
+        let admitted = try await h.admitStream("p0", "n/2", limit: 3).get()
+        XCTAssertTrue(admitted, "the expired member is not counted: n/1, warm-up and n/2")
+        _ = await h.checkStreamsTogether(["p0"], members: ["n/1"], renewsExpiry: true)
+        let renewed = try await connection.send(["ZRANGE", RedisArg(keys.streams("p0")), "0", "-1"]).get()
+        XCTAssertFalse(renewed.array?.compactMap(\.string).contains("dead/1") ?? true)
+    }
+
     /// Renewals of one holder asked for in one loop iteration are one `SET` of its liveness key, however many
     /// leases, and no script: a lease is held while that key exists. Once the key was found missing (the
     /// holder paused past its TTL, and another took a session meanwhile), each lease is checked one by one
