@@ -263,7 +263,8 @@ final class RedisSessionStoreTests: XCTestCase {
         _ = try await connection.send(["ZADD", RedisArg(keys.streams("p0")), "1", "dead/1"]).get()
         let (exists, prunes) = (try await calls("exists"), try await calls("zremrangebyscore"))
         let answers = await h.checkStreamsTogether(ids, members: ["n/1"], renewsExpiry: false)
-        XCTAssertEqual(answers.map { try? $0.get().holder }, ["node-a", "node-a", "node-a", "node-a", "node-a", "node-b"])
+        XCTAssertEqual(
+            answers.map { try? $0.get().holder }, ["node-a", "node-a", "node-a", "node-a", "node-a", "node-b"])
         let existsAfter = try await calls("exists")
         XCTAssertEqual(existsAfter - exists, 2, "six sessions of two holders: two liveness keys looked at")
         let prunesAfter = try await calls("zremrangebyscore")
