@@ -3,7 +3,8 @@
 # bff node (release, default flags but --test-hooks off), STREAMS sessions each with one open stream from
 # `bff-load streams` (held open), then, once every stream is open, SECONDS seconds of nothing but upkeep:
 # the leases' renewals and the periodic checks of the streamed sessions. Prints Redis's EVALSHA calls per
-# second, Redis's and the node's CPU (% of a core, /proc), and Redis's CPU per streamed session.
+# second, Redis's and the node's CPU (% of a core, /proc), Redis's CPU per streamed session, and every
+# command Redis ran in the window (calls and time, those inside scripts too).
 #
 # Usage: scripts/bench-streamed-idle.sh [STREAMS (10000)] [SECONDS (20)]
 # Environment: BIN (folder with release bff and bff-load; default .build/release), OUT (a temp folder)
@@ -44,11 +45,13 @@ done
 log "$STREAMS streams open; settling 12 s (a whole check interval), then measuring $SECONDS_MEASURED s"
 sleep 12
 evalsha() { redis-cli -p "$rport" INFO commandstats | awk -F'[=,]' '/^cmdstat_evalsha:/{print $2}'; }
+redis-cli -p "$rport" CONFIG RESETSTAT > /dev/null  # the commands of the measured window only (below)
 e0=$(evalsha)
 r0=$(cpu_ticks_of "$redis_pid")
 n0=$(cpu_ticks_of "$node_pid")
 sleep "$SECONDS_MEASURED"  # the measured window itself
 e1=$(evalsha)
+redis-cli -p "$rport" INFO commandstats > "$OUT/commandstats.txt"
 r1=$(cpu_ticks_of "$redis_pid")
 n1=$(cpu_ticks_of "$node_pid")
 hz=$(getconf CLK_TCK)
@@ -60,3 +63,7 @@ node = nticks / hz / seconds
 print(f"{streams} idle streamed sessions: {calls / seconds:,.0f} EVALSHA/s; Redis {redis * 100:.1f} % of a core "
       f"({redis * 1e6 / streams:.2f} us per session per second); node {node * 100:.1f} %")
 PY
+# Every command Redis ran in the window, those inside scripts too: calls and Redis's time.
+awk -F'[:=,]' -v s="$SECONDS_MEASURED" '/^cmdstat_/ && $1 != "cmdstat_info" && $1 != "cmdstat_config|resetstat" {
+    printf "  %-26s %8d calls  %8.0f ms in %s s\n", substr($1, 9), $3, $5 / 1000, s }' "$OUT/commandstats.txt"
+
