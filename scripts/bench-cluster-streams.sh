@@ -24,6 +24,8 @@
 #              CS_REDIS_NICE (-10 as root, else 0): Redis's nice level. On this 2-core host 12 other
 #              processes share the cores with it; in a deployment Redis has a machine of its own, so by
 #              default it is put ahead of them (0 = the same footing as the nodes and loaders)
+#              CS_IDLE_SAMPLE (5): seconds, once every loader holds its streams and before the broadcast, over
+#              which the CPU of the nodes, Redis and the loaders is measured (printed in cores; 0: skipped)
 #              CS_BUSY (0): processes that burn CPU for the whole run at nice 0, for a host loaded as it was by
 #              builds and tests beside the runs where connections were reset (rounds 18-19); reproducible
 set -euo pipefail
@@ -115,9 +117,10 @@ done
 if [[ $BROADCAST == one ]]; then
     # Once every loader that is still running holds its streams: one status change, posted to node 1, and
     # its time on the loaders' clock (CLOCK_MONOTONIC); set back after the loaders are done.
-    python3 - "$OUT" "${PORTS[1]}" "${LOADERS[@]}" << 'PY'
+    CS_NODE_PIDS="${NODE_PIDS[*]}" CS_REDIS_PID=$REDIS_PID python3 - "$OUT" "${PORTS[1]}" "${LOADERS[@]}" << 'PY'
 import json, os, sys, time, urllib.request
 out, port, loaders = sys.argv[1], sys.argv[2], [int(p) for p in sys.argv[3:]]
+nodes, redis = [int(p) for p in os.environ["CS_NODE_PIDS"].split()], int(os.environ["CS_REDIS_PID"])
 def alive(pid):
     try: os.kill(pid, 0); return True
     except OSError: return False
@@ -127,6 +130,24 @@ def post(body):
     return urllib.request.urlopen(request, timeout=30).status
 while not all(os.path.exists(f"{out}/ready{n}") or not alive(pid) for n, pid in enumerate(loaders, 1)):
     time.sleep(0.05)
+def ticks(pid):  # CPU time so far (user + system, clock ticks), 0 once the process is gone
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, IndexError, ValueError):
+        return 0
+# What the held streams cost before the broadcast (CS_IDLE_SAMPLE s; 0: not measured): the CPU a broadcast
+# shares the host with. Every stream is open and idle then (keep-alives, stream checks, leases, ledger).
+sample = float(os.environ.get("CS_IDLE_SAMPLE", "5"))
+if sample > 0:
+    groups = {"nodes": nodes, "redis-server": [redis], "loaders": loaders}
+    before_ticks, started = {g: sum(ticks(p) for p in ps) for g, ps in groups.items()}, time.monotonic()
+    time.sleep(sample)
+    elapsed, hz = time.monotonic() - started, os.sysconf("SC_CLK_TCK")
+    used = {g: (sum(ticks(p) for p in ps) - before_ticks[g]) / hz / elapsed for g, ps in groups.items()}
+    print(f"bench-cluster-streams: idle upkeep over {elapsed:.1f} s with every stream held, in cores: "
+          + ", ".join(f"{g} {c:.2f}" for g, c in used.items()) + f"; all {sum(used.values()):.2f} of {os.cpu_count()}",
+          file=sys.stderr)
 def pressure():  # (µs some task waited for a CPU, monotonic ns), or None without PSI
     try: return int(open("/proc/pressure/cpu").readline().split("total=")[1]), time.monotonic_ns()
     except (OSError, IndexError, ValueError): return None
