@@ -125,8 +125,9 @@ enum SessionScripts {
     /// check): every script that counts the set (`admitStream`, `deleteIfUnused`) drops them first itself,
     /// so here it only keeps the set small, and a check without it costs Redis one command less. A holder's
     /// liveness key is looked at once per call, however many of its sessions the call checks (a loop's
-    /// streamed sessions are mostly run by a few loops). Issue 20, round 22. As in `renewMany`, the keys are arguments and every session is read first: one not served
-    /// here fails the call with `CROSSSLOT` before any write (the caller sends it again per slot).
+    /// streamed sessions are mostly run by a few loops). Issue 20, round 22. As in `renewMany`, the keys
+    /// are arguments and every session is read first: one not served here fails the call with `CROSSSLOT`
+    /// before any write (the caller sends it again per slot).
     static let renewStreamsMany = RedisScript(
         """
         #!lua flags=allow-cross-slot-keys
