@@ -408,9 +408,8 @@ public final class RedisSessionStore: SessionStore, Sendable {
         client.evalScript(SessionScripts.release, keys: [keys.arg(id)], args: [Self.leaseValue(lease)]) {
             [self] r in
             // Still wanted unless this loop created or acquired the session after sending it (`stillWanted`).
-            guard let inFlight = liveness.value.releasesInFlight[id] else {
-                return completion(r.store { $0.int.map { $0 == 1 } })
-            }
+            // The entry is there: counted in before the send, counted out only here.
+            let inFlight = liveness.value.releasesInFlight[id, default: (1, serial)]
             let wanted = inFlight.serial == serial
             liveness.value.releasesInFlight[id] = inFlight.count > 1 ? (inFlight.count - 1, inFlight.serial) : nil
             if case .failure = r, wanted, liveness.value.pendingReleases.count < Self.maxPendingReleases {
