@@ -65,6 +65,13 @@ public struct ClusterKeys: Sendable, Equatable {
     public func live(holder: String, tag: String) -> String { livePrefix(tag: tag) + holder }
     /// `live(holder:tag:)` without the holder: the scripts add the holder named in a session's lease.
     public func livePrefix(tag: String) -> String { "\(prefix):live:{\(tag)}:" }
+    /// STRING "1", PX = 3 stream-check intervals: the loop `holder` streams sessions of one master (`tag` as
+    /// for `live`). A member of a session's set of open streams (`streams`, named `<holder>/<n>`) counts
+    /// while its loop's key on the session's master exists: one key per streaming loop and master renewed
+    /// once per check interval, not each session's members (issue 20, round 23).
+    public func streamLive(holder: String, tag: String) -> String { streamLivePrefix(tag: tag) + holder }
+    /// `streamLive(holder:tag:)` without the holder: the scripts add the holder a member names.
+    public func streamLivePrefix(tag: String) -> String { "\(prefix):slive:{\(tag)}:" }
     /// The hash tag of the `live` keys on one Redis or a Sentinel set's master (every slot is its).
     public static let unshardedLiveTag = "m0"
     /// The hash tag of the `live` keys on a master of a Redis Cluster: `m<n>` for the first `n` whose slot

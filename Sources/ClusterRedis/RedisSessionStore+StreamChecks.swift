@@ -40,10 +40,15 @@ extension RedisSessionStore {
     /// One `renewStreamsMany` call for `batch`, each completion with its own answer.
     private func checkNow(_ batch: [StreamCheck], splitOnRedirect: Bool) {
         var args: [RedisArg] = []
-        args.reserveCapacity(3 + batch.reduce(0) { $0 + 6 + $1.members.count })
+        args.reserveCapacity(5 + batch.reduce(0) { $0 + 6 + $1.members.count })
         args.append(RedisArg(limits.expirySeconds))
         args.append(RedisArg(batch.count))
-        args.append(RedisArg(keys.livePrefix(tag: liveTag(forSession: batch[0].sessionID))))
+        // Every member of the batch is of this loop: the first names its holder.
+        let member = batch[0].members.first ?? ""
+        let tag = streamLiveTag(member: member, sessionID: batch[0].sessionID)
+        args.append(RedisArg(keys.livePrefix(tag: tag)))
+        args.append(RedisArg(keys.streamLive(holder: String(Self.holder(ofMember: member)), tag: tag)))
+        args.append(RedisArg(streamLivenessMilliseconds))
         for c in batch {
             let id = c.sessionID
             args.append(keys.arg(id))

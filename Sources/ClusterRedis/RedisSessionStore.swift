@@ -38,18 +38,24 @@ public final class RedisSessionStore: SessionStore, Sendable {
     let commitHeader: [RedisArg]
     /// Told when a liveness key of this loop was found gone (`init`).
     let onLivenessLapsed: @Sendable (String) -> Void
+    /// How long a stream-liveness key lives unrenewed (`ClusterKeys.streamLive`): a member of a session's
+    /// set of open streams counts while its loop's key lives.
+    public let streamLivenessMilliseconds: Int
 
     /// A store on `client`, with `limits`, under `keys`, each decisive write confirmed by `replicaAcks`
     /// replicas within `replicaTimeout` seconds (default: the command time-out), commits held for up to
     /// `commitWindow` seconds while this loop commits to their master more often than that (0: never held);
     /// `onLivenessLapsed` is told (on the loop) each time a liveness key of this loop was found gone and its
-    /// leases are checked one by one (`renew`), with the key's name (a holder name: no secret).
+    /// leases are checked one by one (`renew`), with the key's name (a holder name: no secret); this loop's
+    /// streams count while it renews its stream-liveness keys within `streamLiveness` seconds
+    /// (`keepStreamsLive`).
     public init(
         client: RedisClient, limits: SessionStoreLimits = SessionStoreLimits(), keys: ClusterKeys,
-        replicaAcks: Int = 0, replicaTimeout: Double? = nil, commitWindow: Double = 0,
+        replicaAcks: Int = 0, replicaTimeout: Double? = nil, commitWindow: Double = 0, streamLiveness: Double = 30,
         onLivenessLapsed: @escaping @Sendable (String) -> Void = { _ in }
     ) {
         self.onLivenessLapsed = onLivenessLapsed
+        streamLivenessMilliseconds = max(1, Int((streamLiveness * 1000).rounded(.up)))
         self.client = client
         self.limits = limits
         self.keys = keys
@@ -224,6 +230,8 @@ public final class RedisSessionStore: SessionStore, Sendable {
         var checkUntil: [String: UInt64] = [:]
         var setBefore: Set<String> = []
         var tags: [RedisAddress: String] = [:]
+        /// The stream-liveness keys this loop set (one per master where it streams; `keepStreamsLive`).
+        var streamLive: Set<String> = []
         /// Releases to send again, by session (`release`).
         var pendingReleases: [String: Lease] = [:]
         /// Releases sent and not yet answered, by session: how many, and a serial that each creation or
@@ -236,7 +244,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
 
     /// The hash tag of the liveness keys on the master of session `id` (`ClusterKeys.liveTag`): the same on
     /// every node that knows the same slot map. Loop only.
-    func liveTag(forSession id: String) -> String {
+    public func liveTag(forSession id: String) -> String {
         guard client.isSharded, let master = client.master(forSlot: RedisClient.slot(of: keys.arg(id))) else {
             return ClusterKeys.unshardedLiveTag
         }
@@ -536,8 +544,67 @@ public final class RedisSessionStore: SessionStore, Sendable {
             keys: [
                 RedisArg(keys.session(sessionID)), RedisArg(keys.streams(sessionID)), RedisArg(keys.events(sessionID)),
             ],
-            args: [RedisArg(member), RedisArg(limit), RedisArg(ttlMilliseconds), RedisArg(limits.expirySeconds)]
+            args: [
+                RedisArg(member), RedisArg(limit), RedisArg(ttlMilliseconds), RedisArg(limits.expirySeconds),
+                RedisArg(keys.streamLivePrefix(tag: streamLiveTag(member: member, sessionID: sessionID))),
+                RedisArg(streamLivenessMilliseconds),
+            ]
         ) { r in completion(r.store { $0.int.map { $0 == 1 } }) }
+    }
+
+    /// The loop a stream member names (`<holder>/<n>`; the whole name if it has no `/`).
+    static func holder(ofMember member: String) -> Substring {
+        guard let slash = member.lastIndex(of: "/") else { return member[...] }
+        return member[..<slash]
+    }
+
+    /// The hash tag of the stream-liveness keys on the master of session `id`, remembering (on the loop) the
+    /// key of `member`'s loop there for `keepStreamsLive`.
+    func streamLiveTag(member: String, sessionID id: String) -> String {
+        let tag = liveTag(forSession: id)
+        if client.loop.inEventLoop {
+            let key = keys.streamLive(holder: String(Self.holder(ofMember: member)), tag: tag)
+            if liveness.value.streamLive.count >= 1024 { liveness.value.streamLive = [] }
+            liveness.value.streamLive.insert(key)
+        }
+        return tag
+    }
+
+    /// Renews every stream-liveness key this loop set (`ClusterKeys.streamLive`): one `SET … PX` per master
+    /// where it streams, once per stream-check interval, instead of a new deadline for each stream. A key
+    /// that lapsed (Redis lost it, or this loop paused for its whole lifetime) is set again, and its members
+    /// count again. Loop only.
+    public func keepStreamsLive() {
+        for key in liveness.value.streamLive {
+            let k = RedisArg(key)
+            client.send(["SET", k, "1", "PX", RedisArg(streamLivenessMilliseconds)], key: k, lane: .leases) { _ in }
+        }
+    }
+
+    /// Deletes every liveness and stream-liveness key this loop set (shutdown, once its sessions were handed
+    /// over): the streaming nodes that last saw this loop hold a session check it at their next pass, not a
+    /// lease TTL later, and this loop's streams stop counting at once. On the command connection, after the
+    /// releases. Loop only.
+    public func dropLiveness() {
+        for key in liveness.value.setBefore.union(liveness.value.streamLive) {
+            let k = RedisArg(key)
+            client.send(["DEL", k], key: k) { _ in }
+        }
+    }
+
+    /// Whether each of `holders` (loops of any node) is alive on the master of session `id`: its liveness key
+    /// there exists (one `MGET`: the keys share a hash tag, so one slot). A streaming loop asks this once per
+    /// distinct holder of the sessions it streams, and checks one by one only those whose holder is gone
+    /// (`ClusterNode.startOrphanChecks`). nil if Redis did not answer. Loop only.
+    public func holdersAlive(_ holders: [String], forSession id: String, completion: @escaping ([Bool]?) -> Void) {
+        let tag = liveTag(forSession: id)
+        var command: [RedisArg] = ["MGET"]
+        command.reserveCapacity(1 + holders.count)
+        for h in holders { command.append(RedisArg(keys.live(holder: h, tag: tag))) }
+        client.send(command, key: command[1]) { r in
+            guard case .success(let v) = r, let a = v.array, a.count == holders.count else { return completion(nil) }
+            completion(a.map { !$0.isNull })
+        }
     }
 
     public func renewStreams(

@@ -90,20 +90,47 @@ enum SessionScripts {
         """
     }
 
-    /// KEYS: session, streams, events. ARGV: member, limit, deadline ms, idle s.
-    /// The cluster-wide stream limit: drops the members whose deadline (a score, Redis ms) passed,
-    /// then adds `member` with the deadline now + ARGV[3] if it is there already or fewer than
-    /// `limit` remain. 1 if admitted, 0 if refused; `GONE` if the session does not exist. An admitted stream
+    /// Lua: `counted` = the members of the set of open streams `KEYS[key]` that count: those whose loop's
+    /// stream-liveness key on this master (`ARGV[prefix]` .. the holder the member names, `<holder>/<n>`)
+    /// exists, each loop looked up once. A member of a loop that died counts no more once its key expires
+    /// (3 check intervals), though its deadline (a backstop, renewed once per expiry renewal) is further
+    /// off; it stays in the set until then, and counts again if its loop's key comes back (Redis lost it
+    /// and the loop set it again). A key not served here (the caller's slot map is out of date) counts.
+    private static func countLiveStreams(key: Int, prefix: Int) -> String {
+        """
+        local counted, alive = 0, {}
+        for _, m in ipairs(redis.call('ZRANGE', KEYS[\(key)], 0, -1)) do
+          local h = string.match(m, '^(.*)/[^/]*$') or m
+          local a = alive[h]
+          if a == nil then
+            a = redis.pcall('EXISTS', ARGV[\(prefix)] .. h) ~= 0
+            alive[h] = a
+          end
+          if a then counted = counted + 1 end
+        end
+        """
+    }
+
+    /// KEYS: session, streams, events. ARGV: member, limit, deadline ms, idle s, the stream-liveness prefix
+    /// of this master (`ClusterKeys.streamLivePrefix`), stream-liveness ms.
+    /// The cluster-wide stream limit: drops the members whose deadline (a score, Redis ms) passed, counts
+    /// those whose loop is alive (`countLiveStreams`), then adds `member` with the deadline now + ARGV[3] if
+    /// it is there already or fewer than `limit` count, and sets its own loop's stream-liveness key (PX
+    /// ARGV[6]; its loop renews it once per check interval). 1 if admitted, 0 if refused; `GONE` if the
+    /// session does not exist. An admitted stream
     /// marks the session `used` (a field of its hash): it is no longer an unused session (`deleteIfUnused`);
     /// and gives the session and its history their idle expiry again (an open stream keeps a session alive:
     /// the periodic checks renew it only once per renewal interval).
     static let admitStream = RedisScript(
         """
+        #!lua flags=allow-cross-slot-keys
         if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('GONE session') end
         \(pruneStreams(key: 2))
-        if not redis.call('ZSCORE', KEYS[2], ARGV[1]) and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[2]) then
+        \(countLiveStreams(key: 2, prefix: 5))
+        if not redis.call('ZSCORE', KEYS[2], ARGV[1]) and counted >= tonumber(ARGV[2]) then
           return 0
         end
+        redis.pcall('SET', ARGV[5] .. (string.match(ARGV[1], '^(.*)/[^/]*$') or ARGV[1]), '1', 'PX', ARGV[6])
         local ttl = tonumber(ARGV[3])
         redis.call('ZADD', KEYS[2], string.format('%.0f', now + ttl), ARGV[1])
         redis.call('PEXPIRE', KEYS[2], string.format('%.0f', math.max(tonumber(ARGV[4]) * 1000, ttl)))
@@ -115,8 +142,9 @@ enum SessionScripts {
 
     /// Streamed sessions' periodic check, several sessions a call (`RedisSessionStore.checkStreams` batches
     /// a loop's checks per master). KEYS: the first session (it routes the call). ARGV: idle s, n, the
-    /// liveness prefix of this master (`ClusterKeys.livePrefix`), then per session: session, events,
-    /// streams, deadline ms, renew (1/0), m, member 1 … member m. For each
+    /// liveness prefix of this master (`ClusterKeys.livePrefix`), the caller's stream-liveness key here
+    /// (`ClusterKeys.streamLive`: set for stream-liveness ms, the next argument, so its members count), then
+    /// per session: session, events, streams, deadline ms, renew (1/0), m, member 1 … member m. For each
     /// session: with renew 1 the idle expiry of the session, its history and its set of streams again, and
     /// the expired stream members dropped; the m members given the deadline now + its deadline ms (added
     /// again if they were dropped); answers {the lease's holder (false if no lease, or if its holder's
@@ -135,8 +163,9 @@ enum SessionScripts {
         local idle = ARGV[1]
         local n = tonumber(ARGV[2])
         local live = ARGV[3]
+        redis.pcall('SET', ARGV[4], '1', 'PX', ARGV[5])
         local at, found, alive = {}, {}, {}
-        local i = 4
+        local i = 6
         for c = 1, n do
           local e = redis.pcall('HMGET', ARGV[i], 'seq', 'lease')
           if e.err then return redis.error_reply('CROSSSLOT stream check batch: ' .. e.err) end

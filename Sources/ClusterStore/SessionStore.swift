@@ -67,7 +67,9 @@ public protocol SessionStore: AnyObject {
     /// Admits one more open event stream of session `sessionID` (`.gone` if none) under the name
     /// `member` (unique per node incarnation and stream) if fewer than `limit` streams count now,
     /// dropping first those whose deadline passed; an admitted stream counts until it is released or
-    /// `ttlMilliseconds` pass without `renewStreams`. True if admitted (a member admitted already is
+    /// `ttlMilliseconds` pass without `renewStreams` (the Redis store: and only while its loop, named in
+    /// `member` as `<holder>/<n>`, keeps its stream-liveness key, `RedisSessionStore.keepStreamsLive`).
+    /// True if admitted (a member admitted already is
     /// admitted again, its deadline renewed), false if the session has its `limit` of streams.
     func admitStream(
         sessionID: String, member: String, limit: Int, ttlMilliseconds: Int,

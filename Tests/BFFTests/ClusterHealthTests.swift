@@ -82,11 +82,15 @@ final class ClusterDeafSubscriptionTests: ClusterTestCase {
 /// The backstop of "no silent stalls", with one `redis-server`: an event stored in a session's history
 /// whose publication never came (with replica acks the runner publishes after the `WAIT`; a runner that
 /// dies in between publishes nothing) reaches a stream on another node at its periodic check — its last
-/// written id stayed below the session's `seq` over two checks — from the history.
+/// written id stayed below the session's `seq` over two checks — from the history. With replica acks every
+/// pass reads `seq`; without them (one Redis, as here) the passes that renew the session's expiry do (once a
+/// minute by default; every pass at this idle time-out), since the commit's script publishes the event.
 final class ClusterLostPublicationTests: ClusterTestCase {
     func testAnEventWhosePublicationWasLostReachesTheStreamFromTheHistory() throws {
         let a = try node("a", leaseTTL: 1)
-        let b = try node("b", leaseTTL: 1)  // checks its streamed sessions every second
+        // A pass over its streamed sessions every second, each renewing their expiry (idle time-out 4 s:
+        // renewal interval 0): each checked one by one, `seq` read.
+        let b = try node("b", leaseTTL: 1, idleTimeout: 4)
         let id = try a.createSession()
         let (conn, events) = try b.stream(id)
         defer { conn.close() }

@@ -6,8 +6,8 @@ import WireClient
 import XCTest
 
 /// The per-session stream limit (`--max-streams-per-session`, default 4) is cluster-wide: real `bff`
-/// processes on one real `redis-server` (`--lease-ttl 1`: streams are renewed every 1 s and count
-/// 3 s past their last renewal). The fifth stream of a session on any node is refused with `429`;
+/// processes on one real `redis-server` (`--lease-ttl 1`: each node's stream-liveness key is renewed every
+/// 1 s, and its streams count 3 s past its last renewal). The fifth stream of a session on any node is refused with `429`;
 /// closing one lets a new one in on another node at once; the streams of a node killed with `kill -9`
 /// stop counting once their deadline passed.
 final class ClusterStreamLimitTests: XCTestCase {

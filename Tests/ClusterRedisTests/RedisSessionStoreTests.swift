@@ -107,7 +107,9 @@ final class RedisSessionStoreTests: XCTestCase {
         let admitted = try await h.admitStream("x", "n/1", limit: 4).get()
         XCTAssertTrue(admitted)
         let all = try await connection.send(["KEYS", "t:*"]).get().array ?? []
-        XCTAssertEqual(all.count, 5, "session (with its lease), events, idempotency key, streams, liveness: \(all)")
+        XCTAssertEqual(
+            all.count, 6,
+            "session (with its lease), events, idempotency key, streams, liveness, stream liveness: \(all)")
         for key in all {
             let ttl = try await connection.send(["PTTL", RedisArg(bytes: key.bytes ?? [])]).get().int ?? -1
             XCTAssertGreaterThan(ttl, 0, "\(key.string ?? "") must expire")
@@ -121,8 +123,11 @@ final class RedisSessionStoreTests: XCTestCase {
         let left = try await connection.send(["KEYS", "t:*"]).get().array ?? []
         XCTAssertEqual(
             left.map { $0.string ?? "" }.sorted(),
-            [keys.idempotency("x", "k"), keys.live(holder: "n", tag: ClusterKeys.unshardedLiveTag)].sorted(),
-            "delete removes the streams too; the holder's liveness key is the holder's, not the session's")
+            [
+                keys.idempotency("x", "k"), keys.live(holder: "n", tag: ClusterKeys.unshardedLiveTag),
+                keys.streamLive(holder: "n", tag: ClusterKeys.unshardedLiveTag),
+            ].sorted(),
+            "delete removes the streams too; the holder's (stream) liveness keys are the holder's, not the session's")
     }
 
     /// A periodic check that does not renew the expiry leaves the session's and its history's TTL as they
@@ -277,6 +282,93 @@ final class RedisSessionStoreTests: XCTestCase {
         _ = await h.checkStreamsTogether(["p0"], members: ["n/1"], renewsExpiry: true)
         let renewed = try await connection.send(["ZRANGE", RedisArg(keys.streams("p0")), "0", "-1"]).get()
         XCTAssertFalse(renewed.array?.compactMap(\.string).contains("dead/1") ?? true)
+    }
+
+    /// A stream counts towards its session's limit while its loop's stream-liveness key on the session's
+    /// master lives, not until its own deadline (issue 20, round 23): with the key of loop "a" gone (what
+    /// its expiry does when "a" died), "a/1" no longer counts though its deadline is a minute off; with the
+    /// key back (Redis lost it and "a" set it again), it counts again. An admission sets its own loop's key.
+    func testAStreamCountsWhileItsLoopsStreamLivenessKeyLivesNotUntilItsDeadline() async throws {
+        let h = harness()
+        _ = try await h.create("q", "owner").get()
+        let admit: @Sendable (String, Int) async -> Result<Bool, StoreError> = { member, limit in
+            await h.call { s, done in
+                s.admitStream(sessionID: "q", member: member, limit: limit, ttlMilliseconds: 60_000, completion: done)
+            }
+        }
+        let aKey = RedisArg(keys.streamLive(holder: "a", tag: ClusterKeys.unshardedLiveTag))
+        let first = await admit("a/1", 1)
+        XCTAssertEqual(first, .success(true))
+        let ttl = try await connection.send(["PTTL", aKey]).get().int ?? -1
+        XCTAssertTrue((1...30_000).contains(ttl), "the admission set its loop's key, for 30 s: \(ttl)")
+        let refused = await admit("b/1", 1)
+        XCTAssertEqual(refused, .success(false), "a/1 counts while a's key lives")
+        _ = try await connection.send(["DEL", aKey]).get()
+        let admitted = await admit("b/1", 1)
+        XCTAssertEqual(admitted, .success(true), "a/1 counts no more once a's key is gone")
+        _ = try await connection.send(["SET", aKey, "1"]).get()
+        let again = await admit("c/1", 2)
+        XCTAssertEqual(again, .success(false), "a/1 and b/1 count again: a's key is back")
+        let members = try await connection.send(["ZCARD", RedisArg(keys.streams("q"))]).get().int
+        XCTAssertEqual(members, 2, "a/1 stayed in the set: its deadline has not passed")
+    }
+
+    /// A loop renews the stream-liveness key of every master where it admitted or checked a stream, in one
+    /// `SET` each (`keepStreamsLive`), and a check sets its loop's key too; `dropLiveness` (shutdown) deletes
+    /// its liveness and stream-liveness keys.
+    func testALoopKeepsItsStreamLivenessKeyAndDropsItsKeysAtShutdown() async throws {
+        let h = harness()
+        let store = try XCTUnwrap(h.store as? RedisSessionStore)
+        _ = try await h.create("k", "n").get()
+        _ = try await h.admitStream("k", "n/1", limit: 4).get()
+        let key = RedisArg(keys.streamLive(holder: "n", tag: ClusterKeys.unshardedLiveTag))
+        _ = try await connection.send(["PEXPIRE", key, "50"]).get()
+        let sets = try await calls("set")
+        await h.call { _, done in
+            store.keepStreamsLive()
+            done(())
+        }
+        // Sent on the store's lease connection: awaited by looking, not by its answer.
+        let deadline = Date().addingTimeInterval(5)
+        var renewed = -2
+        while renewed < 1000, Date() < deadline {
+            renewed = Int(try await connection.send(["PTTL", key]).get().int ?? -2)
+            if renewed < 1000 { try await Task.sleep(nanoseconds: 10_000_000) }
+        }
+        XCTAssertGreaterThan(renewed, 1000, "renewed for its full time")
+        let setsAfter = try await calls("set")
+        XCTAssertEqual(setsAfter - sets, 1, "one master, one SET")
+        _ = try await connection.send(["DEL", key]).get()
+        _ = await h.checkStreamsTogether(["k"], members: ["n/1"], renewsExpiry: false)
+        let exists = try await connection.send(["EXISTS", key]).get().int
+        XCTAssertEqual(exists, 1, "a check sets its loop's key")
+
+        await h.call { _, done in
+            store.dropLiveness()
+            done(())
+        }
+        let left = await h.call { (_, done: @escaping (Bool) -> Void) in
+            store.holdersAlive(["n"], forSession: "k") { done($0 == [false]) }
+        }
+        XCTAssertTrue(left, "n's liveness key is gone")
+        let streamKey = try await connection.send(["EXISTS", key]).get().int
+        XCTAssertEqual(streamKey, 0, "and its stream-liveness key")
+    }
+
+    /// `holdersAlive` answers, per holder, whether its liveness key on the session's master exists: one
+    /// `MGET` however many holders.
+    func testHoldersAliveReadsEachHoldersLivenessKeyInOneCommand() async throws {
+        let h = harness()
+        let store = try XCTUnwrap(h.store as? RedisSessionStore)
+        _ = try await h.create("v1", "alive-1").get()
+        _ = try await h.create("v2", "alive-2").get()
+        let mgets = try await calls("mget")
+        let answer = await h.call { (_, done: @escaping ([Bool]?) -> Void) in
+            store.holdersAlive(["alive-1", "gone", "alive-2"], forSession: "v1", completion: done)
+        }
+        XCTAssertEqual(answer, [true, false, true])
+        let mgetsAfter = try await calls("mget")
+        XCTAssertEqual(mgetsAfter - mgets, 1)
     }
 
     /// Renewals of one holder asked for in one loop iteration are one `SET` of its liveness key, however many

@@ -71,10 +71,12 @@ final class ClusterNode: SessionBackend {
             // The keys live in Redis as long as in a session's memory (`OwnedSession.storeMayHoldUnseenKeys`).
             idempotencySeconds: max(1, Int(configuration.idempotencyWindow.rounded(.up))))
         let metrics = ClusterMetrics(factory: env.metrics.factory)
+        let checkInterval = max(0.05, min(settings.leaseTTL, configuration.sessionIdleTimeout / 4))
         stores = group.clients.map {
             RedisSessionStore(
                 client: $0, limits: limits, keys: keys, replicaAcks: settings.replicaAcks,
-                replicaTimeout: settings.redis.commandTimeout, commitWindow: settings.commitWindow
+                replicaTimeout: settings.redis.commandTimeout, commitWindow: settings.commitWindow,
+                streamLiveness: 3 * checkInterval
             ) { [logger] live in
                 metrics.livenessLapses.increment()
                 logger.warning(
@@ -91,16 +93,18 @@ final class ClusterNode: SessionBackend {
         var rng = SystemRandomNumberGenerator()
         let nonce = String(rng.next() as UInt64, radix: 36)
         holders = loops.indices.map { "\(settings.nodeID)#\(nonce)#\($0)" }
+        holderLoops = Dictionary(uniqueKeysWithValues: holders.enumerated().map { ($1, $0) })
         replyChannelLists = Lock(holders.map { [keys.replies($0)] })
         self.keys = keys
         forwardTimeout = min(2, settings.leaseTTL)
         expiryRenewalTenths = UInt32(max(0, limits.expiryRenewalSeconds * 10 - 1))
-        streamedCheckInterval = max(0.05, min(settings.leaseTTL, configuration.sessionIdleTimeout / 4))
-        streamDeadlineMilliseconds = max(1, Int((3 * streamedCheckInterval * 1000).rounded(.up)))
+        streamedCheckInterval = checkInterval
         streamedCheckSlices = max(1, Int(streamedCheckInterval / 0.1))
         // A pass takes one check interval: the keys' expiry renewed once per renewal interval, at most (a
         // pass late by a slice still renews within the extra the expiry carries).
         expiryRenewalPasses = max(1, Int(Double(limits.expiryRenewalSeconds) / streamedCheckInterval))
+        streamDeadlineMilliseconds = max(
+            1, Int((3 * streamedCheckInterval * Double(expiryRenewalPasses) * 1000).rounded(.up)))
         self.metrics = metrics
         loopProblems = Lock(Array(repeating: [], count: loops.count))
         for (i, client) in group.clients.enumerated() {
@@ -165,10 +169,15 @@ final class ClusterNode: SessionBackend {
     /// (`expiryRenewalSeconds / streamedCheckInterval`, at least 1: every pass).
     let expiryRenewalPasses: Int
 
-    /// How long an open stream counts towards its session's cluster-wide limit without a renewal
-    /// (three check intervals: a live node renews it every interval; a dead node's streams stop
-    /// counting at most this long after its last check).
+    /// How long an open stream stays in its session's set of open streams without a renewal: three
+    /// expiry renewals (a session's streams get a new deadline when its keys' expiry is renewed, once per
+    /// `expiryRenewalPasses`). A backstop: a stream counts towards the cluster-wide limit only while its
+    /// loop's stream-liveness key lives (`RedisSessionStore.keepStreamsLive`, three check intervals
+    /// unrenewed), so a dead node's streams stop counting at most three check intervals after its last pass.
     let streamDeadlineMilliseconds: Int
+
+    /// This node's holders (`holders`), by name: the loop each is.
+    let holderLoops: [String: Int]
 
     /// The name of stream `n` of loop `index` in its session's set of open streams: unique per process
     /// incarnation (the holder name carries the boot nonce).
@@ -205,6 +214,9 @@ final class ClusterNode: SessionBackend {
             loop.execute {
                 let owned = state.value.owned
                 state.value.owned = [:]
+                // No more stream checks: they would set the stream-liveness key `dropLiveness` deletes.
+                state.value.orphanTimer?.cancel()
+                state.value.orphanTimer = nil
                 afterAll(owned.count, within: timeout, on: loop) { step in
                     for o in owned.values {
                         o.keeper?.stop()
@@ -215,6 +227,9 @@ final class ClusterNode: SessionBackend {
                         }
                     }
                 } then: {
+                    // Held nothing more: sessions streamed elsewhere are taken over at the streaming
+                    // nodes' next check, not a lease TTL later (`startOrphanChecks`).
+                    self.stores[i].dropLiveness()
                     let channels = self.inputChannels(loop: i)
                     afterAll(channels.count, within: drainTimeout, on: loop) { step in
                         for channel in channels {
@@ -297,6 +312,11 @@ struct ClusterLoopState {
     var orphanSlice = 0
     /// Passes over every slice so far (the keys' expiry is renewed on every `expiryRenewalPasses`-th).
     var orphanPass = 0
+    /// The lease holders the streamed sessions' last checks named (`StreamedSession.holder` is an index
+    /// here; 0, "", is none or not known), and each one's index. At most 4,096: then forgotten, and every
+    /// streamed session is checked one by one once more.
+    private(set) var knownHolders: [String] = [""]
+    private var holderNumbers: [String: UInt16] = [:]
     /// The slice the next session streamed here is checked in (round robin).
     var nextSlot = 0
     /// The sharded channels owners answer this loop's forwarded inputs on (the first: `<prefix>:reply:
@@ -321,6 +341,21 @@ struct ClusterLoopState {
     var unreadableLoggedAt: Double?
 
     init(loop: EventLoop) { renewals = SlicedTimers(loop: loop) }
+
+    /// The index of `name` in `knownHolders` (0 for nil).
+    mutating func holderNumber(_ name: String?) -> UInt16 {
+        guard let name else { return 0 }
+        if let n = holderNumbers[name] { return n }
+        if knownHolders.count >= 4096 {
+            knownHolders = [""]
+            holderNumbers = [:]
+            for f in fed.values { f.holder = 0 }
+        }
+        knownHolders.append(name)
+        let n = UInt16(knownHolders.count - 1)
+        holderNumbers[name] = n
+        return n
+    }
 
     /// A slot for a session newly streamed here: round robin over `slices`.
     mutating func takeSlot(of slices: Int) -> Int {
@@ -461,6 +496,10 @@ final class StreamedSession {
     /// set when the first stream opens while the session is run here; cleared (subscribed, caught up from
     /// the history) when the session leaves the loop.
     var local = false
+    /// The lease holder its last check named (`ClusterLoopState.knownHolders`; 0: none, or not checked yet):
+    /// while that holder's liveness key lives, the periodic check needs nothing of this session
+    /// (`ClusterNode.startOrphanChecks`). In the padding after the two flags, as `sliceIndex`.
+    var holder: UInt16 = 0
     /// Its place in its slice's array (`ClusterLoopState.fedSlices`); -1 when in none. 32 bits, after the two
     /// flags: in the padding the object had (17,000 of them a loop), no byte more per session.
     var sliceIndex: Int32 = -1
