@@ -25,7 +25,11 @@
 #              processes share the cores with it; in a deployment Redis has a machine of its own, so by
 #              default it is put ahead of them (0 = the same footing as the nodes and loaders)
 #              CS_IDLE_SAMPLE (5): seconds, once every loader holds its streams and before the broadcast, over
-#              which the CPU of the nodes, Redis and the loaders is measured (printed in cores; 0: skipped)
+#              which the CPU of the nodes, Redis and the loaders is measured (printed in cores; 0: skipped).
+#              The same three are measured from the broadcast's post until every loader has seen it
+#              (core-seconds, and per stream: the nodes' writes and the loaders' reads share the 2 cores),
+#              with the commands Redis ran meanwhile (calls and time, those inside scripts too)
+#              CS_PERF (0): 1 samples node 1 with `perf record -g` over the broadcast ($OUT/perf.data)
 #              CS_BUSY (0): processes that burn CPU for the whole run at nice 0, for a host loaded as it was by
 #              builds and tests beside the runs where connections were reset (rounds 18-19); reproducible
 set -euo pipefail
@@ -117,8 +121,9 @@ done
 if [[ $BROADCAST == one ]]; then
     # Once every loader that is still running holds its streams: one status change, posted to node 1, and
     # its time on the loaders' clock (CLOCK_MONOTONIC); set back after the loaders are done.
-    CS_NODE_PIDS="${NODE_PIDS[*]}" CS_REDIS_PID=$REDIS_PID python3 - "$OUT" "${PORTS[1]}" "${LOADERS[@]}" << 'PY'
-import json, os, sys, time, urllib.request
+    CS_NODE_PIDS="${NODE_PIDS[*]}" CS_REDIS_PID=$REDIS_PID CS_REDIS_PORT=$RP CS_STREAMS_TOTAL=$((NODES * STREAMS)) \
+        python3 - "$OUT" "${PORTS[1]}" "${LOADERS[@]}" << 'PY'
+import json, os, re, sys, time, urllib.request
 out, port, loaders = sys.argv[1], sys.argv[2], [int(p) for p in sys.argv[3:]]
 nodes, redis = [int(p) for p in os.environ["CS_NODE_PIDS"].split()], int(os.environ["CS_REDIS_PID"])
 def alive(pid):
@@ -152,6 +157,21 @@ def pressure():  # (µs some task waited for a CPU, monotonic ns), or None witho
     try: return int(open("/proc/pressure/cpu").readline().split("total=")[1]), time.monotonic_ns()
     except (OSError, IndexError, ValueError): return None
 before = pressure()
+import subprocess
+def command_stats():  # {command: (calls, µs)} so far
+    text = subprocess.run(["redis-cli", "-p", os.environ["CS_REDIS_PORT"], "INFO", "commandstats"],
+                          capture_output=True, text=True).stdout
+    return {m.group(1): (int(m.group(2)), int(m.group(3)))
+            for m in re.finditer(r"cmdstat_(\S+?):calls=(\d+),usec=(\d+)", text)}
+stats_at_post = command_stats()
+# CS_PERF=1: node 1 sampled by `perf record` (software clock, call graphs) over the broadcast, into $OUT/perf.data.
+profiler = None
+if os.environ.get("CS_PERF") == "1":
+    profiler = subprocess.Popen(["perf", "record", "-F", "4999", "-g", "-p", str(nodes[0]), "-o", f"{out}/perf.data"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+groups = {"nodes": nodes, "redis-server": [redis], "loaders": loaders}
+ticks_at_post = {g: sum(ticks(p) for p in ps) for g, ps in groups.items()}
 posted_at = time.monotonic_ns()
 status = post({"reachable": False, "message": "load-test broadcast"})
 open(f"{out}/broadcast-posted-at", "w").write(f"{posted_at}\n")
@@ -163,6 +183,22 @@ while not all(os.path.exists(f"{out}/seen{n}") or not alive(pid) for n, pid in e
     time.sleep(0.01)
 open(f"{out}/teardown", "w").write(f"{time.monotonic_ns()}\n")
 after = pressure()
+# Who had the CPU from the post until every loader had seen the broadcast (clock ticks: 10 ms each), in
+# core-seconds and per stream: the nodes' writes, and the loaders' reads that measure them on the same cores.
+spent = {g: (sum(ticks(p) for p in ps) - ticks_at_post[g]) / os.sysconf("SC_CLK_TCK") for g, ps in groups.items()}
+streams_total = int(os.environ.get("CS_STREAMS_TOTAL", "0")) or 1
+print(f"bench-cluster-streams: CPU from the post until every loader saw it, in core-seconds: "
+      + ", ".join(f"{g} {c:.2f}" for g, c in spent.items())
+      + f" (per stream: nodes {spent['nodes'] * 1e6 / streams_total:.1f} us, "
+      f"loaders {spent['loaders'] * 1e6 / streams_total:.1f} us) over {(time.monotonic_ns() - posted_at) / 1e9:.2f} s",
+      file=sys.stderr)
+if profiler:
+    profiler.send_signal(2)
+    profiler.wait()
+calls = sorted(((n - stats_at_post.get(name, (0, 0))[0], us - stats_at_post.get(name, (0, 0))[1], name)
+                for name, (n, us) in command_stats().items()), key=lambda c: -c[1])
+print("bench-cluster-streams: Redis's commands from the post until every loader saw it: "
+      + ", ".join(f"{name} {n} ({us / 1000:.0f} ms)" for n, us, name in calls[:8]), file=sys.stderr)
 if before and after and after[1] > before[1]:
     share = (after[0] - before[0]) * 1000 / (after[1] - before[1])
     print(f"bench-cluster-streams: host CPU pressure during the broadcast: some task waited for a CPU "

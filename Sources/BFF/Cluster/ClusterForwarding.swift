@@ -506,7 +506,8 @@ extension ClusterNode {
     /// request comes (a search it was loading completes, the streams see it).
     ///
     /// Each session is checked in Redis one by one (`checkStreamed`: its streams' deadlines, its keys' idle
-    /// expiry, its lease's holder, its `seq`) on every `expiryRenewalPasses`-th pass (about once per
+    /// expiry, its lease's holder, its `seq`) on every `expiryRenewalPasses`-th pass of its slice (each
+    /// slice's renewing passes offset by the slice, so every pass renews an equal share; about once per
     /// `SessionStoreLimits.expiryRenewalSeconds`, as an owner's commits renew it: their expiry is the idle
     /// time-out plus that interval, so a watched session never expires), on every pass with replica acks
     /// (a stream behind its session's `seq` catches up, `catchUpIfBehind`), and while its holder is not
@@ -530,7 +531,10 @@ extension ClusterNode {
                         state.value.orphanPass &+= 1
                         if !state.value.fed.isEmpty { self.stores[index].keepStreamsLive() }
                     }
-                    let renews = state.value.orphanPass % self.expiryRenewalPasses == 0
+                    // Each slice on a pass of its own: a pass renews a 1/`expiryRenewalPasses` share of the
+                    // sessions, not all of them every `expiryRenewalPasses`-th pass (every loop of every node
+                    // started together would renew all its sessions in the same interval).
+                    let renews = (state.value.orphanPass &+ slice) % self.expiryRenewalPasses == 0
                     let oneByOne = renews || self.settings.replicaAcks > 0
                     var byHolder: [String: [String]] = [:]
                     var runHere: [Int: [String]] = [:]
