@@ -160,6 +160,48 @@ final class RedisSessionStoreClusterTests: XCTestCase {
         }
     }
 
+    /// Stream-liveness keys on a Redis Cluster (issue 20, round 23): an admission sets its loop's key on the
+    /// session's master, and the members of every session there count while it lives; the loop renews one
+    /// key per master (`keepStreamsLive`: three `SET`s for 30 streamed sessions); with its keys gone (what
+    /// their expiry does when the loop died), its members count on no master.
+    func testStreamLivenessKeysAreOnePerMasterAndCountTheMembersOfEverySessionThere() async throws {
+        // Two loops' stores: "n" streams first, "m" asks for a place after it.
+        let store = RedisSessionStore(client: client, keys: keys)
+        let h = SessionStoreHarness(loop: loop, store: store) { _ in }
+        let other = SessionStoreHarness(loop: loop, store: RedisSessionStore(client: client, keys: keys)) { _ in }
+        let leases = try await sessions("l", 30, h)
+        let admit: @Sendable (String, String) async -> Result<Bool, StoreError> = { id, member in
+            await (member.hasPrefix("n/") ? h : other).call { s, done in
+                s.admitStream(sessionID: id, member: member, limit: 1, ttlMilliseconds: 60_000, completion: done)
+            }
+        }
+        for l in leases {
+            let first = await admit(l.sessionID, "n/1")
+            XCTAssertEqual(first, .success(true))
+            let second = await admit(l.sessionID, "m/1")
+            XCTAssertEqual(second, .success(false), "\(l.sessionID): n/1 counts on its master")
+        }
+        let sets = calls("set")
+        await h.call { _, done in
+            store.keepStreamsLive()
+            done(())
+        }
+        // Sent on the lease connections: awaited by looking.
+        let deadline = Date().addingTimeInterval(5)
+        while calls("set") - sets < 3, Date() < deadline { try await Task.sleep(nanoseconds: 10_000_000) }
+        XCTAssertEqual(calls("set") - sets, 3, "one key per master, not per session or slot")
+        for port in cluster.masterPorts {
+            let found = RedisServerProcess.cli(port: port, ["KEYS", "g:slive:*"])
+            let names = found.split(whereSeparator: \.isNewline).map(String.init)
+            XCTAssertEqual(names.count, 1, "master \(port): n's key only (m was refused): \(names)")
+            for key in names { _ = RedisServerProcess.cli(port: port, ["DEL", key]) }
+        }
+        for l in leases {
+            let admitted = await admit(l.sessionID, "m/1")
+            XCTAssertEqual(admitted, .success(true), "\(l.sessionID): n/1 counts no more")
+        }
+    }
+
     /// A batch naming a session the master does not serve (a slot map out of date) fails as a whole with
     /// `CROSSSLOT`, and the commit before it in the batch, on a session the master does serve, is not
     /// written: nothing of a batch runs unless all of it can.
