@@ -32,8 +32,9 @@ extension RedisSessionStore {
             sessionID: sessionID, members: members, ttlMilliseconds: ttlMilliseconds, renewsExpiry: renewsExpiry,
             completion: completion)
         guard client.loop.inEventLoop else { return checkNow([check], splitOnRedirect: false) }
+        guard keep(check, until: pendingStreamChecks) else { return }
         sendAtIterationEnd(
-            check, pending: pendingStreamChecks, key: { [keys] in keys.arg($0.sessionID) },
+            pendingStreamChecks, key: { [keys] in keys.arg($0.sessionID) },
             batch: Self.streamCheckBatch, send: { [self] in checkNow($0, splitOnRedirect: true) })
     }
 
