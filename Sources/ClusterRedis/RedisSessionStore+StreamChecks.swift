@@ -32,7 +32,7 @@ extension RedisSessionStore {
             sessionID: sessionID, members: members, ttlMilliseconds: ttlMilliseconds, renewsExpiry: renewsExpiry,
             completion: completion)
         guard client.loop.inEventLoop else { return checkNow([check], splitOnRedirect: false) }
-        guard keep(check, until: pendingStreamChecks) else { return }
+        guard queue(check, in: pendingStreamChecks) else { return }
         sendAtIterationEnd(
             pendingStreamChecks, key: { [keys] in keys.arg($0.sessionID) },
             batch: Self.streamCheckBatch, send: { [self] in checkNow($0, splitOnRedirect: true) })

@@ -280,7 +280,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
     /// renews: a keeper learns of a takeover without waiting for its next commit. On a cluster the renewals
     /// of one iteration are grouped by the master of their sessions. Loop only.
     public func renew(_ lease: Lease, completion: @escaping (Result<Bool, StoreError>) -> Void) {
-        guard keep((lease, completion), until: pendingRenewals) else { return }
+        guard queue((lease, completion), in: pendingRenewals) else { return }
         sendAtIterationEnd(
             pendingRenewals, key: { [keys] in keys.arg($0.lease.sessionID) },
             batch: .max,
@@ -301,13 +301,13 @@ public final class RedisSessionStore: SessionStore, Sendable {
     /// Keeps `item` in `pending`: true for the first one of this loop iteration, whose caller then asks for
     /// them all to be sent (`sendAtIterationEnd`). The others cost an append: no closure is made for them
     /// (~2 allocations a lease renewal, issue 20, round 23). Loop only.
-    func keep<Item>(_ item: Item, until pending: LoopBound<[Item]>) -> Bool {
+    func queue<Item>(_ item: Item, in pending: LoopBound<[Item]>) -> Bool {
         if pending.value.isEmpty { pending.value.reserveCapacity(64) }
         pending.value.append(item)
         return pending.value.count == 1
     }
 
-    /// Sends every item of `pending` (`keep`) once the iteration's callbacks are done: grouped by the master
+    /// Sends every item of `pending` (`queue`) once the iteration's callbacks are done: grouped by the master
     /// serving `key`, in calls of at most `batch` (`send`). How lease renewals and stream checks reach Redis
     /// together. Loop only.
     func sendAtIterationEnd<Item>(
