@@ -123,7 +123,7 @@ if [[ $BROADCAST == one ]]; then
     # its time on the loaders' clock (CLOCK_MONOTONIC); set back after the loaders are done.
     CS_NODE_PIDS="${NODE_PIDS[*]}" CS_REDIS_PID=$REDIS_PID CS_REDIS_PORT=$RP CS_STREAMS_TOTAL=$((NODES * STREAMS)) \
         python3 - "$OUT" "${PORTS[1]}" "${LOADERS[@]}" << 'PY'
-import json, os, re, sys, time, urllib.request
+import json, os, re, subprocess, sys, time, urllib.request
 out, port, loaders = sys.argv[1], sys.argv[2], [int(p) for p in sys.argv[3:]]
 nodes, redis = [int(p) for p in os.environ["CS_NODE_PIDS"].split()], int(os.environ["CS_REDIS_PID"])
 def alive(pid):
@@ -157,7 +157,6 @@ def pressure():  # (µs some task waited for a CPU, monotonic ns), or None witho
     try: return int(open("/proc/pressure/cpu").readline().split("total=")[1]), time.monotonic_ns()
     except (OSError, IndexError, ValueError): return None
 before = pressure()
-import subprocess
 def command_stats():  # {command: (calls, µs)} so far
     text = subprocess.run(["redis-cli", "-p", os.environ["CS_REDIS_PORT"], "INFO", "commandstats"],
                           capture_output=True, text=True).stdout

@@ -45,10 +45,9 @@ extension RedisSessionStore {
         args.append(RedisArg(limits.expirySeconds))
         args.append(RedisArg(batch.count))
         // Every member of the batch is of this loop: the first names its holder.
-        let member = batch[0].members.first ?? ""
-        let tag = streamLiveTag(member: member, sessionID: batch[0].sessionID)
+        let (tag, streamLive) = streamLiveKey(member: batch[0].members.first ?? "", sessionID: batch[0].sessionID)
         args.append(RedisArg(keys.livePrefix(tag: tag)))
-        args.append(RedisArg(keys.streamLive(holder: String(Self.holder(ofMember: member)), tag: tag)))
+        args.append(RedisArg(streamLive))
         args.append(RedisArg(streamLivenessMilliseconds))
         for c in batch {
             let id = c.sessionID

@@ -244,7 +244,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
 
     /// The hash tag of the liveness keys on the master of session `id` (`ClusterKeys.liveTag`): the same on
     /// every node that knows the same slot map. Loop only.
-    public func liveTag(forSession id: String) -> String {
+    func liveTag(forSession id: String) -> String {
         guard client.isSharded, let master = client.master(forSlot: RedisClient.slot(of: keys.arg(id))) else {
             return ClusterKeys.unshardedLiveTag
         }
@@ -561,7 +561,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
             ],
             args: [
                 RedisArg(member), RedisArg(limit), RedisArg(ttlMilliseconds), RedisArg(limits.expirySeconds),
-                RedisArg(keys.streamLivePrefix(tag: streamLiveTag(member: member, sessionID: sessionID))),
+                RedisArg(keys.streamLivePrefix(tag: streamLiveKey(member: member, sessionID: sessionID).tag)),
                 RedisArg(streamLivenessMilliseconds),
             ]
         ) { r in completion(r.store { $0.int.map { $0 == 1 } }) }
@@ -573,16 +573,16 @@ public final class RedisSessionStore: SessionStore, Sendable {
         return member[..<slash]
     }
 
-    /// The hash tag of the stream-liveness keys on the master of session `id`, remembering (on the loop) the
-    /// key of `member`'s loop there for `keepStreamsLive`.
-    func streamLiveTag(member: String, sessionID id: String) -> String {
+    /// The stream-liveness key of `member`'s loop on the master of session `id`, and that master's hash tag;
+    /// the key remembered (on the loop) for `keepStreamsLive`.
+    func streamLiveKey(member: String, sessionID id: String) -> (tag: String, key: String) {
         let tag = liveTag(forSession: id)
+        let key = keys.streamLive(holder: String(Self.holder(ofMember: member)), tag: tag)
         if client.loop.inEventLoop {
-            let key = keys.streamLive(holder: String(Self.holder(ofMember: member)), tag: tag)
             if liveness.value.streamLive.count >= 1024 { liveness.value.streamLive = [] }
             liveness.value.streamLive.insert(key)
         }
-        return tag
+        return (tag, key)
     }
 
     /// Renews every stream-liveness key this loop set (`ClusterKeys.streamLive`): one `SET … PX` per master
@@ -607,10 +607,30 @@ public final class RedisSessionStore: SessionStore, Sendable {
         }
     }
 
+    /// The sessions in `sessionsByHolder` (by the lease holder their last check named) whose holder's
+    /// liveness key on their master is gone, each handed to `gone`: one `holdersAlive` per master. A streaming
+    /// loop asks this once per slice, and checks one by one only those sessions
+    /// (`ClusterNode.startOrphanChecks`). Redis not answering hands over none: the next slice asks again.
+    /// Loop only.
+    public func findSessionsOfGoneHolders(_ sessionsByHolder: [String: [String]], gone: @escaping (String) -> Void) {
+        var byTag: [String: [String: [String]]] = [:]
+        for (holder, ids) in sessionsByHolder {
+            for id in ids { byTag[liveTag(forSession: id), default: [:]][holder, default: []].append(id) }
+        }
+        for sessions in byTag.values {
+            let holders = Array(sessions.keys)
+            guard let anyID = sessions[holders[0]]?.first else { continue }
+            holdersAlive(holders, forSession: anyID) { alive in
+                guard let alive else { return }
+                for (holder, isAlive) in zip(holders, alive) where !isAlive {
+                    for id in sessions[holder] ?? [] { gone(id) }
+                }
+            }
+        }
+    }
+
     /// Whether each of `holders` (loops of any node) is alive on the master of session `id`: its liveness key
-    /// there exists (one `MGET`: the keys share a hash tag, so one slot). A streaming loop asks this once per
-    /// distinct holder of the sessions it streams, and checks one by one only those whose holder is gone
-    /// (`ClusterNode.startOrphanChecks`). nil if Redis did not answer. Loop only.
+    /// there exists (one `MGET`: the keys share a hash tag, so one slot). nil if Redis did not answer. Loop only.
     public func holdersAlive(_ holders: [String], forSession id: String, completion: @escaping ([Bool]?) -> Void) {
         let tag = liveTag(forSession: id)
         var command: [RedisArg] = ["MGET"]

@@ -90,17 +90,23 @@ enum SessionScripts {
         """
     }
 
+    /// Lua: the loop a stream member `expr` names (`<holder>/<n>`; the whole name if it has no `/`), as
+    /// `RedisSessionStore.holder(ofMember:)` reads it.
+    private static func memberLoop(_ expr: String) -> String { "(string.match(\(expr), '^(.*)/[^/]*$') or \(expr))" }
+
     /// Lua: `counted` = the members of the set of open streams `KEYS[key]` that count: those whose loop's
     /// stream-liveness key on this master (`ARGV[prefix]` .. the holder the member names, `<holder>/<n>`)
     /// exists, each loop looked up once. A member of a loop that died counts no more once its key expires
     /// (3 check intervals), though its deadline (a backstop, renewed once per expiry renewal) is further
     /// off; it stays in the set until then, and counts again if its loop's key comes back (Redis lost it
     /// and the loop set it again). A key not served here (the caller's slot map is out of date) counts.
-    private static func countLiveStreams(key: Int, prefix: Int) -> String {
+    /// `present`: whether `ARGV[member]` is in the set.
+    private static func countLiveStreams(key: Int, prefix: Int, member: Int) -> String {
         """
-        local counted, alive = 0, {}
+        local counted, alive, present = 0, {}, false
         for _, m in ipairs(redis.call('ZRANGE', KEYS[\(key)], 0, -1)) do
-          local h = string.match(m, '^(.*)/[^/]*$') or m
+          if m == ARGV[\(member)] then present = true end
+          local h = \(memberLoop("m"))
           local a = alive[h]
           if a == nil then
             a = redis.pcall('EXISTS', ARGV[\(prefix)] .. h) ~= 0
@@ -126,11 +132,11 @@ enum SessionScripts {
         #!lua flags=allow-cross-slot-keys
         if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('GONE session') end
         \(pruneStreams(key: 2))
-        \(countLiveStreams(key: 2, prefix: 5))
-        if not redis.call('ZSCORE', KEYS[2], ARGV[1]) and counted >= tonumber(ARGV[2]) then
+        \(countLiveStreams(key: 2, prefix: 5, member: 1))
+        if not present and counted >= tonumber(ARGV[2]) then
           return 0
         end
-        redis.pcall('SET', ARGV[5] .. (string.match(ARGV[1], '^(.*)/[^/]*$') or ARGV[1]), '1', 'PX', ARGV[6])
+        redis.pcall('SET', ARGV[5] .. \(memberLoop("ARGV[1]")), '1', 'PX', ARGV[6])
         local ttl = tonumber(ARGV[3])
         redis.call('ZADD', KEYS[2], string.format('%.0f', now + ttl), ARGV[1])
         redis.call('PEXPIRE', KEYS[2], string.format('%.0f', math.max(tonumber(ARGV[4]) * 1000, ttl)))

@@ -549,32 +549,12 @@ extension ClusterNode {
                             }
                             continue
                         }
-                        self.checkStreamed(
-                            id, members: fed.streams.map { $0.member }, renewsExpiry: renews, from: index)
+                        self.checkStreamed(id, fed, renewsExpiry: renews, from: index)
                     }
-                    if !byHolder.isEmpty { self.checkHolders(byHolder, from: index) }
+                    if !byHolder.isEmpty {
+                        self.stores[index].findSessionsOfGoneHolders(byHolder) { self.recheck($0, from: index) }
+                    }
                     for (j, ids) in runHere { self.checkRunHere(ids, on: j, from: index) }
-                }
-            }
-        }
-    }
-
-    /// Asks, once per master, whether the holders in `byHolder` (loops of other nodes, each with the sessions
-    /// streamed on loop `index` that it held at their last check) are alive, and checks one by one the
-    /// sessions of those that are not. Redis not answering changes nothing: the next pass asks again.
-    private func checkHolders(_ byHolder: [String: [String]], from index: Int) {
-        let store = stores[index]
-        var byTag: [String: [String: [String]]] = [:]
-        for (holder, ids) in byHolder {
-            for id in ids { byTag[store.liveTag(forSession: id), default: [:]][holder, default: []].append(id) }
-        }
-        for holders in byTag.values {
-            let names = Array(holders.keys)
-            guard let anyID = holders[names[0]]?.first else { continue }
-            store.holdersAlive(names, forSession: anyID) { alive in
-                guard let alive else { return }
-                for (name, isAlive) in zip(names, alive) where !isAlive {
-                    for id in holders[name] ?? [] { self.recheck(id, from: index) }
                 }
             }
         }
@@ -599,13 +579,15 @@ extension ClusterNode {
     /// Checks session `id`, streamed on loop `index`, one by one now (if it is still streamed there).
     private func recheck(_ id: String, from index: Int) {
         guard let fed = perLoop[index].value.fed[id], !fed.streams.isEmpty else { return }
-        checkStreamed(id, members: fed.streams.map { $0.member }, renewsExpiry: false, from: index)
+        checkStreamed(id, fed, renewsExpiry: false, from: index)
     }
 
-    private func checkStreamed(_ id: String, members: [String], renewsExpiry: Bool, from index: Int) {
+    /// Checks session `id` in Redis now, with `fed`'s streams (loop `index`, which hosts them).
+    private func checkStreamed(_ id: String, _ fed: StreamedSession, renewsExpiry: Bool, from index: Int) {
         guard let owner = owner(of: id) else { return }
         stores[index].checkStreams(
-            sessionID: id, members: members, ttlMilliseconds: streamDeadlineMilliseconds, renewsExpiry: renewsExpiry
+            sessionID: id, members: fed.streams.map { $0.member }, ttlMilliseconds: streamDeadlineMilliseconds,
+            renewsExpiry: renewsExpiry
         ) { result in
             if case .success(let check) = result {
                 self.catchUpIfBehind(id, seq: check.seq, loop: index)
