@@ -10,6 +10,7 @@
 # Usage: scripts/bench-broadcast-cpu.sh [BIN...]   (folders with release bff and bff-load; default
 #        .build/release)
 # Environment: BC_STREAMS (17000) BC_BROADCASTS (10) BC_ROUNDS (1) BC_OUT (a temp folder)
+#              BC_READ_BATCH (0: the loader's --read-batch, seconds)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -17,6 +18,8 @@ STREAMS=${BC_STREAMS:-17000}
 BROADCASTS=${BC_BROADCASTS:-10}
 ROUNDS=${BC_ROUNDS:-1}
 OUT=${BC_OUT:-$(mktemp -d)}
+READ_BATCH=${BC_READ_BATCH:-0}
+mkdir -p "$OUT"
 BENCH_NAME=bench-broadcast-cpu
 # shellcheck source=scripts/bench-lib.sh
 source scripts/bench-lib.sh
@@ -47,7 +50,7 @@ measure() { # bin
     for ((i = 0; i < 100; i++)); do curl -fsS "$URL/readyz" > /dev/null 2>&1 && break; sleep 0.1; done
     # held long enough for the measurement; from client addresses of their own (per-client limits)
     "$bin/bff-load" streams --url "$URL" --streams "$STREAMS" --concurrency 100 \
-        --hold $((2 * BROADCASTS + 60)) --source 127.0.1.1-127.0.4.250 --quiet > "$OUT/load.txt" 2>&1 &
+        --hold $((2 * BROADCASTS + 60)) --source 127.0.1.1-127.0.4.250 --read-batch "$READ_BATCH" --quiet > "$OUT/load.txt" 2>&1 &
     load=$!
     for ((i = 0; i < 300; i++)); do
         [[ $(open_streams || echo 0) -ge $STREAMS ]] && break

@@ -29,6 +29,11 @@
 #              The same three are measured from the broadcast's post until every loader has seen it
 #              (core-seconds, and per stream: the nodes' writes and the loaders' reads share the 2 cores),
 #              with the commands Redis ran meanwhile (calls and time, those inside scripts too)
+#              CS_READ_BATCH (0): each loader's --read-batch while it holds its streams: it sleeps this long
+#              (e.g. 0.001) after each batch of reads, so a broadcast's events are read in batches, not with a
+#              wake-up of the loader per few streams, which on loopback each node's write pays. With 12
+#              processes on 2 cores the loaders are seldom asleep to be woken: it changed nothing here
+#              (BENCHMARKS.md round 24), unlike one loader and one node (bench-broadcast-cpu.sh)
 #              CS_PERF (0): 1 samples node 1 with `perf record -g` over the broadcast ($OUT/perf.data)
 #              CS_BUSY (0): processes that burn CPU for the whole run at nice 0, for a host loaded as it was by
 #              builds and tests beside the runs where connections were reset (rounds 18-19); reproducible
@@ -39,6 +44,7 @@ NODES=${CS_NODES:-6}
 STREAMS=${CS_STREAMS:-17000}
 CONCURRENCY=${CS_CONCURRENCY:-100}
 HOLD=${CS_HOLD:-15}
+READ_BATCH=${CS_READ_BATCH:-0}
 BROADCAST=${CS_BROADCAST:-one}
 TEARDOWN=${CS_TEARDOWN:-together}
 [[ $TEARDOWN == together || $TEARDOWN == each ]] || { echo "CS_TEARDOWN must be together or each" >&2; exit 2; }
@@ -96,7 +102,7 @@ done
 for n in $(seq 1 "$NODES"); do
     for _ in $(seq 100); do curl -fs "http://127.0.0.1:${PORTS[$n]}/readyz" > /dev/null && break; sleep 0.1; done
 done
-log "$NODES nodes ready; $STREAMS streams each, $CONCURRENCY establishing at a time per node; redis nice $REDIS_NICE; ${CS_BUSY:-0} busy processes"
+log "$NODES nodes ready; $STREAMS streams each, $CONCURRENCY establishing at a time per node; redis nice $REDIS_NICE; ${CS_BUSY:-0} busy processes; loaders' read batch $READ_BATCH s"
 # How busy the host was before the run (PSI: the share of time some task waited for a CPU): a broadcast's
 # time is the host's as much as ours, so each run says what it ran on.
 [[ -r /proc/pressure/cpu ]] && log "host CPU pressure before the run (avg10, avg60): $(awk '/^some/{print $2, $3}' /proc/pressure/cpu)"
@@ -114,7 +120,7 @@ for n in $(seq 1 "$NODES"); do
     [[ $BROADCAST == one ]] && observe=(--broadcast-ready-file "$OUT/ready$n" --broadcast-seen-file "$OUT/seen$n")
     [[ $BROADCAST == one && $TEARDOWN == together ]] && observe+=(--teardown-after-file "$OUT/teardown")
     "$BIN/bff-load" streams --url "http://127.0.0.1:${PORTS[$n]}" --streams "$STREAMS" --hold "$HOLD" "${observe[@]}" \
-        --concurrency "$CONCURRENCY" --pid "${NODE_PIDS[$((n - 1))]}" --source "127.0.$n.1-127.0.$n.254" \
+        --concurrency "$CONCURRENCY" --read-batch "$READ_BATCH" --pid "${NODE_PIDS[$((n - 1))]}" --source "127.0.$n.1-127.0.$n.254" \
         --json --quiet > "$OUT/load$n.json" 2> "$OUT/load$n.err" &
     LOADERS+=($!)
 done

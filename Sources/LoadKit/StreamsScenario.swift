@@ -46,6 +46,9 @@ public struct StreamsScenario {
         public var progress = true
         /// Delete the sessions afterwards, `concurrency` at once (reported: `deleted`, `deleteFailed`, …).
         public var cleanup = true
+        /// Seconds to sleep after each batch of socket events (`LoadLoop.readBatchNanos`; 0: none) while the
+        /// streams are held and the broadcast is read; not while they are established or torn down.
+        public var readBatch = 0.0
         /// Defaults.
         public init() {}
     }
@@ -150,6 +153,9 @@ public struct StreamsScenario {
         openMore()
         loop.run(timeout: max(120, Double(ids.count) * 0.02)) { succeeded + failed == ids.count }
         phase = "holding"
+        // Held streams only read (keep-alives, the broadcast): their reads are batched from here to the
+        // teardown, establishment's request/response steps are not (their latency is measured).
+        loop.readBatchNanos = UInt64(max(0, options.readBatch) * 1e9)
         loop.run(timeout: options.hold)
         let after = SystemProbe.serverResidentBytes(target: options.streamTarget ?? target, pid: options.pid)
 
@@ -222,6 +228,7 @@ public struct StreamsScenario {
             }
         }
         report.add("streamsClosedEarly", .int(closedEarly))
+        loop.readBatchNanos = 0
         for stream in streams { stream.close() }
         pool.close()
         if options.cleanup {

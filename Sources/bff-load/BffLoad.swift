@@ -139,8 +139,19 @@ extension BffLoad {
                 Open the streams here instead of on --url, which creates (and so, in a cluster, runs) the \
                 sessions: streams on another node are fed through Redis. The memory measured is this server's (--pid: its PID).
                 """) var streamUrl: String?
+        @Option(
+            help: """
+                While the streams are held and the broadcast is read: seconds to sleep after each batch of socket \
+                events before waiting for more (0: none). Sockets that \
+                become readable meanwhile are read in one batch without a wake-up each; on loopback the server's \
+                write pays the reader's wake-up, so loaders sharing the server's host should batch. Every event \
+                is then seen up to this much later (and the broadcast's times include it).
+                """) var readBatch = 0.0
 
         func run() throws {
+            guard (0...1).contains(readBatch) else {
+                throw ValidationError("--read-batch must be 0 to 1 seconds, not \(readBatch)")
+            }
             var o = StreamsScenario.Options()
             o.broadcastReadyFile = broadcastReadyFile
             o.broadcastSeenFile = broadcastSeenFile
@@ -153,6 +164,7 @@ extension BffLoad {
             o.concurrency = concurrency
             o.progress = !common.quiet
             o.cleanup = !common.keepSessions
+            o.readBatch = readBatch
             common.emit(try StreamsScenario.run(target: common.target(), options: o))
         }
     }

@@ -100,4 +100,53 @@ final class LoadKitUnitTests: XCTestCase {
         XCTAssertEqual(order, [1, 2, 3])
         XCTAssertGreaterThanOrEqual(LoadLoop.now() - now, 3_000_000)
     }
+
+    /// `readBatchNanos`: events that arrive while the loop sleeps after a batch are read in one batch, not
+    /// with a wake-up each. Seven events written 20 ms apart, starting while the first one is read, arrive
+    /// during the 1 s sleep after its batch: two batches in all (without the sleep, up to eight).
+    func testReadsThatArriveDuringTheSleepAfterABatchAreReadTogether() throws {
+        let clients = Lock<[ScriptedServer.Client]>([])
+        let server = try ScriptedServer { _, client in
+            client.write("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+            clients.withLock { $0.append(client) }
+        }
+        defer { server.stop() }
+        @Sendable func chunk(_ n: Int) -> String {
+            let piece = "data: \(n)\n\n"
+            return String(piece.utf8.count, radix: 16) + "\r\n" + piece + "\r\n"
+        }
+        let loop = try LoadLoop()
+        defer { loop.close() }
+        let target = try Target(url: "http://127.0.0.1:\(server.port)")
+        var heads = 0
+        var received: [String] = []
+        var streams: [StreamClient] = []
+        var writers: [ScriptedServer.Client] = []
+        for _ in 0..<8 {
+            let stream = try StreamClient(loop: loop, target: target, path: "/events")
+            stream.onHead = { _ in heads += 1 }
+            stream.onEvent = { event, _ in
+                received.append(event.data)
+                guard event.data == "0" else { return }
+                // Still inside the first event's batch: the loop sleeps once this batch is done.
+                let rest = writers
+                Thread {
+                    for n in 1..<8 {
+                        rest[n].write(chunk(n))
+                        usleep(20_000)
+                    }
+                }.start()
+            }
+            streams.append(stream)
+        }
+        XCTAssertTrue(loop.run(timeout: 10) { heads == 8 && clients.withLock { $0.count } == 8 })
+        writers = clients.withLock { $0 }
+        loop.readBatchNanos = 1_000_000_000
+        let before = loop.socketBatches
+        writers[0].write(chunk(0))
+        XCTAssertTrue(loop.run(timeout: 10) { received.count == 8 })
+        XCTAssertEqual(Set(received), Set((0..<8).map(String.init)))
+        XCTAssertEqual(loop.socketBatches - before, 2, "the first event's batch, then the other seven in one")
+        withExtendedLifetime(streams) {}
+    }
 }
