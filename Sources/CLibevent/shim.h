@@ -62,7 +62,8 @@ static inline int clibevent_affinity_cpu_count(void) {
 // chunked and the output not empty, it sets `evcon->cb = evhttp_send_done`, which (once the
 // bytes are written) frees the request and closes the connection or reads the next request,
 // deciding from the input headers, the version and the output headers as after
-// `evhttp_send_reply`. Reads fields of `struct evhttp_request` (event2/http_struct.h, a public
+// `evhttp_send_reply`; bff writes the bytes before that call, so with the output empty it calls
+// `evhttp_send_done` at once. Reads fields of `struct evhttp_request` (event2/http_struct.h, a public
 // header whose layout is fixed within a libevent release): `clibevent_raw_reply_supported`
 // checks at start-up that the library is the release these headers describe.
 
@@ -165,6 +166,19 @@ static inline struct evbuffer *clibevent_raw_reply_output(struct evhttp_request 
 /// Completes a response whose bytes are in the output buffer: `evhttp_response_code_` without
 /// the reason's copy (nothing reads it after the head is written), `evhttp_write_buffer`'s
 /// callbacks and enable, then `evhttp_send_reply_end` (userdone, evcon->cb = evhttp_send_done).
+///
+/// The bytes are written to the socket first, here, not when epoll next reports the socket
+/// writable. evhttp's way registers the socket for `EPOLLOUT` (an `epoll_ctl`), returns to
+/// `epoll_wait`, writes, and unregisters it (a second `epoll_ctl`): per request, two system calls
+/// and a loop iteration more. When the socket takes everything, `evhttp_send_reply_end` finds the
+/// output empty and calls `evhttp_send_done` at once, as libevent does for a streamed response
+/// that ends with nothing queued: the request is freed (`request` must not be used after this
+/// call) and the connection reads its next request (a pipelined one from the next loop iteration:
+/// `evhttp_start_read_` defers it) or is freed (`Connection: close`, HTTP/1.0 without keep-alive).
+/// That turns `EV_WRITE` off again in the same iteration, so the enable never reaches epoll
+/// (`EPOLL_USE_CHANGELIST`). What the socket does not take stays queued and goes out as before.
+/// A failed write (the peer left) also leaves the bytes queued: the bufferevent's own write then
+/// fails and evhttp's error callback frees the connection, as before.
 static inline void clibevent_raw_reply_finish(struct evhttp_request *request, int code) {
     struct clibevent_evhttp_request_fields *req = (struct clibevent_evhttp_request_fields *)request;
     struct bufferevent *bev = evhttp_connection_get_bufferevent(req->evcon);
@@ -176,6 +190,15 @@ static inline void clibevent_raw_reply_finish(struct evhttp_request *request, in
     req->response_code = code;
     bufferevent_setcb(bev, NULL, writecb, eventcb, arg);
     bufferevent_enable(bev, EV_READ | EV_WRITE);
+    // The bufferevent freezes the start of its output so that only it drains it: lifted for this
+    // one write on the loop thread (as `ConnectionState.flushOutput` does for stream chunks).
+    struct evbuffer *output = bufferevent_get_output(bev);
+    evutil_socket_t fd = bufferevent_getfd(bev);
+    if (fd >= 0 && evbuffer_get_length(output) > 0) {
+        evbuffer_unfreeze(output, 1);
+        (void)evbuffer_write(output, fd);
+        evbuffer_freeze(output, 1);
+    }
     evhttp_send_reply_end(request);
 }
 #endif

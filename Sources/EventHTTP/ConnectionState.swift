@@ -316,8 +316,8 @@ final class ConnectionState {
     ///
     /// The bufferevent freezes the start of its output buffer so that only it drains it; the freeze
     /// is lifted for this one write on the loop thread. Whatever the socket does not take stays
-    /// queued and the bufferevent writes it as usual. Not for complete responses: evhttp learns that
-    /// a response has gone out only from its own write callback.
+    /// queued and the bufferevent writes it as usual. Complete responses are written at once by
+    /// `clibevent_raw_reply_finish`, which then lets evhttp complete the request.
     func flushOutput() {
         guard !isClosed, fd >= 0, let output = bufferevent_get_output(bev), evbuffer_get_length(output) > 0 else {
             return

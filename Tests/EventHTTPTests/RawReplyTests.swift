@@ -259,6 +259,41 @@ final class RawReplyTests: XCTestCase {
         XCTAssertEqual(try directReplies(t), 4)
     }
 
+    /// A complete response is written from inside `send`, not when the loop next polls the socket: the
+    /// peer reads all of it while the handler that sent it still runs on the loop. evhttp's own way
+    /// queues it for `EPOLLOUT` (two `epoll_ctl`s and a loop iteration more per request): the peer would
+    /// get nothing until the handler returned, and the handler's wait below would time out. evhttp then
+    /// completes the request at once: the same connection serves the next request.
+    func testACompleteResponseLeavesBeforeTheHandlerThatSentItReturns() throws {
+        final class Outcome: @unchecked Sendable {
+            let peerRead = Signal()
+            let handlerDone = Signal()
+            var peerReadWhileHandlerRan = false  // written on the loop before `handlerDone`, read after it
+        }
+        let outcome = Outcome()
+        let t = try TestServer(
+            configure: { $0.threads = 1 },
+            routes: { r in
+                r.add(.GET, "/wait") { _, res in
+                    res.send(HTTPResponse(status: 200, body: Array("now".utf8)))
+                    outcome.peerReadWhileHandlerRan = outcome.peerRead.wait(5)
+                    outcome.handlerDone.fire()
+                }
+                r.get("/plain") { _ in HTTPResponse(status: 200, body: Array("x".utf8)) }
+            })
+        let c = try WireConnection(port: t.port)
+        try c.send(raw: "GET /wait HTTP/1.1\r\nHost: x\r\n\r\n")
+        let first = try c.readResponse()
+        outcome.peerRead.fire()
+        XCTAssertEqual(first.status, 200)
+        XCTAssertEqual(first.text, "now")
+        XCTAssertTrue(outcome.handlerDone.wait(10))
+        XCTAssertTrue(outcome.peerReadWhileHandlerRan, "the response reached the peer only after its handler returned")
+        try c.send(raw: "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(try c.readResponse().text, "x")
+        XCTAssertEqual(try directReplies(t), 2)
+    }
+
     /// Draining adds `Connection: close`, which evhttp must see to close: that response takes evhttp's way.
     func testAResponseWhileDrainingClosesTheConnection() throws {
         final class Held: @unchecked Sendable {
