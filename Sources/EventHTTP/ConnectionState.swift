@@ -358,6 +358,26 @@ final class ConnectionState {
         startWriteWatch()
     }
 
+    /// A handler returned without answering (the answer waits on Redis, another node or another loop):
+    /// reading stays on meanwhile, with evhttp's read callback off, as for a stream (`startCloseWatch`).
+    /// evhttp turned reading off before the handler ran; off until the answer, it costs an
+    /// `EPOLL_CTL_DEL` now and an `EPOLL_CTL_ADD` when the answer lets evhttp read the next request,
+    /// where turned on again in this loop iteration it is one `EPOLL_CTL_MOD`, and nothing later. The
+    /// peer's FIN or reset now reaches evhttp's error callback while the answer waits: evhttp detaches
+    /// the request and frees the connection (`connectionClosed` frees the request), and the late
+    /// answer finds no request. What the peer sends meanwhile (a pipelined request) collects in the
+    /// input buffer under the same limit as for streams; evhttp reads it once the answer is out.
+    func keepReadingWhileAnswerPending() {
+        guard !streaming, !isClosed, evcon != nil else { return }
+        var writecb: bufferevent_data_cb?
+        var eventcb: bufferevent_event_cb?
+        var arg: UnsafeMutableRawPointer?
+        bufferevent_getcb(bev, nil, &writecb, &eventcb, &arg)
+        guard writecb != nil, eventcb != nil else { return }
+        bufferevent_setcb(bev, nil, writecb, eventcb, arg)
+        bufferevent_enable(bev, Int16(EV_READ))
+    }
+
     /// Closes a streaming response whose peer accepted no bytes for `--write-timeout` while bytes
     /// waited (only what the peer takes counts as progress, not what the server adds).
     private func startWriteWatch() {

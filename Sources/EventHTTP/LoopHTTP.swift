@@ -335,6 +335,7 @@ final class LoopHTTP: @unchecked Sendable {
                 conn.peerIsTrustedProxy ? config.trustedProxies.client(peer: conn.peer, headers: headers) : conn.peer
         }
         routes.dispatch(request, knownMethod: knownMethod, to: responder)
+        if !core.isClosed { conn?.keepReadingWhileAnswerPending() }
     }
 
     /// Counts one response `RawReply` wrote (`http_direct_replies_total`).

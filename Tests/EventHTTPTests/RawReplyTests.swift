@@ -294,6 +294,53 @@ final class RawReplyTests: XCTestCase {
         XCTAssertEqual(try directReplies(t), 2)
     }
 
+    /// An answer that comes later (from another loop iteration, as a cluster node's `202` comes after Redis
+    /// answered): the connection keeps reading meanwhile, with evhttp's read callback off. A request sent
+    /// behind the waiting one is answered after it; a peer that leaves while its answer waits is noticed
+    /// at once (with reading off, only when the answer was written), and the late answer goes nowhere.
+    func testWhileAnAnswerWaitsTheNextRequestWaitsItsTurnAndAPeerLeavingIsNoticed() throws {
+        final class Held: @unchecked Sendable {
+            var responders: [HTTPResponder] = []  // appended on the loop before `arrived` fires
+            let arrived = Signal()
+        }
+        let held = Held()
+        let t = try TestServer(
+            configure: { $0.threads = 1 },
+            routes: { r in
+                r.add(.GET, "/later") { _, res in
+                    held.responders.append(res)
+                    held.arrived.fire()
+                }
+                r.get("/plain") { _ in HTTPResponse(status: 200, body: Array("x".utf8)) }
+            })
+        let c = try WireConnection(port: t.port)
+        try c.send(raw: "GET /later HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertTrue(held.arrived.wait())
+        try c.send(raw: "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n")  // while /later's answer waits
+        let first = held.responders[0]
+        first.loop.execute { first.send(HTTPResponse(status: 200, body: Array("later".utf8))) }
+        XCTAssertEqual(try c.readResponse().text, "later")
+        XCTAssertEqual(try c.readResponse().text, "x")
+
+        let d = try WireConnection(port: t.port)
+        try d.send(raw: "GET /later HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertTrue(held.arrived.wait())
+        d.close()
+        let deadline = Date().addingTimeInterval(5)
+        while t.server.openConnections > 1 && Date() < deadline { usleep(10_000) }  // polls the condition
+        XCTAssertEqual(t.server.openConnections, 1, "the peer that left while its answer waited is still counted")
+        let late = held.responders[1]
+        let sent = Signal()
+        late.loop.execute {
+            late.send(HTTPResponse(status: 200, body: Array("late".utf8)))
+            sent.fire()
+        }
+        XCTAssertTrue(sent.wait())
+        try c.send(raw: "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(try c.readResponse().text, "x")
+        XCTAssertEqual(t.server.openConnections, 1)
+    }
+
     /// Draining adds `Connection: close`, which evhttp must see to close: that response takes evhttp's way.
     func testAResponseWhileDrainingClosesTheConnection() throws {
         final class Held: @unchecked Sendable {
