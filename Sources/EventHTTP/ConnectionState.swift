@@ -344,12 +344,12 @@ final class ConnectionState {
         }
     }
 
-    /// Watches for the peer closing while a response streams. libevent 2.1 keeps reading a connection
-    /// whose request had no body while the handler answers (it turns reading off after a body), and
-    /// from `evhttp_send_reply_start` on without a read callback: bytes only collect in the input
-    /// buffer, and the peer's FIN or reset reaches evhttp's error callback, which fails the request
-    /// and frees the connection (`connectionClosed` through the close callback). Reading is turned
-    /// on here in case it was off; no `event` of its own.
+    /// Watches for the peer closing while a response streams. evhttp turns reading off before the
+    /// handler runs (`evhttp_handle_request`, 2.1.12) and on again from `evhttp_send_reply_start` on,
+    /// without a read callback (`keepReadingWhileAnswerPending` may have done so already): bytes only
+    /// collect in the input buffer, and the peer's FIN or reset reaches evhttp's error callback, which
+    /// fails the request and frees the connection (`connectionClosed` through the close callback).
+    /// Reading is turned on here in case it was off; no `event` of its own.
     func startCloseWatch() {
         guard !streaming, !isClosed else { return }
         streaming = true
