@@ -57,6 +57,8 @@ final class ConnectionState {
     var freeingOurselves = false
     /// A streaming response is under way (its close watch and write watch are on).
     private var streaming = false
+    /// `keepReadingWhileAnswerPending` took the bufferevent's time-outs off until the answer.
+    private var answerPending = false
     private var writeWatching = false
     private var rejectionScheduled = false
     /// Closing because too much unread input arrived behind the request being answered.
@@ -294,9 +296,12 @@ final class ConnectionState {
         if handling { owner.metrics.inFlight.subtract(1, ordering: .relaxed) }
         handling = false
         current = nil
-        if streaming {
-            streaming = false
-            stopWriteWatch()
+        if streaming || answerPending {
+            if streaming {
+                streaming = false
+                stopWriteWatch()
+            }
+            answerPending = false
             if !isClosed { setBuffereventTimeouts(streaming: false) }
         }
         if refused != nil { settleRejection() }
@@ -366,15 +371,20 @@ final class ConnectionState {
     /// peer's FIN or reset now reaches evhttp's error callback while the answer waits: evhttp detaches
     /// the request and frees the connection (`connectionClosed` frees the request), and the late
     /// answer finds no request. What the peer sends meanwhile (a pipelined request) collects in the
-    /// input buffer under the same limit as for streams; evhttp reads it once the answer is out.
+    /// input buffer under the same limit as for streams; evhttp reads it once the answer is out. The
+    /// bufferevent's time-outs are off until then (`requestFinished` puts them back): `--idle-timeout`
+    /// is for a connection waiting on its client, not on the server's answer, which reading left off
+    /// never timed.
     func keepReadingWhileAnswerPending() {
-        guard !streaming, !isClosed, evcon != nil else { return }
+        guard !streaming, !answerPending, !isClosed, evcon != nil else { return }
         var writecb: bufferevent_data_cb?
         var eventcb: bufferevent_event_cb?
         var arg: UnsafeMutableRawPointer?
         bufferevent_getcb(bev, nil, &writecb, &eventcb, &arg)
         guard writecb != nil, eventcb != nil else { return }
         bufferevent_setcb(bev, nil, writecb, eventcb, arg)
+        answerPending = true
+        setBuffereventTimeouts(streaming: true)
         bufferevent_enable(bev, Int16(EV_READ))
     }
 

@@ -341,6 +341,36 @@ final class RawReplyTests: XCTestCase {
         XCTAssertEqual(t.server.openConnections, 1)
     }
 
+    /// `--idle-timeout` times a connection waiting on its client, not one waiting on the server's answer:
+    /// with reading kept on while the answer waits, its read time-out is off until the answer is out, and
+    /// back on for the idle keep-alive connection after it.
+    func testAnAnswerThatWaitsLongerThanTheIdleTimeoutStillReachesItsPeer() throws {
+        final class Held: @unchecked Sendable {
+            var responder: HTTPResponder?  // set on the loop before `arrived` fires
+            let arrived = Signal()
+        }
+        let held = Held()
+        let t = try TestServer(
+            configure: {
+                $0.threads = 1
+                $0.idleTimeout = 0.2
+            },
+            routes: { r in
+                r.add(.GET, "/later") { _, res in
+                    held.responder = res
+                    held.arrived.fire()
+                }
+            })
+        let c = try WireConnection(port: t.port)
+        try c.send(raw: "GET /later HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertTrue(held.arrived.wait())
+        usleep(600_000)  // three idle time-outs pass while the answer waits: the stimulus, not a synchronisation
+        let res = try XCTUnwrap(held.responder)
+        res.loop.execute { res.send(HTTPResponse(status: 200, body: Array("late but here".utf8))) }
+        XCTAssertEqual(try c.readResponse().text, "late but here")
+        XCTAssertTrue(c.waitForClose(timeout: 5), "the idle time-out closes the connection once it waits on its client")
+    }
+
     /// Draining adds `Connection: close`, which evhttp must see to close: that response takes evhttp's way.
     func testAResponseWhileDrainingClosesTheConnection() throws {
         final class Held: @unchecked Sendable {
