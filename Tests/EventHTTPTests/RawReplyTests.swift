@@ -294,18 +294,27 @@ final class RawReplyTests: XCTestCase {
         XCTAssertEqual(try directReplies(t), 2)
     }
 
-    /// An answer that comes later (from another loop iteration, as a cluster node's `202` comes after Redis
-    /// answered): the connection keeps reading meanwhile, with evhttp's read callback off. A request sent
-    /// behind the waiting one is answered after it; a peer that leaves while its answer waits is noticed
-    /// at once (with reading off, only when the answer was written), and the late answer goes nowhere.
-    func testWhileAnAnswerWaitsTheNextRequestWaitsItsTurnAndAPeerLeavingIsNoticed() throws {
-        final class Held: @unchecked Sendable {
-            var responders: [HTTPResponder] = []  // appended on the loop before `arrived` fires
-            let arrived = Signal()
+    /// Requests to `/later` whose handlers keep their responders unanswered, for a test to answer later.
+    private final class HeldAnswers: @unchecked Sendable {
+        var responders: [HTTPResponder] = []  // appended on the loop before `arrived` fires
+        let arrived = Signal()
+
+        /// Answers the `index`th held request with `text`, on its loop.
+        func answer(_ index: Int, _ text: String) {
+            let res = responders[index]
+            res.loop.execute { res.send(HTTPResponse(status: 200, body: Array(text.utf8))) }
         }
-        let held = Held()
-        let t = try TestServer(
-            configure: { $0.threads = 1 },
+    }
+
+    /// A one-loop server whose `/later` is held (`HeldAnswers`) and `/plain` answers "x" at once.
+    private func heldServer(
+        _ held: HeldAnswers, configure: @escaping (inout HTTPServer.Configuration) -> Void = { _ in }
+    ) throws -> TestServer {
+        try TestServer(
+            configure: {
+                $0.threads = 1
+                configure(&$0)
+            },
             routes: { r in
                 r.add(.GET, "/later") { _, res in
                     held.responders.append(res)
@@ -313,12 +322,20 @@ final class RawReplyTests: XCTestCase {
                 }
                 r.get("/plain") { _ in HTTPResponse(status: 200, body: Array("x".utf8)) }
             })
+    }
+
+    /// An answer that comes later (from another loop iteration, as a cluster node's `202` comes after Redis
+    /// answered): the connection keeps reading meanwhile, with evhttp's read callback off. A request sent
+    /// behind the waiting one is answered after it; a peer that leaves while its answer waits is noticed
+    /// at once (with reading off, only when the answer was written), and the late answer goes nowhere.
+    func testWhileAnAnswerWaitsTheNextRequestWaitsItsTurnAndAPeerLeavingIsNoticed() throws {
+        let held = HeldAnswers()
+        let t = try heldServer(held)
         let c = try WireConnection(port: t.port)
         try c.send(raw: "GET /later HTTP/1.1\r\nHost: x\r\n\r\n")
         XCTAssertTrue(held.arrived.wait())
         try c.send(raw: "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n")  // while /later's answer waits
-        let first = held.responders[0]
-        first.loop.execute { first.send(HTTPResponse(status: 200, body: Array("later".utf8))) }
+        held.answer(0, "later")
         XCTAssertEqual(try c.readResponse().text, "later")
         XCTAssertEqual(try c.readResponse().text, "x")
 
@@ -345,58 +362,29 @@ final class RawReplyTests: XCTestCase {
     /// with reading kept on while the answer waits, its read time-out is off until the answer is out, and
     /// back on for the idle keep-alive connection after it.
     func testAnAnswerThatWaitsLongerThanTheIdleTimeoutStillReachesItsPeer() throws {
-        final class Held: @unchecked Sendable {
-            var responder: HTTPResponder?  // set on the loop before `arrived` fires
-            let arrived = Signal()
-        }
-        let held = Held()
-        let t = try TestServer(
-            configure: {
-                $0.threads = 1
-                $0.idleTimeout = 0.2
-            },
-            routes: { r in
-                r.add(.GET, "/later") { _, res in
-                    held.responder = res
-                    held.arrived.fire()
-                }
-            })
+        let held = HeldAnswers()
+        let t = try heldServer(held) { $0.idleTimeout = 0.2 }
         let c = try WireConnection(port: t.port)
         try c.send(raw: "GET /later HTTP/1.1\r\nHost: x\r\n\r\n")
         XCTAssertTrue(held.arrived.wait())
         usleep(600_000)  // three idle time-outs pass while the answer waits: the stimulus, not a synchronisation
-        let res = try XCTUnwrap(held.responder)
-        res.loop.execute { res.send(HTTPResponse(status: 200, body: Array("late but here".utf8))) }
+        held.answer(0, "late but here")
         XCTAssertEqual(try c.readResponse().text, "late but here")
         XCTAssertTrue(c.waitForClose(timeout: 5), "the idle time-out closes the connection once it waits on its client")
     }
 
     /// Draining adds `Connection: close`, which evhttp must see to close: that response takes evhttp's way.
     func testAResponseWhileDrainingClosesTheConnection() throws {
-        final class Held: @unchecked Sendable {
-            var responder: HTTPResponder?
-            let arrived = Signal()
-        }
-        let held = Held()
         // the held request: its handler keeps the responder; draining answers it
-        let heldServer = try TestServer(
-            configure: { $0.threads = 1 },
-            routes: { r in
-                r.add(.GET, "/held") { _, res in
-                    held.responder = res
-                    held.arrived.fire()
-                }
-            })
-        heldServer.server.onDrain = {
-            let res = held.responder!
-            res.loop.execute { res.send(HTTPResponse(status: 200, body: Array("bye".utf8))) }
-        }
-        let h = try WireConnection(port: heldServer.port)
-        try h.send(raw: "GET /held HTTP/1.1\r\nHost: x\r\n\r\n")
+        let held = HeldAnswers()
+        let t = try heldServer(held)
+        t.server.onDrain = { held.answer(0, "bye") }
+        let h = try WireConnection(port: t.port)
+        try h.send(raw: "GET /later HTTP/1.1\r\nHost: x\r\n\r\n")
         XCTAssertTrue(held.arrived.wait())
         let stopped = Signal()
         Thread.detachNewThread {
-            heldServer.server.shutdown(gracePeriod: 5)
+            t.server.shutdown(gracePeriod: 5)
             stopped.fire()
         }
         let r = try h.readResponse()
