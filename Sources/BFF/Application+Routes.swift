@@ -28,7 +28,14 @@ extension Application {
                 if let reason = self.backend.unreadyReason {
                     return .problem(status: 503, detail: reason, headers: [("Retry-After", "1")])
                 }
-                return .json(200, ["status": "ready"], headers: [("Cache-Control", "no-store")])
+                let degraded = self.backend.degradation
+                if degraded.isEmpty {
+                    return .json(200, ["status": "ready"], headers: [("Cache-Control", "no-store")])
+                }
+                // Ready, but some sessions cannot be served or acknowledged as usual: say which, and why.
+                return .json(
+                    200, ["status": "degraded", "problems": .array(degraded.map { .string($0) })],
+                    headers: [("Cache-Control", "no-store")])
             case .starting:
                 return .problem(status: 503, detail: "the server is starting", headers: [("Retry-After", "1")])
             case .draining, .stopped:

@@ -176,6 +176,12 @@ extension Application {
                 status: 503,
                 detail: "the cluster's Redis replicas did not confirm the change to \(session) in time; it may have "
                     + "been applied: retry with the same Idempotency-Key", headers: [("Retry-After", "1")])
+        case .shortOfReplicas:
+            return .problem(
+                status: 503,
+                detail: "the Redis master that keeps \(session) has fewer replicas than this cluster requires "
+                    + "(--redis-replica-acks-strict); nothing was applied: retry later",
+                headers: [("Retry-After", "2")])
         }
     }
 }

@@ -20,6 +20,7 @@ final class LocalSessions: SessionBackend {
     func start() {}
     func prepareShutdown() {}
     var unreadyReason: String? { nil }
+    var degradation: [String] { [] }
 
     /// A status change is an event of every session (numbered in its `seq`, kept in its history).
     func statusChanged(_ data: [UInt8], isSignal: Bool, on loop: LoopSessions) {

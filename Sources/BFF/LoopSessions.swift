@@ -144,8 +144,8 @@ final class LoopSessions: Sendable {
     // MARK: sessions
 
     /// Ends the sessions with no stream that saw no request for the idle time-out (`expired`), or, never
-    /// used (no input, no stream), for the unused time-out (`unused`); every session forgets its expired
-    /// idempotency keys (`Session.forgetExpiredKeys`).
+    /// used (no input, no stream), the unused time-out after they started here, however often they were
+    /// read (`unused`); every session forgets its expired idempotency keys (`Session.forgetExpiredKeys`).
     func expireIdleSessions() {
         let now = env.now()
         let (idle, unused) = (env.configuration.sessionIdleTimeout, env.configuration.unusedSessionTimeout)
@@ -155,7 +155,7 @@ final class LoopSessions: Sendable {
             let quiet = now - s.lastActivity
             if quiet >= idle {
                 remove(id, reason: "expired")
-            } else if !s.used, quiet >= unused {
+            } else if !s.used, now - s.startedAt >= unused {
                 remove(id, reason: "unused")
             }
         }

@@ -39,6 +39,9 @@ final class Session {
     /// Received an input or opened a stream (an unused session expires early: `--unused-session-timeout`).
     /// Beside `countedClient`: in its padding.
     var used = false
+    /// Monotonic seconds when this process started running it: an unused session expires this long after
+    /// it whatever reads it saw (`GET /state` is no use: only inputs and streams are).
+    let startedAt: Double
     /// Cluster mode: takes each event instead of numbering and delivering it here (the store's commit
     /// numbers it and its feed delivers it to streams on every node), and is told once when the session
     /// ends (it releases the lease). Kept until then. One word (`SessionCustodian` is a class).
@@ -55,6 +58,7 @@ final class Session {
         self.viewModels = viewModels
         bucket = TokenBucket(burst: owner.env.configuration.inputBurst, now: now)
         handle = SessionHandle(id: id, now: now)
+        startedAt = now
         // One closure for all of them (its context is one allocation per session).
         let observe: (String, ViewModelEvent) -> Void = { [unowned self] name, event in
             self.emit(viewModel: name, event)

@@ -33,6 +33,10 @@ protocol SessionBackend: Sendable {
     /// Why this process cannot serve sessions now (`/readyz` answers `503` with it), or nil. Any thread.
     var unreadyReason: String? { get }
 
+    /// While ready, what it cannot do all the same (some sessions' store missing or degraded), one sentence
+    /// each, for `/readyz`'s body; empty when all is well. Any thread.
+    var degradation: [String] { get }
+
     /// Creates a session of `client` (its per-client limits apply) on `host`'s loop; `reply` gets its id.
     func create(
         at host: LoopSessions, client: ClientAddress,
@@ -113,4 +117,7 @@ enum SessionFailure: Error, Equatable, Sendable {
     /// `--redis-replica-acks` confirmed it in time: `503`. It may have been applied; a retry with the same
     /// `Idempotency-Key` is applied at most once, and acknowledged once the replicas hold it.
     case notReplicated
+    /// Refused before anything was written: the session's Redis master has fewer connected replicas than
+    /// `--redis-replica-acks` and `--redis-replica-acks-strict` is set: `503`. Nothing changed.
+    case shortOfReplicas
 }

@@ -4,6 +4,9 @@ import RedisClient
 extension RedisError {
     /// The store error for this Redis error: the scripts' `FENCED`/`GONE` codes, else unavailable.
     var storeError: StoreError {
+        if case .shortOfReplicas(let connected, let wanted) = self {
+            return .shortOfReplicas(connected: connected, wanted: wanted)
+        }
         switch serverCode {
         case "FENCED": return .fenced
         case "GONE": return .gone

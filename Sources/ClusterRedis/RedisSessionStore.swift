@@ -535,19 +535,14 @@ public final class RedisSessionStore: SessionStore, Sendable {
     }
 
     /// Deletes the session of `lease` if it is unused across the cluster (`SessionScripts.deleteIfUnused`):
-    /// true if deleted; false if it was used (an input, a stream on any node) or read (`load`) within
-    /// `quietMilliseconds`, and nothing changed. Like `delete`, confirmed by the replicas when `replicaAcks`
-    /// > 0.
-    public func deleteIfUnused(
-        _ lease: Lease, quietMilliseconds: Int, completion: @escaping (Result<Bool, StoreError>) -> Void
-    ) {
+    /// true if deleted; false if it was used (an input, a stream on any node), and nothing changed. Reads
+    /// (`load`) are no use. Like `delete`, confirmed by the replicas when `replicaAcks` > 0.
+    public func deleteIfUnused(_ lease: Lease, completion: @escaping (Result<Bool, StoreError>) -> Void) {
         let id = lease.sessionID
         sendCommitsBefore(sessionID: id)
-        replicated(
-            SessionScripts.deleteIfUnused,
-            keys: everyKey(of: id),
-            args: [RedisArg(Int(lease.token)), RedisArg(quietMilliseconds)]
-        ) { r in completion(r.storeMap { $0.int.map { $0 == 1 } }) }
+        replicated(SessionScripts.deleteIfUnused, keys: everyKey(of: id), args: [RedisArg(Int(lease.token))]) { r in
+            completion(r.storeMap { $0.int.map { $0 == 1 } })
+        }
     }
 
     public func admitStream(

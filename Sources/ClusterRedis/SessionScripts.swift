@@ -389,34 +389,27 @@ enum SessionScripts {
         return v
         """)
 
-    /// KEYS: session. `GET /state`'s read (on any node): {state, seq, inputSeq} (nils if no session). A session
-    /// never used (no input, no stream) is marked read now (`touched`, Redis ms): a request, so it is not
-    /// unused while a client reads it (`deleteIfUnused`), as in single-process mode, where a request
-    /// restarts its clock. A used session is only read.
+    /// KEYS: session. `GET /state`'s read (on any node): {state, seq, inputSeq} (nils if no session). A read
+    /// changes nothing: it does not make a session used (only inputs and streams do, as in single-process
+    /// mode), so a session only polled is still unused (`deleteIfUnused`).
     static let load = RedisScript(
         """
-        local m = redis.call('HMGET', KEYS[1], 'state', 'seq', 'inputSeq', 'used')
-        if m[2] and m[3] == '0' and not m[4] then
-          \(LuaClock.now)
-          redis.call('HSET', KEYS[1], 'touched', string.format('%.0f', now))
-        end
+        local m = redis.call('HMGET', KEYS[1], 'state', 'seq', 'inputSeq')
         return {m[1], m[2], m[3]}
         """)
 
-    /// KEYS: session, events, streams. ARGV: token, quiet ms. The end of a session its owner found
-    /// unused (`--unused-session-timeout`: no input, no stream, no request on this node): deleted, 1, if the
-    /// token is current and it is unused across the cluster too — no input ever (`inputSeq` 0), no stream
-    /// ever admitted on any node (`used`), none open now (the set of open streams, deadlines passed dropped
-    /// first), not read (`load`) for the last quiet ms; else 0 and nothing changes (the caller releases
-    /// the lease: a node streaming it takes it over; one read comes back to it with a request).
+    /// KEYS: session, events, streams. ARGV: token. The end of a session its owner found unused
+    /// (`--unused-session-timeout`: no input, no stream, however often read): deleted, 1, if the token is
+    /// current and it is unused across the cluster too — no input ever (`inputSeq` 0), no stream ever
+    /// admitted on any node (`used`), none open now (the set of open streams, deadlines passed dropped
+    /// first); else 0 and nothing changes (the caller releases the lease: a node streaming it takes it over).
     static let deleteIfUnused = RedisScript(
         """
-        local m = redis.call('HMGET', KEYS[1], 'fence', 'inputSeq', 'used', 'touched')
+        local m = redis.call('HMGET', KEYS[1], 'fence', 'inputSeq', 'used')
         if not m[1] then return redis.error_reply('GONE session') end
         if m[1] ~= ARGV[1] then return redis.error_reply('FENCED token ' .. ARGV[1] .. ' is not ' .. m[1]) end
         if m[2] ~= '0' or m[3] then return 0 end
         \(pruneStreams(key: 3))
-        if m[4] and now - tonumber(m[4]) < tonumber(ARGV[2]) then return 0 end
         if redis.call('ZCARD', KEYS[3]) > 0 then return 0 end
         redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
         return 1

@@ -18,4 +18,7 @@ public enum StoreError: Error, Sendable, Equatable {
     /// time-out (`WAIT`, `--redis-replica-acks`): it may be lost if the master dies now, so it must not be
     /// acknowledged (answer `503`); a retry must be idempotent (the `Idempotency-Key` the commit stored).
     case notReplicated(acknowledged: Int, wanted: Int)
+    /// Refused before anything was written: the write must reach `wanted` replicas and the session's master
+    /// has only `connected` (`--redis-replica-acks-strict`). Nothing happened; answer `503`.
+    case shortOfReplicas(connected: Int, wanted: Int)
 }

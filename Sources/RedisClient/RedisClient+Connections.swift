@@ -7,7 +7,12 @@ extension RedisClient {
     /// This loop's command connection to `address`, if it has one.
     func connectionIfAny(to address: RedisAddress) -> RedisConnection? { pool[address] }
 
-    func setReplicaCount(_ n: Int, of master: RedisAddress) { replicaCounts[master] = n }
+    /// Records `master`'s connected replicas; a short master that has enough again is no longer read every
+    /// second (the next shortfall a command meets notes it again).
+    func setReplicaCount(_ n: Int, of master: RedisAddress) {
+        replicaCounts[master] = n
+        if let short = shortMasters[master], n >= short.wanted { shortMasters[master] = nil }
+    }
 
     /// This loop's connection to `address` for `lane` (made and started if there is none).
     func connection(to address: RedisAddress, lane wanted: RedisLane) -> RedisConnection {
@@ -36,7 +41,10 @@ extension RedisClient {
         switch state {
         case .ready:
             fresh.remove(id)
-            if pool[address] === c { load(preloaded.withLock { $0 }, on: c) }
+            if pool[address] === c {
+                load(preloaded.withLock { $0 }, on: c)
+                countReplicas(of: address)  // a new master (a promoted replica) may have fewer than before
+            }
             let held = waiters.removeValue(forKey: id) ?? []
             for w in held {
                 w.timer.cancel()
@@ -136,6 +144,7 @@ extension RedisClient {
     /// Every `failoverPollInterval`: a master whose connection is down makes the locator look again.
     func watch() {
         updateReadiness()
+        recountShortMasters()
         for m in locator.masters where pool[m]?.isAnswering != true {
             locator.suspect("master \(m) not connected")
             break

@@ -74,6 +74,15 @@ extension RedisClient {
         return connectionIfAny(to: m)?.isAnswering == true
     }
 
+    /// `canServe(key:)`, and a command for `key` that must reach `replicas` replicas would not be refused
+    /// for want of them (`RedisClientOptions.replicaAcksStrict`). Loop thread only.
+    public func canServe(key: @autoclosure () -> RedisArg, replicas: Int) -> Bool {
+        guard let m = master(forSlot: slot(ifSharded: key)), connectionIfAny(to: m)?.isAnswering == true else {
+            return false
+        }
+        return !options.replicaAcksStrict || (replicaCounts[m] ?? replicas) >= replicas
+    }
+
     /// `key`'s slot where slots pick the master; 0 (any slot: one master serves them all) otherwise,
     /// without building the key (a commit asks for every call: a CRC16 of a key made for nothing).
     private func slot(ifSharded key: () -> RedisArg) -> Int { isSharded ? Self.slot(of: key()) : 0 }

@@ -4,6 +4,8 @@ import EventHTTP
 final class WaitBatch {
     var members: [WaitMember] = []
     var replicas = 0
+    /// The master's connected replicas when the batch was sealed (nil: not known yet).
+    var connected: Int?
     var timeout = 0.0
     /// `WAIT`'s answer (0 when it failed); nil until it came.
     var acks: Int?
@@ -42,7 +44,11 @@ extension RedisClient {
             args: args, slot: slot, deadline: deadline(timeout), script: script,
             wait: replicas > 0 ? (replicas, max(0.001, replicaTimeout)) : nil
         ) { result, acks in
-            callback(result.map { RedisReplicated(reply: $0, replicas: acks ?? 0, wanted: replicas) })
+            callback(
+                result.map {
+                    RedisReplicated(
+                        reply: $0, replicas: acks?.acknowledged ?? 0, wanted: acks?.wanted ?? replicas, asked: replicas)
+                })
         }
     }
 
@@ -73,24 +79,41 @@ extension RedisClient {
     }
 
     /// Writes the batch's `WAIT` after its commands; its answer completes every member that has its reply.
+    /// It waits for the replicas asked for, or, while the master has fewer connected and strictness is off,
+    /// for every replica it has (none, after Redis replaced a dead master by its only replica): a master
+    /// short of replicas is slower to survive, never stuck.
     private func seal(
         _ batch: WaitBatch, id: ObjectIdentifier, on connection: RedisConnection, at address: RedisAddress
     ) {
         if openBatches[id] === batch { openBatches[id] = nil }
+        batch.connected = replicaCounts[address]
         let limit = batch.timeout + topology.node.commandTimeout
         connection.stallTimeout = max(connection.stallTimeout ?? 0, limit)
         let milliseconds = max(1, Int((batch.timeout * 1000).rounded()))
-        connection.send(["WAIT", RedisArg(batch.replicas), RedisArg(milliseconds)], timeout: limit) { [weak self] r in
+        let replicas = wanted(batch.replicas, of: batch)
+        connection.send(["WAIT", RedisArg(replicas), RedisArg(milliseconds)], timeout: limit) { [weak self] r in
             batch.acks = (try? r.get().int).flatMap { $0 }.map(Int.init) ?? 0
             for m in batch.members { self?.finish(m, of: batch, at: address) }
         }
     }
 
+    /// The replicas a command asking for `asked` must reach in `batch`: `asked`, or fewer while its master
+    /// has fewer connected (not when strict: such a command was refused before it was sent).
+    func wanted(_ asked: Int, of batch: WaitBatch) -> Int {
+        guard !options.replicaAcksStrict, let connected = batch.connected else { return asked }
+        return min(asked, connected)
+    }
+
     private func finish(_ member: WaitMember, of batch: WaitBatch, at address: RedisAddress) {
         guard !member.finished, let value = member.value, let acks = batch.acks else { return }
         member.finished = true
-        let wanted = member.request.wait?.replicas ?? 0
-        if acks < wanted { report(.replicaAckTimeout(master: address, acknowledged: acks, wanted: wanted)) }
-        member.request.done(.success(value), acks)
+        let asked = member.request.wait?.replicas ?? 0
+        let wanted = wanted(asked, of: batch)
+        if acks < wanted {
+            report(.replicaAckTimeout(master: address, acknowledged: acks, wanted: wanted))
+            countReplicas(of: address)  // a replica may be gone: the next commits wait for those left
+        }
+        if wanted < asked { noteShort(address, wanted: asked) }
+        member.request.done(.success(value), ReplicaAcks(acknowledged: acks, wanted: wanted))
     }
 }

@@ -74,8 +74,13 @@ public final class RedisClient: Sendable {
         var watchTimer: LoopTimer?
         var roleTimer: LoopTimer?
         var closed = false
-        /// Connected replicas per master (`ROLE`, every `topologyRefreshInterval`).
+        /// Connected replicas per master (`ROLE`: when its connection is ready, every
+        /// `topologyRefreshInterval`, every second while it has fewer than a command wanted, and at once
+        /// after a `WAIT` that found fewer).
         var replicaCounts: [RedisAddress: Int] = [:]
+        /// Masters that had fewer replicas than a replicated command wanted, and when `ROLE` was last sent to
+        /// each: read again every second until they have enough.
+        var shortMasters: [RedisAddress: (readAt: UInt64, wanted: Int)] = [:]
         /// Replicated commands written in this loop iteration, per connection, waiting for their `WAIT`.
         var openBatches: [ObjectIdentifier: WaitBatch] = [:]
     }
@@ -112,6 +117,10 @@ public final class RedisClient: Sendable {
     var openBatches: [ObjectIdentifier: WaitBatch] {
         get { state.value.openBatches }
         _modify { yield &state.value.openBatches }
+    }
+    var shortMasters: [RedisAddress: (readAt: UInt64, wanted: Int)] {
+        get { state.value.shortMasters }
+        _modify { yield &state.value.shortMasters }
     }
 
     struct Waiter {
@@ -244,12 +253,13 @@ public final class RedisClient: Sendable {
         var wait: (replicas: Int, timeout: Double)?
         /// The connection it takes (a replicated command takes `.replicated` whatever this says).
         var lane: RedisLane
-        var done: (Result<RESPValue, RedisError>, Int?) -> Void
+        /// Its completion: the reply, and for a replicated command what its `WAIT` found.
+        var done: (Result<RESPValue, RedisError>, ReplicaAcks?) -> Void
 
         init(
             args: [RedisArg], slot: Int?, deadline: UInt64, script: RedisScript? = nil,
             wait: (replicas: Int, timeout: Double)? = nil, lane: RedisLane = .commands,
-            done: @escaping (Result<RESPValue, RedisError>, Int?) -> Void
+            done: @escaping (Result<RESPValue, RedisError>, ReplicaAcks?) -> Void
         ) {
             self.args = args
             self.slot = slot
@@ -280,6 +290,12 @@ public final class RedisClient: Sendable {
         guard let address = target else {
             locator.suspect("no master known")
             return unavailable(request, nil, "no master known" + (request.slot.map { " for slot \($0)" } ?? ""))
+        }
+        if let wanted = request.wait?.replicas, options.replicaAcksStrict, let have = replicaCounts[address],
+            have < wanted
+        {
+            noteShort(address, wanted: wanted)
+            return request.done(.failure(.shortOfReplicas(connected: have, wanted: wanted)), nil)
         }
         let connection = self.connection(to: address, lane: request.wait != nil ? .replicated : request.lane)
         switch connection.state {

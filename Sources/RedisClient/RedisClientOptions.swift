@@ -14,6 +14,11 @@ public struct RedisClientOptions: Sendable, Equatable {
     /// connection of their own per master, so a `WAIT` that blocks for its time-out (a replica that
     /// lags or stopped) never delays the other commands of the loop.
     public var separateWaitConnection = true
+    /// What a command that wants N replicas (`send(…, waitForReplicas:)`) does at a master with fewer than
+    /// N connected (`ROLE`): false (the default), it waits for every replica the master has (none, after
+    /// Redis replaced a dead master by its only replica); true, it is refused with `.unavailable` before
+    /// it is sent (`--redis-replica-acks-strict`).
+    public var replicaAcksStrict = false
     /// Seconds between two loopback probes of each subscription connection (nil: no probe).
     public var probeInterval: Double? = 1
     /// The prefix of the probe channels (one per subscription connection, in a slot of its master).

@@ -17,6 +17,9 @@ public enum RedisError: Error, Sendable, Hashable, CustomStringConvertible {
     /// reconnect is under way (`READONLY`, `CLUSTERDOWN`, a master that is down). The command was not
     /// run; the caller answers `503` + `Retry-After`.
     case unavailable(String)
+    /// Refused before anything was sent: the command must reach `wanted` replicas and its master has only
+    /// `connected` (`RedisClientOptions.replicaAcksStrict`). Nothing ran; `503` + `Retry-After`.
+    case shortOfReplicas(connected: Int, wanted: Int)
 
     /// The server error's first word (`NOSCRIPT`, `FENCED`, `WRONGTYPE`), or nil.
     public var serverCode: String? {
@@ -41,6 +44,8 @@ public enum RedisError: Error, Sendable, Hashable, CustomStringConvertible {
         case .unexpectedReply(let what): return "redis: unexpected reply (\(what))"
         case .overloaded: return "redis: too many commands in flight on the connection (refused, not sent)"
         case .unavailable(let why): return "redis: unavailable (\(why))"
+        case .shortOfReplicas(let connected, let wanted):
+            return "redis: the master has \(connected) connected replicas, \(wanted) wanted (refused, not sent)"
         }
     }
 }

@@ -332,6 +332,13 @@ public final class RedisShardedSubscriber: Sendable {
     /// Nanoseconds between two recomputations of `isHealthy` for added and confirmed subscriptions.
     static let healthInterval: UInt64 = 100_000_000
 
+    /// False while this loop's subscription connection to `master` carries channels and is down or deaf:
+    /// events published there do not reach this loop. Loop thread only.
+    public func delivers(from master: RedisAddress) -> Bool {
+        guard let link = links[master], !link.channels.isEmpty else { return true }
+        return link.connection.state == .ready && link.deaf == nil
+    }
+
     /// What is wrong, one sentence each (empty when healthy). Loop thread only.
     public var problems: [String] {
         var out: [String] = []

@@ -113,6 +113,13 @@ struct BFFCommand: ParsableCommand {
             (env REDIS_REPLICA_ACKS; default 0 for redis://, 1 for redis+sentinel:// and redis+cluster://).
             """)
     var redisReplicaAcks: Int?
+    @Flag(
+        help: """
+            Cluster mode: while a Redis master has fewer connected replicas than --redis-replica-acks, refuse \
+            its sessions' inputs (503) instead of waiting for the replicas it has (env \
+            REDIS_REPLICA_ACKS_STRICT=1). Either way the master is named in the log, /readyz and /metrics.
+            """)
+    var redisReplicaAcksStrict = false
     @Option(help: "Cluster mode: this node's name in logs, metrics and leases (env NODE_ID; default HOST:PORT).")
     var nodeId: String?
     @Option(
@@ -246,12 +253,15 @@ struct BFFCommand: ParsableCommand {
             let node = nodeId ?? env("NODE_ID") ?? "\(config.http.host):\(config.http.port)"
             config.cluster = ClusterSettings(redisURL: url, nodeID: node, leaseTTL: leaseTtl, replicaAcks: replicaAcks)
             config.cluster?.commitWindow = redisCommitWindow
+            config.cluster?.replicaAcksStrict = redisReplicaAcksStrict || env("REDIS_REPLICA_ACKS_STRICT") == "1"
             logger.info(
                 "cluster mode",
                 metadata: [
                     "node": "\(node)", "lease-ttl": "\(leaseTtl)",
                     "redis": "\(config.cluster.map { "\($0.topology)" } ?? "")",
-                    "replica-acks": "\(config.cluster?.replicaAcks ?? 0)", "commit-window": "\(redisCommitWindow)",
+                    "replica-acks": "\(config.cluster?.replicaAcks ?? 0)",
+                    "replica-acks-strict": "\(config.cluster?.replicaAcksStrict ?? false)",
+                    "commit-window": "\(redisCommitWindow)",
                 ])
         }
 

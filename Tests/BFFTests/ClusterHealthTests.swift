@@ -10,18 +10,18 @@ import XCTest
 @testable import BFF
 
 /// "No silent stalls", on the shared real Redis Cluster: a master with fewer connected replicas than
-/// `--redis-replica-acks` is named in `/readyz`'s `503` and in the log, and its inputs are answered `503`
-/// (never silently accepted, never silently refused); the counters of what the Redis clients saw reach
-/// `/metrics`.
+/// `--redis-replica-acks` is named in `/readyz` (still `200`: the other masters serve, and this one too),
+/// in the log and in `/metrics`; its commits wait for the replicas it has (none) instead of timing out,
+/// or, with `--redis-replica-acks-strict`, its inputs are refused before anything is written. The
+/// counters of what the Redis clients saw reach `/metrics`.
 final class ClusterReplicaHealthTests: ClusterTestCase {
     override class var deployment: RedisDeployment { .cluster }
 
-    func testAMasterWithoutItsReplicaIsNamedInReadyzAndItsInputsAre503() throws {
+    /// A session on the first master, whose replica is killed; `/readyz` waited for until it names it.
+    private func sessionWithoutReplica(
+        _ a: LiveApp, _ logs: LogCollector, naming expected: String
+    ) throws -> (id: String, master: Int, replica: RedisServerProcess) {
         let cluster = try SharedRedis.cluster()
-        let logs = LogCollector()
-        let a = try node("a", commandTimeout: 1, logger: logs.logger(level: .warning)) {
-            $0.clientOptions.topologyRefreshInterval = 0.5
-        }
         var id = try a.createSession()
         while try masterPort(of: "{\(id)}") != masterPorts()[0] { id = try a.createSession() }
         let master = try masterPorts()[0]
@@ -31,26 +31,65 @@ final class ClusterReplicaHealthTests: ClusterTestCase {
         try waitUntil("/readyz names the master without its replica", within: 10) {
             let r = try WireConnection.get(port: a.port, path: "/readyz")
             readyz = String(decoding: r.body, as: UTF8.self)
-            return r.status == 503 && readyz.contains("master 127.0.0.1:\(master) has 0 connected replicas, 1 wanted")
+            XCTAssertEqual(r.status, 200, "one master short of replicas leaves the node ready: \(readyz)")
+            return readyz.contains("master 127.0.0.1:\(master) has 0 connected replicas, 1 wanted: \(expected)")
         }
+        XCTAssertTrue(readyz.contains(#""status":"degraded""#), readyz)
         XCTAssertTrue(logs.all.contains("has 0 connected replicas, 1 wanted"), "and the log")
-        let r = try a.post(id, "search", "query", #"{"value":"x"}"#, headers: [("Idempotency-Key", "k")])
-        XCTAssertTrue(r.problem(503).contains("replicas did not confirm"), r.problem(503) + logs.all)
-        try replica.start()
-        try waitUntil("ready again once the replica is back", within: 15) {
-            (try? WireConnection.get(port: a.port, path: "/readyz").status) == 200
-        }
-        let retried = try a.post(id, "search", "query", #"{"value":"x"}"#, headers: [("Idempotency-Key", "k")])
-        XCTAssertEqual(retried.status, 202)
-        XCTAssertEqual(inputSeq(retried), 1, "the refused input, applied once")
         let metrics = String(decoding: try WireConnection.get(port: a.port, path: "/metrics").body, as: UTF8.self)
+        XCTAssertTrue(
+            metrics.contains(#"bff_redis_master_missing_replicas{master="127.0.0.1:\#(master)"} 1"#), metrics)
+        XCTAssertTrue(metrics.contains("\nbff_redis_masters_short_of_replicas 1"), "and /metrics")
+        return (id, master, replica)
+    }
+
+    func testAMasterWithoutItsReplicaIsNamedAndItsCommitsWaitForTheReplicasItHas() throws {
+        let logs = LogCollector()
+        let a = try node("a", commandTimeout: 1, logger: logs.logger(level: .warning)) {
+            $0.clientOptions.topologyRefreshInterval = 0.5
+        }
+        let (id, master, replica) = try sessionWithoutReplica(a, logs, naming: "its commits wait for the 0 it has")
+        let started = Date()
+        let r = try a.post(id, "search", "query", #"{"value":"x"}"#, headers: [("Idempotency-Key", "k")])
+        XCTAssertEqual(r.status, 202, "\(r)")
+        XCTAssertEqual(inputSeq(r), 1)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 0.9, "not held for the replica time-out (1 s)")
+        try replica.start()
+        try waitUntil("named no more once the replica is back", within: 15) {
+            let r = try WireConnection.get(port: a.port, path: "/readyz")
+            return r.status == 200 && String(decoding: r.body, as: UTF8.self).contains(#""status":"ready""#)
+        }
+        let next = try a.post(id, "search", "query", #"{"value":"y"}"#, headers: [("Idempotency-Key", "k2")])
+        XCTAssertEqual(inputSeq(next), 2, "acknowledged by its replica again")
+        let metrics = String(decoding: try WireConnection.get(port: a.port, path: "/metrics").body, as: UTF8.self)
+        XCTAssertTrue(metrics.contains(#"bff_redis_master_missing_replicas{master="127.0.0.1:\#(master)"} 0"#))
         for name in RedisClientMetrics.Counter.allCases.map({ "bff_redis_\($0.rawValue)_total" }) + [
-            "bff_redis_problems"
+            "bff_redis_problems", "bff_redis_masters_short_of_replicas",
         ] {
             XCTAssertTrue(metrics.contains("\n\(name) "), "\(name) in /metrics")
         }
-        XCTAssertFalse(metrics.contains("\nbff_redis_replica_ack_timeouts_total 0\n"), "the refusal counted")
         XCTAssertFalse(metrics.contains("\nbff_redis_topology_refreshes_total 0\n"), "map refreshes counted")
+    }
+
+    func testWithStrictAcksAMasterWithoutItsReplicaRefusesItsInputsAndChangesNothing() throws {
+        let logs = LogCollector()
+        let a = try node("a", commandTimeout: 1, logger: logs.logger(level: .warning)) {
+            $0.clientOptions.topologyRefreshInterval = 0.5
+            $0.replicaAcksStrict = true
+        }
+        let (id, _, replica) = try sessionWithoutReplica(a, logs, naming: "its commits are refused")
+        let before = try a.state(id)
+        let r = try a.post(id, "search", "query", #"{"value":"x"}"#, headers: [("Idempotency-Key", "k")])
+        XCTAssertTrue(r.problem(503).contains("--redis-replica-acks-strict"), r.problem(503))
+        XCTAssertTrue(r.problem(503).contains("nothing was applied"), r.problem(503))
+        XCTAssertEqual(try a.state(id), before, "nothing changed")
+        try replica.start()
+        var retried: WireResponse?
+        try waitUntil("acknowledged once the replica is back", within: 15) {
+            retried = try a.post(id, "search", "query", #"{"value":"x"}"#, headers: [("Idempotency-Key", "k")])
+            return retried?.status == 202
+        }
+        XCTAssertEqual(inputSeq(try XCTUnwrap(retried)), 1, "the refused input used no inputSeq")
     }
 }
 

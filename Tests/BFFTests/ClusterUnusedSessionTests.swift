@@ -39,7 +39,6 @@ final class ClusterUnusedSessionTests: ClusterTestCase {
         let b = try node("b")
         let id = try a.createSession()
         let cluster = try XCTUnwrap(a.app.backend as? ClusterNode)
-        // Not read with `GET /state` here: a read would keep it (`testASessionReadElsewhereIsNotDeleted`).
         XCTAssertEqual(
             try redisCLI("EXISTS", cluster.keys.session(id)).trimmingCharacters(in: .whitespacesAndNewlines), "1")
         XCTAssertEqual(try counted(id), true)
@@ -101,23 +100,25 @@ final class ClusterUnusedSessionTests: ClusterTestCase {
         }
         XCTAssertTrue(sawInput, "the open stream goes on")
     }
-    /// A client reading the session (`GET /state`, here on another node than its owner) makes requests:
-    /// the owner, which sees none of them, finds it unused, but Redis saw it read within the unused
-    /// time-out and it is handed over, not deleted (as in single-process mode, where a request restarts
-    /// the session's clock).
-    func testASessionReadElsewhereIsNotDeleted() throws {
+    /// A client only reading the session (`GET /state`, on its owner and on another node) does not use
+    /// it: only inputs and streams do (the contract's "Fair use"). Polled all along, it is still ended as
+    /// unused and deleted from Redis, not handed over.
+    func testASessionOnlyReadIsStillUnusedAndDeleted() throws {
         let a = try node("a", configure: { $0.unusedSessionTimeout = 1 })
         let b = try node("b")
         let id = try a.createSession()
         try waitUntil("the owner found it unused", within: 10) {
             XCTAssertEqual(try WireConnection.get(port: b.port, path: "/api/sessions/\(id)/state").status, 200)
+            XCTAssertEqual(try WireConnection.get(port: a.port, path: "/api/sessions/\(id)/state").status, 200)
             let swept = DispatchSemaphore(value: 0)
             a.app.expireIdleSessionsNow { swept.signal() }
             swept.wait()
             return try counter(a, "bff_sessions_ended_total{reason=\"unused\"}") == 1
         }
-        try handedOver(a, count: 1)
-        XCTAssertEqual(try WireConnection.get(port: b.port, path: "/api/sessions/\(id)/state").status, 200)
-        XCTAssertEqual(try name(b, id, "back").status, 202)
+        try waitUntil("deleted in Redis", within: 10) {
+            try WireConnection.get(port: b.port, path: "/api/sessions/\(id)/state").status == 404
+        }
+        XCTAssertEqual(try counter(a, "bff_cluster_hand_overs_total"), 0, "deleted, not handed over")
+        XCTAssertEqual(try counted(id), false, "its client's count dropped")
     }
 }

@@ -73,7 +73,12 @@ final class FairUseTests: XCTestCase {
         try waitUntil("the stream's close reached the session", within: 5) {
             (try? self.metric(t, "bff_open_event_streams")) == 0
         }
-        time.advance(61)
+        // Polled with `GET /state` all along: reads are no use (only inputs and streams are).
+        for _ in 0..<5 {
+            time.advance(10)
+            XCTAssertEqual(try WireConnection.get(port: t.port, path: "/api/sessions/\(unused)/state").status, 200)
+        }
+        time.advance(11)
         let done = expectation(description: "expiry ran on every loop")
         t.app.expireIdleSessionsNow { done.fulfill() }
         wait(for: [done], timeout: 5)

@@ -47,6 +47,26 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
         }
     }
 
+    /// `replicaAcksStrict`: a command that must reach more replicas than its master has connected is
+    /// refused before it is sent (nothing written), and is sent again once the master has enough; commands
+    /// that wait for none are sent as usual.
+    func testStrictReplicaAcksRefuseACommandTheMasterHasTooFewReplicasFor() async throws {
+        let c = await readyClient { $0.replicaAcksStrict = true }
+        let named = await TopologyTesting.eventually {
+            await c.problems(wantedReplicas: 1).first?.hasSuffix("its commits are refused") == true
+        }
+        XCTAssertTrue(named, "named once ROLE was read")
+        let refused = await c.send(["SET", "strict", "1"], key: "strict", waitForReplicas: 1, replicaTimeout: 1)
+        XCTAssertEqual(refused, .failure(.shortOfReplicas(connected: 0, wanted: 1)))
+        let written = await c.send(["EXISTS", "strict"], key: "strict")
+        XCTAssertEqual(written, .success(.integer(0)), "nothing was sent")
+        let plain = await c.send(["SET", "strict", "2"], key: "strict", waitForReplicas: 0, replicaTimeout: 1)
+        XCTAssertEqual(plain, .success(RedisReplicated(reply: .simpleString("OK"), replicas: 0, wanted: 0)))
+        let servesNone = await c.onLoop { c.servesSomeMaster(wantedReplicas: 1) }
+        XCTAssertFalse(servesNone, "strict: a master short of replicas serves nothing that needs them")
+        await c.closeFromAnyThread()
+    }
+
     func testCommandsScriptsAndReplicaWaitsOnOneRedis() async throws {
         let c = await readyClient { $0.topologyRefreshInterval = 0.2 }
         XCTAssertFalse(c.isSharded)
@@ -60,19 +80,22 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
         XCTAssertEqual(ran, .success(.integer(42)), "NOSCRIPT: loaded and run once")
         let none = await c.send(["SET", "b", "1"], key: "b", waitForReplicas: 0, replicaTimeout: 1)
         XCTAssertEqual(none, .success(RedisReplicated(reply: .simpleString("OK"), replicas: 0, wanted: 0)))
-        let started = Date()
-        let lonely = await c.send(["SET", "b", "2"], key: "b", waitForReplicas: 1, replicaTimeout: 0.2)
-        XCTAssertEqual(lonely, .success(RedisReplicated(reply: .simpleString("OK"), replicas: 0, wanted: 1)))
-        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.15, "WAIT waited for its time-out")
-        XCTAssertEqual(c.metrics[.replicaAckTimeouts], 1)
         let named = await TopologyTesting.eventually {
             await c.problems(wantedReplicas: 1) == [
-                "master 127.0.0.1:\(self.server.port) has 0 connected replicas, 1 wanted"
+                "master 127.0.0.1:\(self.server.port) has 0 connected replicas, 1 wanted: its commits wait for the 0 it has"
             ]
         }
         XCTAssertTrue(named, "a master with fewer replicas than wanted is named (ROLE)")
         let fine = await c.problems(wantedReplicas: 0)
         XCTAssertEqual(fine, [])
+        // A master with no replica: a command asking for one waits for the replicas it has (none), at once.
+        let started = Date()
+        let lonely = await c.send(["SET", "b", "2"], key: "b", waitForReplicas: 1, replicaTimeout: 1)
+        XCTAssertEqual(
+            lonely, .success(RedisReplicated(reply: .simpleString("OK"), replicas: 0, wanted: 0, asked: 1)))
+        XCTAssertEqual(try lonely.get().isShortOfReplicas, true)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 0.5, "no WAIT for a replica the master does not have")
+        XCTAssertEqual(c.metrics[.replicaAckTimeouts], 0)
         await c.closeFromAnyThread()
         let closed = await c.send(["PING"], key: nil)
         XCTAssertEqual(closed, .failure(.notConnected))

@@ -182,6 +182,7 @@ extension SessionFailure {
         case .unreadableState: ("unreadableState", 0)
         case .tooLarge(let n): ("tooLarge", n)
         case .notReplicated: ("notReplicated", 0)
+        case .shortOfReplicas: ("shortOfReplicas", 0)
         case .clientSessionLimit(let n): ("clientSessionLimit", n)
         case .clientCreationRate(let s, _): ("clientCreationRate", s)
         }
@@ -202,6 +203,7 @@ extension SessionFailure {
         case "unreadableState": self = .unreadableState
         case "tooLarge": self = .tooLarge(n)
         case "notReplicated": self = .notReplicated
+        case "shortOfReplicas": self = .shortOfReplicas
         case "clientSessionLimit": self = .clientSessionLimit(n)
         case "clientCreationRate": self = .clientCreationRate(retryAfterSeconds: n, perSecond: 0)
         default: return nil

@@ -2,10 +2,22 @@ import CoreMetrics
 import EventHTTP
 import RedisClient
 
+/// What one loop last found of Redis: the problems (one sentence each) and whether it can serve some
+/// sessions all the same (a master it reaches and whose subscriptions deliver). Nothing is served before
+/// the first reading.
+struct LoopRedisHealth: Equatable {
+    var problems: [String] = []
+    var servesSome = false
+    /// Masters with fewer connected replicas than `--redis-replica-acks`, and how many each has (as this
+    /// loop last read them).
+    var shortOfReplicas: [String: Int] = [:]
+}
+
 /// Cluster mode's view of Redis's health: every `healthInterval` each loop reads what its client and
 /// subscriber find wrong (`problems`: the topology not known, a master not connected, a subscription
-/// down or deaf, a master with fewer connected replicas than `--redis-replica-acks`) for `/readyz`'s
-/// body, the `bff_redis_problems` gauge and the log (each change, once); and each client event is
+/// down or deaf, a master with fewer connected replicas than `--redis-replica-acks`) and whether it can
+/// serve some sessions all the same, for `/readyz` (its status and body), the `bff_redis_problems` and
+/// `bff_redis_masters_short_of_replicas` gauges and the log (each change, once); and each client event is
 /// counted in `/metrics` (`bff_redis_<counter>_total`) and logged where an operator needs it.
 extension ClusterNode {
     /// Seconds between two readings of a loop's Redis problems.
@@ -20,13 +32,20 @@ extension ClusterNode {
             client.loop.execute {
                 state.value.healthTimer = client.loop.scheduleRepeating(every: Self.healthInterval) { [unowned self] in
                     let now = client.problems(wantedReplicas: wanted) + subscriber.problems
-                    let (before, total) = self.loopProblems.withLock { p -> ([String], Int) in
-                        let old = p[i]
-                        p[i] = now
-                        return (old, p.reduce(0) { $0 + $1.count })
+                    let serves = client.servesSomeMaster(wantedReplicas: wanted) { subscriber.delivers(from: $0) }
+                    var short: [String: Int] = [:]
+                    for s in client.masterStatus where wanted > 0 {
+                        if let n = s.replicas, n < wanted { short["\(s.address)"] = n }
+                    }
+                    let (before, total, shortNow) = self.loopHealth.withLock { h -> ([String], Int, [String: Int]) in
+                        let old = h[i].problems
+                        h[i] = LoopRedisHealth(problems: now, servesSome: serves, shortOfReplicas: short)
+                        let all = h.reduce(into: [String: Int]()) { $0.merge($1.shortOfReplicas) { min($0, $1) } }
+                        return (old, h.reduce(0) { $0 + $1.problems.count }, all)
                     }
                     guard now != before else { return }
                     self.metrics.redisProblems.set(total)
+                    self.metrics.redis.setShortOfReplicas(shortNow, wanted: wanted)
                     for p in now where !before.contains(p) {
                         self.logger.warning("redis problem", metadata: ["loop": "\(i)", "problem": "\(p)"])
                     }
@@ -68,8 +87,16 @@ final class RedisHealthMetrics: Sendable {
     private let counters: [RedisClientMetrics.Counter: CoreMetrics.Counter]
     /// `bff_redis_problems`: what `/readyz` names now, summed over the loops (0 when all is well).
     let problems: Meter
+    /// `bff_redis_masters_short_of_replicas`: masters with fewer connected replicas than
+    /// `--redis-replica-acks` (their commits wait for those they have, or are refused when strict).
+    let mastersShortOfReplicas: Meter
+    /// `bff_redis_master_missing_replicas{master}`: per master ever short, how many replicas it lacks
+    /// now (0 once it has enough again): the metric that names it.
+    private let missingReplicas = Lock<[String: Meter]>([:])
+    private let factory: MetricsFactory
 
     init(factory f: MetricsFactory) {
+        factory = f
         var counters: [RedisClientMetrics.Counter: CoreMetrics.Counter] = [:]
         for c in RedisClientMetrics.Counter.allCases {
             counters[c] = CoreMetrics.Counter(label: "bff_redis_\(c.rawValue)_total", factory: f)
@@ -77,6 +104,22 @@ final class RedisHealthMetrics: Sendable {
         self.counters = counters
         problems = Meter(label: "bff_redis_problems", factory: f)
         problems.set(0)
+        mastersShortOfReplicas = Meter(label: "bff_redis_masters_short_of_replicas", factory: f)
+        mastersShortOfReplicas.set(0)
+    }
+
+    /// The masters short of the `wanted` replicas now, with the replicas each has (any thread).
+    func setShortOfReplicas(_ short: [String: Int], wanted: Int) {
+        mastersShortOfReplicas.set(short.count)
+        missingReplicas.withLock { meters in
+            for master in Set(meters.keys).union(short.keys) {
+                let meter =
+                    meters[master]
+                    ?? Meter(label: "bff_redis_master_missing_replicas", dimensions: [("master", master)], factory: factory)
+                meters[master] = meter
+                meter.set(short[master].map { wanted - $0 } ?? 0)
+            }
+        }
     }
 
     /// Counts `event` in its counter, if it has one.

@@ -2,6 +2,7 @@ import ClusterStore
 import EventHTTP
 import JSON
 import Logging
+import RedisClient
 import ViewModels
 
 /// Cluster mode's sessions (`ClusterNode` as the `SessionBackend`) and their ownership (see
@@ -28,7 +29,12 @@ extension ClusterNode {
         reply: @escaping @Sendable (Result<String, SessionFailure>) -> Void
     ) {
         let index = host.loop.index
-        let id = SessionID.make(loop: index)
+        // A new session needs no particular master: one whose master is missing or short of replicas is
+        // drawn again, so one shard's trouble does not refuse new sessions (a few tries: ids are random).
+        var id = SessionID.make(loop: index)
+        for _ in 0..<8 where !clients[index].canServe(key: RedisArg(keys.session(id)), replicas: settings.replicaAcks) {
+            id = SessionID.make(loop: index)
+        }
         guard admits(key: keys.session(id), at: index) else { return reply(.failure(.busy)) }
         let counted: ClientAddress
         switch env.reserveSession(for: client) {
@@ -140,8 +146,7 @@ extension ClusterNode {
         keeper.stop()
         let lease = keeper.lease
         let store = stores[index]
-        let quiet = Int(env.configuration.unusedSessionTimeout * 1000)
-        store.deleteIfUnused(lease, quietMilliseconds: quiet) { r in
+        store.deleteIfUnused(lease) { r in
             if case .success(true) = r { return releaseCount() }
             store.release(lease, completion: handedOver)
         }
@@ -409,7 +414,8 @@ extension ClusterNode {
 
 extension SessionFailure {
     /// A store failure in the session layer's terms: gone → `notFound`, fenced → `moved`, unavailable →
-    /// `storeUnavailable`, too large → `tooLarge`, not confirmed by the replicas → `notReplicated`.
+    /// `storeUnavailable`, too large → `tooLarge`, not confirmed by the replicas → `notReplicated`, refused
+    /// for want of replicas → `shortOfReplicas`.
     init(_ error: StoreError) {
         switch error {
         case .gone: self = .notFound
@@ -417,6 +423,7 @@ extension SessionFailure {
         case .unavailable: self = .storeUnavailable
         case .tooLarge(let n): self = .tooLarge(n)
         case .notReplicated: self = .notReplicated
+        case .shortOfReplicas: self = .shortOfReplicas
         }
     }
 }

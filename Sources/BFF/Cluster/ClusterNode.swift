@@ -17,7 +17,7 @@ import ViewModels
 /// Redis, and nothing here knows the topology.
 ///
 /// Threading: `clients[i]`, `subscribers[i]`, `stores[i]`, `feeds[i]`, `perLoop[i]` belong to loop i
-/// (their `LoopBound` state traps elsewhere); `isReady`, `unreadyReason` and the metrics any thread.
+/// (their `LoopBound` state traps elsewhere); `unreadyReason`, `degradation` and the metrics any thread.
 final class ClusterNode: SessionBackend {
     let settings: ClusterSettings
     let env: SessionEnvironment
@@ -44,8 +44,8 @@ final class ClusterNode: SessionBackend {
     let expiryRenewalTenths: UInt32
     /// Every key and channel name (`settings.keyPrefix`).
     let keys: ClusterKeys
-    /// What each loop last found wrong with Redis (`problems`, every `healthInterval`), for `/readyz`.
-    let loopProblems: Lock<[[String]]>
+    /// What each loop last found of Redis (every `healthInterval`), for `/readyz`.
+    let loopHealth: Lock<[LoopRedisHealth]>
 
     /// Each loop's client (routing by key).
     var clients: [RedisClient] { group.clients }
@@ -106,7 +106,7 @@ final class ClusterNode: SessionBackend {
         streamDeadlineMilliseconds = max(
             1, Int((3 * streamedCheckInterval * Double(expiryRenewalPasses) * 1000).rounded(.up)))
         self.metrics = metrics
-        loopProblems = Lock(Array(repeating: [], count: loops.count))
+        loopHealth = Lock(Array(repeating: LoopRedisHealth(), count: loops.count))
         for (i, client) in group.clients.enumerated() {
             let m = metrics
             client.onRoundTrip = { m.roundTrip.recordSeconds($0) }
@@ -134,16 +134,24 @@ final class ClusterNode: SessionBackend {
     /// The state lives in the store: every read is a round trip (`state(of:at:reply:)`).
     func currentState(of id: String, at host: LoopSessions) -> [UInt8]? { nil }
 
-    /// Nil when every loop's Redis client is ready, every subscription healthy and no problem is known (a
-    /// master with fewer connected replicas than `--redis-replica-acks` included); else the problems, one
-    /// sentence each (`RedisClient.problems`, `RedisShardedSubscriber.problems`).
+    /// Nil while every loop can serve some sessions (one Redis master it reaches, whose subscriptions
+    /// deliver; with `--redis-replica-acks-strict`, one with the replicas wanted): one master missing or
+    /// short of replicas is its own sessions' trouble, named by `degradation`, and the node stays ready.
+    /// Else why not, with every problem known (`RedisClient.problems`, `RedisShardedSubscriber.problems`).
     var unreadyReason: String? {
-        let found = loopProblems.withLock { $0 }.enumerated().flatMap { i, p in p.map { "loop \(i): \($0)" } }
-        let ready = group.isReady
-        if ready, found.isEmpty { return nil }
-        // Connected, but a master lacks the replicas `--redis-replica-acks` needs: its inputs are refused.
-        let what = ready ? "Redis cannot acknowledge every input" : "Redis is not reachable"
-        return what + (found.isEmpty ? "" : ": " + found.joined(separator: "; "))
+        let health = loopHealth.withLock { $0 }
+        if health.allSatisfy(\.servesSome) { return nil }
+        let found = Self.named(health)
+        return "Redis is not reachable" + (found.isEmpty ? "" : ": " + found.joined(separator: "; "))
+    }
+
+    /// While ready, what is wrong with Redis all the same (a master missing, short of replicas, a
+    /// subscription down), one sentence each: what `/readyz`'s body names. Empty when all is well.
+    var degradation: [String] { Self.named(loopHealth.withLock { $0 }) }
+
+    /// Every loop's problems, each prefixed by its loop.
+    private static func named(_ health: [LoopRedisHealth]) -> [String] {
+        health.enumerated().flatMap { i, h in h.problems.map { "loop \(i): \($0)" } }
     }
 
     /// The shared `status` is one value for the cluster, applied by every node from the status board:
@@ -183,14 +191,10 @@ final class ClusterNode: SessionBackend {
     /// incarnation (the holder name carries the boot nonce).
     func streamMember(loop index: Int, _ n: Int) -> String { "\(holders[index])/\(n)" }
 
-    /// True when every loop's client knows its topology with every master connected and every
-    /// subscriber is healthy (`/readyz`).
-    var isReady: Bool { group.isReady }
-
     /// Counts a failed store operation (for `/metrics`).
     func failed(_ error: StoreError) {
         switch error {
-        case .unavailable, .notReplicated: metrics.redisErrors.increment()
+        case .unavailable, .notReplicated, .shortOfReplicas: metrics.redisErrors.increment()
         default: break
         }
     }

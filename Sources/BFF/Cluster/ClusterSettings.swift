@@ -11,6 +11,12 @@ public struct ClusterSettings: Sendable {
     public var replicaAcks: Int
     /// How the node's Redis clients follow the topology (failover polling, the subscriptions' probe).
     public var clientOptions = RedisClientOptions()
+    /// While a master has fewer connected replicas than `replicaAcks`: false, its commits wait for the
+    /// replicas it has; true, they are refused (`503`, `--redis-replica-acks-strict`).
+    public var replicaAcksStrict: Bool {
+        get { clientOptions.replicaAcksStrict }
+        set { clientOptions.replicaAcksStrict = newValue }
+    }
     /// This node's name in logs, metrics and lease holders (default `HOST:PORT`).
     public var nodeID: String
     /// Seconds a session's lease lasts without renewal (renewed every third of it).

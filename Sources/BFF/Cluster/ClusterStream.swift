@@ -24,6 +24,9 @@ final class ClusterStream: ExternalFeed {
     /// True for a client that came back with `Last-Event-ID` (it may get a replay, not a snapshot).
     private let resumed: Bool
     private var started = false
+    /// A resumed stream whose replay was empty owes its client the current status (not in the history:
+    /// `ClusterNode.statusChanged`): it follows the stream's first event, never comes before it.
+    private var statusOwed = false
     // `ended` beside the other flags and `behindAt` without an optional's extra byte: 136 bytes instead of
     // 145, one allocation size class (16 bytes) less per cluster stream.
     private var ended = false
@@ -184,6 +187,10 @@ final class ClusterStream: ExternalFeed {
     private func emit(_ frames: [[UInt8]], signals: Set<Int>) {
         guard started else { return start(with: frames) }
         for (i, f) in frames.enumerated() { stream.deliverFromSession(f, isSignal: signals.contains(i)) }
+        if statusOwed, !frames.isEmpty {
+            statusOwed = false
+            stream.deliverFromSession(stream.host.statusFrame, isSignal: false)
+        }
     }
 
     /// Answers the request: the stream's head, `retry:` and `frames` (once; no start deadline after it).
@@ -195,8 +202,12 @@ final class ClusterStream: ExternalFeed {
         startTimer = nil
         var initial: [UInt8] = []
         for f in frames { initial += f }
-        // Resumed from a replay: the status is not in the history (`ClusterNode.statusChanged`).
-        if resumed { initial += stream.host.statusFrame }
+        // Resumed from a replay: the status is not in the history (`ClusterNode.statusChanged`), so it
+        // follows the replay; after an empty replay it waits for the stream's first event (the first
+        // event of a stream is its snapshot or its replay, never a status).
+        if resumed {
+            if frames.isEmpty { statusOwed = true } else { initial += stream.host.statusFrame }
+        }
         stream.start(initial: initial)
     }
 
