@@ -8,6 +8,8 @@
 #               FS_ABUSER_CONNECTIONS connections allow (`bff-load rest --search-share 1 --search-unique`),
 #               bff with its default --upstream-client-share 0.5
 #   c) no-share: the same abuser, bff with --upstream-client-share 1 (the fair share off: before issue 21)
+#   d) alone:   the abuser with nobody else (no users), bff with its default --upstream-client-share 0.5: a
+#               client alone may use GitHub's whole window (the share binds only while others ask)
 #
 # The abuser runs during the warm-up and the measured period, in two parts (FS_WARMUP s, then FS_DURATION
 # s) so its counts cover the same measured period as the users'. Prints one line per configuration and
@@ -17,7 +19,7 @@
 #
 # Usage: scripts/bench-fair-share.sh
 # Environment (all optional): FS_USERS (15), FS_WARMUP (60), FS_DURATION (120), FS_SEEDS (42; several:
-#   "42 7"), FS_CONFIGS ("polite abuser no-share"), FS_ABUSER_CONNECTIONS (3), FS_ABUSER_RATE (0 = closed
+#   "42 7"), FS_CONFIGS ("polite abuser no-share"; add "alone" for d), FS_ABUSER_CONNECTIONS (3), FS_ABUSER_RATE (0 = closed
 #   loop), FS_PORT (18230; uses it and the next), FS_OUT (artifacts/bench-fair-share),
 #   FS_BIN (a folder with release builds of bff, bff-load and github-sim, to skip the build).
 #   Quick check: FS_WARMUP=10 FS_DURATION=30 scripts/bench-fair-share.sh
@@ -92,14 +94,16 @@ run_one() { # config seed: one measurement on fresh servers; prints its line
     start_server "$label-sim" sim_ready "$BIN/github-sim" --port "$SIM_PORT" --rate-limit 30 --latency-ms 300
     start_server "$label-bff" bff_ready "$BIN/bff" --port "$BFF_PORT" --threads 1 --cache-file none \
         --log-level warning --upstream-client-share "$share" --github-api-url "http://127.0.0.1:$SIM_PORT"
-    rm -f "$OUT/$label"-abuser-*.json
+    rm -f "$OUT/$label"-abuser-*.json "$OUT/$label-users.json"
     if [[ $config != polite ]]; then
         abuse "$label" &
         ABUSER_PID=$!
     fi
-    "${CLIENT_PIN[@]}" "$BIN/bff-load" search --url "http://127.0.0.1:$BFF_PORT" --source "$USER_SOURCES" \
-        --sim-url "http://127.0.0.1:$SIM_PORT" --sessions "$USERS" --warmup "$WARMUP" --duration "$DURATION" \
-        --seed "$seed" --quiet --json > "$OUT/$label-users.json" 2> "$OUT/$label-users.err"
+    if [[ $config != alone ]]; then
+        "${CLIENT_PIN[@]}" "$BIN/bff-load" search --url "http://127.0.0.1:$BFF_PORT" --source "$USER_SOURCES" \
+            --sim-url "http://127.0.0.1:$SIM_PORT" --sessions "$USERS" --warmup "$WARMUP" --duration "$DURATION" \
+            --seed "$seed" --quiet --json > "$OUT/$label-users.json" 2> "$OUT/$label-users.err"
+    fi
     if [[ -n $ABUSER_PID ]]; then
         wait "$ABUSER_PID"
         ABUSER_PID=
@@ -109,7 +113,8 @@ run_one() { # config seed: one measurement on fresh servers; prints its line
     python3 - "$OUT" "$label" "$config" "$seed" << 'EOF'
 import json, os, sys
 out, label, config, seed = sys.argv[1:5]
-u = json.load(open(os.path.join(out, label + "-users.json")))
+users = os.path.join(out, label + "-users.json")
+u = json.load(open(users)) if os.path.exists(users) else None
 counts = {}
 path = os.path.join(out, label + "-abuser-measured.json")
 if os.path.exists(path):
@@ -119,9 +124,12 @@ if os.path.exists(path):
 sim = json.load(open(os.path.join(out, label + "-sim-stats.json")))
 ok = sum(n for s, n in counts.items() if 200 <= s < 300)
 abuser = "abuser 2xx %d 429 %d 503 %d" % (ok, counts.get(429, 0), counts.get(503, 0)) if config != "polite" else "no abuser"
-print("%-9s seed %-4s users: success %5.1f %%  searches %4d  rateLimited %4d  failed %3d  upstream %3d (whole run %3d)  |  %s" % (
-    config, seed, u["successRate"], u["searches"], u["rateLimited"], u["failed"], u.get("upstreamRequests", -1),
-    sim.get("requests", -1), abuser))
+if u is None:
+    print("%-9s seed %-4s no users (upstream in the whole run %3d)  |  %s" % (config, seed, sim.get("requests", -1), abuser))
+else:
+    print("%-9s seed %-4s users: success %5.1f %%  searches %4d  rateLimited %4d  failed %3d  upstream %3d (whole run %3d)  |  %s" % (
+        config, seed, u["successRate"], u["searches"], u["rateLimited"], u["failed"], u.get("upstreamRequests", -1),
+        sim.get("requests", -1), abuser))
 EOF
 }
 
@@ -130,7 +138,7 @@ log "$USERS users from $USER_SOURCES, warm-up $WARMUP s, measured $DURATION s; s
 : > "$OUT/lines.txt"
 for seed in "${SEEDS[@]}"; do
     for config in "${CONFIGS[@]}"; do
-        case $config in polite | abuser | no-share) ;; *) log "unknown configuration $config" && exit 1 ;; esac
+        case $config in polite | abuser | no-share | alone) ;; *) log "unknown configuration $config" && exit 1 ;; esac
         run_one "$config" "$seed" > "$OUT/line.txt" # not in a pipe: run_one's servers are this shell's
         cat "$OUT/line.txt" >> "$OUT/lines.txt"
         cat "$OUT/line.txt"

@@ -20,8 +20,8 @@ public struct GitHubSettings: Sendable {
     public var cacheMaxBytes = 64 << 20
     /// SQLite file of the cache; nil keeps it in memory only.
     public var cachePath: String? = "var/search-cache.sqlite"
-    /// The largest share of GitHub's rate window one client's uncached searches may take
-    /// (`--upstream-client-share`; `RateLimiter.Configuration.clientShare`).
+    /// The largest share of GitHub's rate window one client's uncached searches may take while other
+    /// clients ask (`--upstream-client-share`; `RateLimiter.Configuration.clientShare`).
     public var clientShare = 0.5
     /// Seconds an upstream request may take without progress.
     public var requestTimeout: Double = 10

@@ -23,19 +23,37 @@ enum BudgetScripts {
 
         """
 
-    /// KEYS: bucket [, client counter]. ARGV: capacity, refill per second, cost [, client cap, window ms].
-    /// Returns {allowed 0/1, remaining, wait ms, refused for the client's share 0/1}.
+    /// KEYS: bucket [, client counter, askers]. ARGV: capacity, refill per second, cost [, client cap,
+    /// window ms, client]. Returns {allowed 0/1, remaining, wait ms, refused for the client's share 0/1}.
     ///
-    /// With a client counter (a STRING sharing the bucket's hash tag): a client that has started its cap
-    /// of calls in its window is refused before any token is taken, with the ms until its window ends; an
+    /// With a client (its counter a STRING, the askers a HASH, both sharing the bucket's hash tag): the
+    /// ask is recorded first, whatever the answer (`RecentAskers.record`: {k1, t1} the latest asker,
+    /// {k2, t2} the latest ask of another client; `PEXPIRE` one window, after which neither matters). A
+    /// client that has started its cap of calls in its window is refused before any token is taken only
+    /// while another client asked within the last window (`RecentAskers.contended`), with the ms until
+    /// its window ends or that ask is a window old, whichever is first; alone, it is not capped. An
     /// allowed call counts against it (`INCR`; the first call of a window sets its `PEXPIRE`, so the key
     /// goes when the window does). A refused call counts nothing.
     static let take = RedisScript(
         prologue + """
+            local ck = KEYS[2]
+            local other
+            if ck then
+              local me = ARGV[6]
+              local a = redis.call('HMGET', KEYS[3], 'k1', 't1', 'k2', 't2')
+              if a[1] == me then
+                other = tonumber(a[4])
+                redis.call('HSET', KEYS[3], 't1', now)
+              else
+                other = tonumber(a[2])
+                if a[1] then redis.call('HSET', KEYS[3], 'k2', a[1], 't2', a[2]) end
+                redis.call('HSET', KEYS[3], 'k1', me, 't1', now)
+              end
+              redis.call('PEXPIRE', KEYS[3], ARGV[5])
+            end
             if blocked > now then return {0, math.floor(tokens), blocked - now, 0} end
             local cost = tonumber(ARGV[3])
-            local ck = KEYS[2]
-            if ck then
+            if ck and other and other + tonumber(ARGV[5]) > now then
               local calls = tonumber(redis.call('GET', ck)) or 0
               if calls >= tonumber(ARGV[4]) then
                 local left = redis.call('PTTL', ck)
@@ -43,6 +61,8 @@ enum BudgetScripts {
                   left = tonumber(ARGV[5])
                   redis.call('PEXPIRE', ck, left)
                 end
+                local lapse = other + tonumber(ARGV[5]) - now
+                if lapse < left then left = lapse end
                 return {0, math.floor(tokens), left, 1}
               end
             end

@@ -101,6 +101,10 @@ public struct ClusterKeys: Sendable, Equatable {
     /// STRING count, PX = the client's window: the calls `client` started from bucket `name` in its
     /// current window (its fair share; same slot as the bucket, so one script reads both).
     public func rateLimitClient(_ name: String, _ client: String) -> String { "\(prefix):rl:{\(name)}:c:\(client)" }
+    /// HASH {k1, t1, k2, t2}, PX = one window from the latest ask: the latest client to ask bucket `name`
+    /// for a call and when (ms), and the latest ask of any other client (`RecentAskers`; whether a
+    /// client's share binds; same slot as the bucket).
+    public func rateLimitAskers(_ name: String) -> String { "\(prefix):rl:{\(name)}:askers" }
 
     /// HASH {tokens, ts}: client `client`'s bucket of session creations (its per-client rate, cluster-wide;
     /// PX = until it would be full again).

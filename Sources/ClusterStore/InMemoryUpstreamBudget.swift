@@ -1,7 +1,7 @@
 import Primitives
 
-/// The `UpstreamBudget` of one process: the same token bucket, per-client windows and corrections as
-/// the Redis one, in memory, with time (seconds since 1970) from the injected clock.
+/// The `UpstreamBudget` of one process: the same token bucket, per-client windows, recent askers and
+/// corrections as the Redis one, in memory, with time (seconds since 1970) from the injected clock.
 ///
 /// Threading: thread-safe (one lock).
 public final class InMemoryUpstreamBudget: UpstreamBudget, Sendable {
@@ -14,10 +14,11 @@ public final class InMemoryUpstreamBudget: UpstreamBudget, Sendable {
         }
     }
 
-    /// What the lock guards: the bucket (nil: a full one) and the clients' windows.
+    /// What the lock guards: the bucket (nil: a full one), the clients' windows and who asked last.
     private struct State {
         var bucket: Bucket?
         var clients = ClientWindows()
+        var askers = RecentAskers()
     }
 
     /// The bucket's shape.
@@ -33,30 +34,34 @@ public final class InMemoryUpstreamBudget: UpstreamBudget, Sendable {
 
     /// Runs `body` under the lock with the bucket refilled up to now (a full one if none yet) and
     /// keeps what `body` leaves in it.
-    private func withBucket<R>(_ body: (inout Bucket, inout ClientWindows, _ now: Double) -> R) -> R {
+    private func withBucket<R>(_ body: (inout Bucket, inout State, _ now: Double) -> R) -> R {
         let t = now()
         return state.withLock { s in
             var b = s.bucket ?? Bucket(level: TokenBucketLevel(tokens: shape.capacity, at: t))
             b.level.refill(to: t, capacity: shape.capacity, ratePerUnit: shape.refillPerSecond)
             defer { s.bucket = b }
-            return body(&b, &s.clients, t)
+            return body(&b, &s, t)
         }
     }
 
     public func take(cost: Int, client: BudgetClient?) async -> Result<BudgetDecision, StoreError> {
         .success(
-            withBucket { b, clients, t in
+            withBucket { b, s, t in
+                if let client { s.askers.record(client.key, at: t) }
                 if b.blockedUntil > t {
                     return BudgetDecision(allowed: false, remaining: Int(b.tokens), retryAfter: b.blockedUntil - t)
                 }
-                if let client, let end = clients.endIfAtCap(client, now: t) {
+                if let client, let end = s.clients.endIfAtCap(client, now: t),
+                    let shared = s.askers.contended(for: client.key, now: t, horizon: client.windowSeconds)
+                {
                     return BudgetDecision(
-                        allowed: false, remaining: Int(b.tokens), retryAfter: end - t, refusal: .clientShare)
+                        allowed: false, remaining: Int(b.tokens), retryAfter: min(end, shared) - t,
+                        refusal: .clientShare)
                 }
                 let c = Double(cost)
                 if b.tokens >= c {
                     b.tokens -= c
-                    if let client { clients.count(client, now: t) }
+                    if let client { s.clients.count(client, now: t) }
                     return BudgetDecision(allowed: true, remaining: Int(b.tokens), retryAfter: 0)
                 }
                 return BudgetDecision(

@@ -4,10 +4,12 @@
 ///
 /// Threading: `Sendable`; call from any task (the Redis one hops to its connection's loop).
 public protocol UpstreamBudget: Sendable {
-    /// Takes `cost` tokens if there are enough and GitHub has not blocked us, and, with `client`, if
-    /// that client has started fewer than its cap of calls in its window (counted on every node): a
-    /// client at its cap is refused (`BudgetDecision.Refusal.clientShare`) before any token is taken,
-    /// and an allowed call counts one against it.
+    /// Takes `cost` tokens if there are enough and GitHub has not blocked us. With `client`, the ask is
+    /// recorded first (refused or not: the client is asking), an allowed call counts one against the
+    /// client's window, and the client's cap binds only while the budget is contended: a client at its
+    /// cap is refused (`BudgetDecision.Refusal.clientShare`), before any token is taken, only if another
+    /// client asked within the last window (`BudgetClient.windowSeconds`; on any node). Alone, a client
+    /// may take the whole bucket.
     func take(cost: Int, client: BudgetClient?) async -> Result<BudgetDecision, StoreError>
 
     /// Corrects the bucket with what GitHub said: `remaining` (`X-RateLimit-Remaining`) lowers
@@ -25,15 +27,17 @@ extension UpstreamBudget {
     public func take(cost: Int) async -> Result<BudgetDecision, StoreError> { await take(cost: cost, client: nil) }
 }
 
-/// One client's part of a `take`: who it is and how many calls it may start per window, cluster-wide.
-/// Each client's calls are counted in a fixed window that starts with its first allowed call and lasts
-/// `windowSeconds`; the count is forgotten when the window ends (bounded state for rotating addresses).
+/// One client's part of a `take`: who it is and how many calls it may start per window, cluster-wide,
+/// while other clients ask. Each client's calls are counted in a fixed window that starts with its first
+/// allowed call and lasts `windowSeconds`; the count is forgotten when the window ends (bounded state for
+/// rotating addresses). The cap binds while another client has asked within the last `windowSeconds`.
 public struct BudgetClient: Sendable, Equatable {
     /// The client (`UpstreamClient`: its address).
     public var key: String
-    /// Calls the client may start in one window (at least 1).
+    /// Calls the client may start in one window while others ask (at least 1).
     public var cap: Int
-    /// The window's length (the bucket's `secondsToFull`: one window's worth of tokens).
+    /// The window's length (the bucket's `secondsToFull`: one window's worth of tokens), and how long
+    /// another client's ask keeps the cap binding.
     public var windowSeconds: Double
 
     /// `key`'s share: at most `cap` calls per `windowSeconds`.
@@ -56,7 +60,7 @@ public struct BudgetDecision: Sendable, Equatable {
     public enum Refusal: Sendable, Equatable {
         /// The bucket is empty or GitHub blocked us: no call for anyone before `retryAfter`.
         case budget
-        /// The client has started its cap of calls this window: the others may still call.
+        /// The client has started its cap of calls this window while others ask: they may still call.
         case clientShare
     }
 
@@ -65,7 +69,7 @@ public struct BudgetDecision: Sendable, Equatable {
     /// Whole tokens left after this decision.
     public var remaining: Int
     /// When not allowed: seconds until a call could be allowed (for `.clientShare`: until the client's
-    /// window ends).
+    /// window ends or the others' last ask is a window old, whichever comes first).
     public var retryAfter: Double
     /// When not allowed: which refusal it was (nil when allowed).
     public var refusal: Refusal?

@@ -1,4 +1,5 @@
 import GitHubSearch
+import Primitives
 
 /// Keeps the gateway within GitHub's rate limits and publishes what it knows about GitHub's state.
 ///
@@ -11,6 +12,9 @@ import GitHubSearch
 ///   (FIFO queue behind them) and at least `minimumSpacing` between the starts of two calls.
 /// - Publishes `UpstreamStatus` changes (deduplicated unless `publishesRepeats`) through the injected
 ///   callback.
+/// - Shares GitHub's budget between clients (`UpstreamClient`) only while it is contended: a client's
+///   calls are counted in every window, and it is refused past `clientShare` of the window's calls only
+///   while another client has asked within `askingHorizonSeconds`. Alone, a client may use the whole window.
 ///
 /// An actor: its state is touched only on its own executor; the status callback is invoked from
 /// it and must be cheap and thread-safe (hand the value to its owner).
@@ -23,10 +27,14 @@ public actor RateLimiter {
         public var minimumSpacing: Duration
         /// Back-off after a secondary limit that gave no `Retry-After` (GitHub says at least a minute).
         public var secondaryBackoffSeconds: Double
-        /// The largest share of a rate window one client's calls may take (`UpstreamClient`; the rest is
-        /// left for the others): 0.5 lets a client spend at most half of GitHub's 30 searches a minute.
-        /// 1 turns the per-client limit off.
+        /// The largest share of a rate window one client's calls may take while other clients ask
+        /// (`UpstreamClient`; the rest is left for them): 0.5 lets a client spend at most half of GitHub's
+        /// 30 searches a minute once someone else searches too. 1 turns the per-client limit off.
         public var clientShare: Double
+        /// How long after another client's last ask (allowed or not) a client's share still binds: one rate
+        /// window, so a person who searches now and then still counts as asking between two searches, and
+        /// the heavy client is capped before their next one comes.
+        public var askingHorizonSeconds: Double
         /// The window assumed before GitHub's first answer names its own (`X-RateLimit-Limit`/`Reset`).
         public var defaultWindowLimit: Int
         public var defaultWindowSeconds: Double
@@ -39,9 +47,10 @@ public actor RateLimiter {
         public init(
             maxConcurrentRequests: Int = 1, minimumSpacing: Duration = .milliseconds(100),
             secondaryBackoffSeconds: Double = 60, publishesRepeats: Bool = false, clientShare: Double = 0.5,
-            defaultWindowLimit: Int = 30, defaultWindowSeconds: Double = 60
+            defaultWindowLimit: Int = 30, defaultWindowSeconds: Double = 60, askingHorizonSeconds: Double = 60
         ) {
             self.clientShare = min(1, max(0.01, clientShare))
+            self.askingHorizonSeconds = max(0, askingHorizonSeconds)
             self.defaultWindowLimit = max(1, defaultWindowLimit)
             self.defaultWindowSeconds = max(1, defaultWindowSeconds)
             self.maxConcurrentRequests = max(1, maxConcurrentRequests)
@@ -76,6 +85,8 @@ public actor RateLimiter {
     private var clientCalls: [String: Int] = [:]
     private var windowEnd: Double = 0
     private var windowLimit = 0
+    /// Who asked for calls last (whether the share binds: someone else asked within the horizon).
+    private var askers = RecentAskers()
 
     /// Creates a limiter.
     /// - Parameters:
@@ -116,8 +127,10 @@ public actor RateLimiter {
     /// flight, or for the spacing) leaves at once and throws `SearchError.cancelled`; it spends no slot
     /// (a slot handed to it meanwhile passes to the next waiter) and gives back its spacing turn.
     public func acquire() async throws(SearchError) {
-        if let error = blockedError() { throw error }
         let client = UpstreamClient.current
+        // Every ask counts, a refused one too: a client that finds the budget spent is still asking.
+        if let client, configuration.clientShare < 1 { askers.record(client, at: clock.now()) }
+        if let error = blockedError() { throw error }
         if let client, let error = overShare(client) {
             onClientRefusal()
             throw error
@@ -186,14 +199,18 @@ public actor RateLimiter {
     /// The most calls one client may start in a window: its share of the window's limit (at least 1).
     var clientCap: Int { max(1, Int((Double(windowLimit) * configuration.clientShare).rounded(.down))) }
 
-    /// The `rateLimited` answer for `client` when it has spent its share of the current window (the
-    /// budget stays for the others; nothing is published: GitHub is not limited for them), else nil.
+    /// The `rateLimited` answer for `client` when another client asked within the horizon and `client` has
+    /// spent its share of the current window (its calls before the other came included: the rest of the
+    /// window is the others'; nothing is published: GitHub is not limited for them), else nil. It may call
+    /// again when its window ends or once nobody else has asked for a horizon, whichever comes first.
     private func overShare(_ client: String) -> SearchError? {
         guard configuration.clientShare < 1 else { return nil }
         let now = clock.now()
         rollWindow(now: now)
-        guard clientCalls[client, default: 0] >= clientCap else { return nil }
-        return RateLimiter.shareError(seconds: windowEnd - now, cap: clientCap, limit: windowLimit)
+        guard clientCalls[client, default: 0] >= clientCap,
+            let shared = askers.contended(for: client, now: now, horizon: configuration.askingHorizonSeconds)
+        else { return nil }
+        return RateLimiter.shareError(seconds: min(windowEnd, shared) - now, cap: clientCap, limit: windowLimit)
     }
 
     /// Starts a new window of per-client counts once the current one is over: GitHub's own window
@@ -361,13 +378,15 @@ public actor RateLimiter {
     /// (`retryAt`). Errors answering one request (`limitedError`) keep their seconds.
     static let limitedStatusMessage = "GitHub's search rate limit is exhausted; searching resumes when it resets."
 
-    /// The `rateLimited` answer to a client that has started `cap` of the `limit` calls of its window.
+    /// The `rateLimited` answer to a client that has started `cap` of the `limit` calls of its window while
+    /// others ask too (it tells a person why: alone they would not have been refused).
     static func shareError(seconds: Double, cap: Int, limit: Int) -> SearchError {
         let s = max(1, Int(seconds.rounded(.up)))
         return .rateLimited(
             retryAfterSeconds: s,
-            message: "You have used your share of GitHub's search budget (\(cap) of the \(limit) searches "
-                + "of this rate window); others can still search. Try again in \(s) second\(s == 1 ? "" : "s").")
+            message: "You have used your share of GitHub's search budget while others are searching too "
+                + "(\(cap) of the \(limit) searches of this rate window); the rest is left for them. "
+                + "Try again in \(s) second\(s == 1 ? "" : "s").")
     }
 
     static func limitedError(seconds: Double) -> SearchError {

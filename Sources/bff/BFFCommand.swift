@@ -68,7 +68,7 @@ struct BFFCommand: ParsableCommand {
     ) var trustedProxies = ""
     @Option(
         help:
-            "Largest share (0-1] of GitHub's rate window one client's uncached searches may take (cluster mode: counted over all nodes together)."
+            "Largest share (0-1] of GitHub's rate window one client's uncached searches may take while other clients search too: a client alone may use the whole window; the share binds from another client's uncached search until a window (60 s) after its last one (cluster mode: counted over all nodes together; 1: never)."
     )
     var upstreamClientShare = 0.5
     @Option(help: "Most open event streams per session (429 past it).") var maxStreamsPerSession = 4

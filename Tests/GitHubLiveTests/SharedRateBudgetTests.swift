@@ -75,7 +75,10 @@ final class SharedRateBudgetTests: XCTestCase {
         } catch let error as SearchError {
             XCTAssertEqual(error.retryAfterSeconds, 42)
             guard case .rateLimited(_, let message) = error else { return XCTFail("\(error)") }
-            XCTAssertTrue(message.hasPrefix("You have used your share of GitHub's search budget (15 of the 30"))
+            XCTAssertTrue(
+                message.hasPrefix(
+                    "You have used your share of GitHub's search budget while others are searching too (15 of the 30"),
+                message)
         } catch {
             XCTFail("\(error)")
         }

@@ -58,7 +58,8 @@ final class ClusterUpstreamSharing: UpstreamSharing {
 
 /// Cluster mode's `SharedRateBudget`: the gateway's limiter asks the cluster-wide `UpstreamBudget`
 /// (connected once the application, which owns the Redis connections, exists) before each call, charging
-/// it to the client (at most `clientShare` of a window's calls per client, counted on every node), and
+/// it to the client (at most `clientShare` of a window's calls per client while another client asks on
+/// any node, counted on every node), and
 /// corrects it with GitHub's answers. Fails open: while Redis is unreachable (or before `connect`) every
 /// call is admitted and only this node's limiter (its own per-client cap included) applies, so a Redis
 /// outage never stops search.
