@@ -107,7 +107,7 @@ extension Application {
     }
 
     /// `202 {"inputSeq":N}`, written straight into its bytes: the reply to every input, where a
-    /// `JSONObject` built only to be serialized cost more than the rest of the reply (callgrind, round 15).
+    /// `JSONObject` built only to be serialized cost more than the rest of the reply (docs/BENCHMARKS.md).
     static func accepted(inputSeq: Int) -> HTTPResponse {
         var body: [UInt8] = []
         body.reserveCapacity(32)

@@ -1,7 +1,7 @@
 /// The `Idempotency-Key`s one session saw within its window: each with the `inputSeq` it got and when.
 ///
 /// Keys leave when their window passes, not only when room is needed: a session that took a thousand
-/// keyed inputs held every one of them (~130 bytes each for the browser's 32-character keys) until it
+/// keyed inputs held every one of them (each a string and its bookkeeping) until it
 /// ended, long after the contract's five minutes. Keys arrive in time order (one session clock), so the
 /// oldest are at the front of `order` and expire from there: on each new key, and on the loop's periodic
 /// sweep (`LoopSessions.expireIdleSessions`), which frees the whole object once the last key expired.

@@ -24,7 +24,7 @@ final class LoopSessions: Sendable {
     /// Everything mutable, owned by `loop`.
     private struct State {
         var sessions: [String: Session] = [:]
-        /// The streams whose connections this loop hosts, each at its `hostedIndex` (8 bytes a stream
+        /// The streams whose connections this loop hosts, each at its `hostedIndex` (a word a stream
         /// instead of a dictionary's bucket; removal swaps the last one in).
         var hosted: [any HostedStream] = []
         var behind: [ObjectIdentifier: any HostedStream] = [:]

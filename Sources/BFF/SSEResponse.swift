@@ -134,7 +134,7 @@ protocol SessionEventSink: AnyObject {
 
 /// What feeds a `SessionEventSink` when no session of this process does (cluster mode's `ClusterStream`).
 /// A class, not a protocol, so that a sink keeps it in one word, and one object instead of two closures:
-/// ~200 bytes less per cluster stream (issue 20). The base does nothing; the cluster's stream overrides both.
+/// less memory per cluster stream. The base does nothing; the cluster's stream overrides both.
 class ExternalFeed {
     /// A fresh snapshot frame for a sink that fell behind (host loop; `done` may never run if none can be read).
     func snapshotFrame(_ done: @escaping ([UInt8]) -> Void) {}

@@ -12,8 +12,8 @@ import ViewModels
 /// Memory: one per session, so what every session has the same (history and rate bounds) is read from
 /// the configuration, cluster mode's custodian and the idempotency keys take a word each (no keys
 /// allocate nothing), the id and the ended flag are kept once (in `handle`), and the first
-/// stream needs no array. 168 bytes: the top of glibc's 176-byte chunk, so one more stored word costs every
-/// session 16 bytes (`MODE=single scripts/massif-streams.sh` shows it).
+/// stream needs no array. Its size sits at the top of a glibc malloc chunk, so one more stored word costs
+/// every session a whole size class (`MODE=single scripts/massif-streams.sh` shows it).
 final class Session {
     /// The session's id (kept once, in `handle`).
     var id: String { handle.id }
@@ -245,8 +245,8 @@ final class Session {
 
 /// Who takes a session's events and hears of its end instead of the session itself (cluster mode: the
 /// `OwnedSession` that runs it under a lease). One reference instead of two closures per session, and a
-/// class, not a protocol, so that the session keeps it in one word and without an out-of-line box (48
-/// bytes less per owned session, issue 20). The base does nothing; `OwnedSession` overrides both.
+/// class, not a protocol, so that the session keeps it in one word and without an out-of-line box (less
+/// memory per owned session). The base does nothing; `OwnedSession` overrides both.
 class SessionCustodian {
     /// An event the session emitted (owner loop).
     func sessionEmitted(viewModel: String, data: [UInt8], isSignal: Bool) {}

@@ -38,8 +38,8 @@ public struct ClusterKeys: Sendable, Equatable {
 
     /// Session `id`'s key `kind` (followed by `tail`: an idempotency key's own name) as a Redis argument,
     /// written once into its bytes: the same bytes as `RedisArg(session(id) + kind.rawValue + tail)`
-    /// without a `String` grown in between. The commit path builds four for every commit (issue 20,
-    /// round 14: interpolation and the copy cost it ~10,000 instructions per input).
+    /// without a `String` grown in between. The commit path builds four for every commit (interpolation
+    /// and the copy were a costly part of each input: docs/BENCHMARKS.md).
     public func arg(_ id: String, _ kind: SessionKey = .hash, _ tail: String = "") -> RedisArg {
         let count = prefix.utf8.count + id.utf8.count + kind.rawValue.utf8.count + tail.utf8.count + 5
         return RedisArg(
@@ -60,7 +60,7 @@ public struct ClusterKeys: Sendable, Equatable {
     }
     /// STRING "1", PX = lease TTL: lease holder `holder` (one loop of one node) is alive, for the sessions of
     /// one master: `tag` is a hash tag in a slot of that master (`liveTag`), so the scripts of that master's
-    /// sessions can read it. Every lease of the holder there is held while it exists (issue 20: one key per
+    /// sessions can read it. Every lease of the holder there is held while it exists (one key per
     /// loop and master renewed, not one lease per session).
     public func live(holder: String, tag: String) -> String { livePrefix(tag: tag) + holder }
     /// `live(holder:tag:)` without the holder: the scripts add the holder named in a session's lease.
@@ -68,7 +68,7 @@ public struct ClusterKeys: Sendable, Equatable {
     /// STRING "1", PX = 3 stream-check intervals: the loop `holder` streams sessions of one master (`tag` as
     /// for `live`). A member of a session's set of open streams (`streams`, named `<holder>/<n>`) counts
     /// while its loop's key on the session's master exists: one key per streaming loop and master renewed
-    /// once per check interval, not each session's members (issue 20, round 23).
+    /// once per check interval, not each session's members.
     public func streamLive(holder: String, tag: String) -> String { streamLivePrefix(tag: tag) + holder }
     /// `streamLive(holder:tag:)` without the holder: the scripts add the holder a member names.
     public func streamLivePrefix(tag: String) -> String { "\(prefix):slive:{\(tag)}:" }

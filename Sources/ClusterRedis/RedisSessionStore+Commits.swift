@@ -6,18 +6,18 @@ import RedisClient
 /// Group commit: the commits of one loop iteration go to Redis as one script call (`commitMany`) per master,
 /// and while a master has a batch of this loop's in flight, the commits that come meanwhile wait for its
 /// answer and then go together. Redis's cost per call (reading the command, the script's set-up, writing
-/// the reply: ~30 µs here, against ~15 µs for a commit's own work) is then shared by every commit of the
+/// the reply: more than a commit's own work) is then shared by every commit of the
 /// batch, and this node's by every input; at a low rate a commit goes out at the end of the iteration it
 /// was asked in (nothing waits for a timer), at a high rate the batches grow by themselves.
 ///
 /// Commit window (`--redis-commit-window`, off by default): at a rate where one node's commits do not
-/// overlap (each answered in ~150 µs, the next asked for 250–500 µs later) the batches above hold one commit
+/// overlap (each answered before the next is asked for) the batches above hold one commit
 /// each, and every commit pays Redis's cost per call. With a window, when this loop asked its previous
 /// commit of the same master less than a window ago (it commits there faster than one per window), a commit
 /// that would go alone waits up to one window for others, and they go together: it buys Redis CPU (and
-/// this node's) with latency, and only while the loop is busy. Measured at 2,000 inputs/s with 1 ms: 3.7
-/// commits per call, Redis −45 % and the node −26 % CPU per input, +1.9 ms input latency at the median
-/// (libevent's timers have millisecond steps and an idle vCPU wakes late; docs/BENCHMARKS.md, round 11).
+/// this node's) with latency, and only while the loop is busy; what it saved and the input latency it
+/// added are in docs/BENCHMARKS.md (more latency than the window itself: libevent's timers have
+/// millisecond steps and an idle vCPU wakes late).
 /// A commit after a quiet spell goes at once, as before; a full batch (`commitBatch`) goes at once; an
 /// acquisition, release or deletion of a session sends its master's held commits first
 /// (`sendCommitsBefore`).
@@ -32,10 +32,10 @@ extension RedisSessionStore {
     /// The most bytes of state and events in one call (a batch holds at least one commit).
     static let commitBatchBytes = 512 * 1024
     /// The most calls of this loop's waiting commits sent to one master at once; the rest wait until
-    /// they are answered. A burst (every session of a loop reacting to one upstream block: 17,000 commits)
-    /// went out as ~270 calls at once and, with the other work on the connection, past its bound
-    /// (`maxInFlight`): the calls beyond were refused and their sessions left the node ("commit failed",
-    /// issue 20, round 12). 16 calls hold up to 1,024 commits per round trip.
+    /// they are answered. A burst (every session of a loop reacting to one upstream block) went out as
+    /// hundreds of calls at once and, with the other work on the connection, past its bound
+    /// (`maxInFlight`): the calls beyond were refused and their sessions left the node ("commit failed").
+    /// 16 calls hold up to 1,024 commits per round trip.
     static let commitCallsAtOnce = 16
     /// How soon waiting commits are tried again when their connection was full (its `maxInFlight`
     /// outstanding): they wait, in order, instead of being refused.

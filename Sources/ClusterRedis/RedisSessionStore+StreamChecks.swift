@@ -4,11 +4,10 @@ import RedisClient
 /// Stream checks in batches: every streamed session is checked once per check interval (its streams'
 /// deadlines in the cluster-wide set, its keys' idle expiry, who holds its lease: a holder whose liveness
 /// key on the session's master is gone holds nothing). One call per session
-/// cost Redis a call's overhead (reading the command, the script's set-up, the reply) for each: 10,200
-/// calls a second at 102,000 streamed sessions. The checks a loop asks for in one iteration (a slice of its
-/// sessions) go to each master as calls of up to `streamCheckBatch` sessions (`renewStreamsMany`), each
-/// session answered for itself: 25 times fewer calls, a fifth less of Redis's CPU for idle streamed
-/// sessions (docs/BENCHMARKS.md, issue 20 round 13).
+/// cost Redis a call's overhead (reading the command, the script's set-up, the reply) for each. The checks
+/// a loop asks for in one iteration (a slice of its sessions) go to each master as calls of up to
+/// `streamCheckBatch` sessions (`renewStreamsMany`), each session answered for itself: far fewer calls,
+/// and less of Redis's CPU for idle streamed sessions (docs/BENCHMARKS.md).
 /// A batch over several slots of one master that Redis redirects (the slot map was out of date; nothing of
 /// it ran) is sent again one slot at a time, as commits and lease renewals are.
 extension RedisSessionStore {

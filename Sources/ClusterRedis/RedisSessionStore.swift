@@ -272,8 +272,8 @@ public final class RedisSessionStore: SessionStore, Sendable {
 
     /// A lease is held while its holder's liveness key on the session's master exists (`SessionScripts.acquire`):
     /// renewing leases is renewing that key, one `SET … GET` per holder, master and loop iteration, however
-    /// many leases a loop renews in it (issue 20: a renewal of each lease, every third of its TTL, was 30,600
-    /// a second at 102,000 sessions). A lease is lost only to someone who found its holder's key gone, so
+    /// many leases a loop renews in it (a renewal of each lease, every third of its TTL, grew Redis's work
+    /// with every session). A lease is lost only to someone who found its holder's key gone, so
     /// while the key was there every lease under it is still ours. When the `SET` finds the key missing (this
     /// loop or Redis paused past the TTL, a failover lost it, or it is the first), each lease under it is
     /// checked once (`renewMany`: its session still names it) for a lease TTL, within which every keeper
@@ -287,7 +287,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
             send: { [self] batch in
                 // A loop's leases have one holder, the loop: grouped only if another one shows up (a caller
                 // renewing for several holders through one store, as tests do). Grouping every renewal in
-                // a dictionary cost ~1,300 instructions a lease (issue 20, round 23).
+                // a dictionary was a large share of a renewal's cost (docs/BENCHMARKS.md).
                 let first = batch[0].lease.holder
                 guard batch.contains(where: { $0.lease.holder != first }) else {
                     return renewLive(batch, holder: first)
@@ -300,7 +300,7 @@ public final class RedisSessionStore: SessionStore, Sendable {
 
     /// Keeps `item` in `pending`: true for the first one of this loop iteration, whose caller then asks for
     /// them all to be sent (`sendAtIterationEnd`). The others cost an append: no closure is made for them
-    /// (~2 allocations a lease renewal, issue 20, round 23). Loop only.
+    /// (a closure's allocations on every lease renewal). Loop only.
     func queue<Item>(_ item: Item, in pending: LoopBound<[Item]>) -> Bool {
         if pending.value.isEmpty { pending.value.reserveCapacity(64) }
         pending.value.append(item)

@@ -159,7 +159,7 @@ enum SessionScripts {
     /// check): every script that counts the set (`admitStream`, `deleteIfUnused`) drops them first itself,
     /// so here it only keeps the set small, and a check without it costs Redis one command less. A holder's
     /// liveness key is looked at once per call, however many of its sessions the call checks (a loop's
-    /// streamed sessions are mostly run by a few loops). Issue 20, round 22. As in `renewMany`, the keys
+    /// streamed sessions are mostly run by a few loops). As in `renewMany`, the keys
     /// are arguments and every session is read first: one not served here fails the call with `CROSSSLOT`
     /// before any write (the caller sends it again per slot).
     static let renewStreamsMany = RedisScript(
@@ -262,7 +262,7 @@ enum SessionScripts {
     /// the caller sends the batch again one slot at a time.
     /// (Reading only the hash let a commit during `redis-cli --cluster reshard` write its event and
     /// `inputSeq`, then fail on its new idempotency key, "non local key": its keyed retry was applied a
-    /// second time. Issue 20, round 19. A single Redis or a Sentinel set moves no slot: no `EXISTS` there.)
+    /// second time. A single Redis or a Sentinel set moves no slot: no `EXISTS` there.)
     /// Each commit is fenced on its own: nothing of it happens unless its session's `fence` equals its token
     /// (one `HMGET` reads fence, seq and inputSeq; one `HSET` writes state, seq and the next inputSeq; a
     /// second commit of the same session in the batch sees the first one's), and a refused commit leaves the
@@ -271,8 +271,8 @@ enum SessionScripts {
     /// event; the channel has the session's hash tag, so the message stays in its slot and shard). The
     /// history is trimmed with `MAXLEN ~`: Redis drops whole nodes of the stream only, so it keeps at least
     /// the newest `history max` events and at most a node more (`stream-node-max-entries` 100, 4 KB);
-    /// exact trimming removed one entry from the oldest node per append, ~35,000 instructions, a quarter
-    /// of the whole commit (issue 20, round 12). `replay` answers as if it were exact. With
+    /// exact trimming removed one entry from the oldest node per append, a large share of the whole
+    /// commit (docs/BENCHMARKS.md). `replay` answers as if it were exact. With
     /// replica acks the caller publishes itself, once replicas hold the batch (no channel here). Returns one
     /// answer per commit: {inputSeq or -1, {ids as strings}}, or the error `GONE` or `FENCED` for that
     /// commit alone. A commit that does not renew the expiry leaves it as the last renewal set it; its

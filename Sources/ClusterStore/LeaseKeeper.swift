@@ -70,8 +70,8 @@ public final class LeaseKeeper {
     /// The store's answer to the last renewal that failed (nil once one succeeds): what an `unreachable`
     /// loss was about, for its log line.
     public private(set) var lastError: StoreError?
-    // The flags right after `lastError` (17 bytes): in its padding, so the object is 168 bytes usable
-    // instead of 184 (`malloc_usable_size` of the same layouts): one per owned session.
+    // The flags right after `lastError`: in its padding, so the object takes one malloc size class less
+    // (`malloc_usable_size` of the same layouts): one per owned session.
     /// A renewal is on its way (sent at `sentAt`); a tick meanwhile sends none, but sets `tickMissed`.
     private var inFlight = false
     private var tickMissed = false
@@ -152,7 +152,7 @@ public final class LeaseKeeper {
     /// Renewals keep their cadence from when they are sent, not from when they are answered: on a store
     /// that answers slowly (a loaded Redis, a starved loop), arming the next one only after the answer
     /// spaced renewals by `interval` plus the round trip, and a lease whose renewals took more than
-    /// TTL − interval was lost though every one succeeded (issue 20). At most one is in flight: a tick
+    /// TTL − interval was lost though every one succeeded. At most one is in flight: a tick
     /// while one is on its way sends none, and the answer sends the missed one at once.
     public func timerFired() {
         guard !done else { return }

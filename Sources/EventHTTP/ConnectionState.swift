@@ -4,7 +4,7 @@ import Glibc
 /// What the server tracks about one accepted connection: its evhttp connection, the request being
 /// handled, the request-read deadline and the early-close watch of a streaming response.
 ///
-/// The close watch costs no allocation (it was an `event` of its own, 144 bytes per stream): the
+/// The close watch costs no allocation (it was an `event` of its own per stream): the
 /// bufferevent keeps reading while the response streams, with evhttp's read callback off, so the
 /// peer's FIN or reset reaches evhttp's error callback, which frees the connection.
 ///
@@ -40,7 +40,7 @@ final class ConnectionState {
     /// (Loop-confined, never accessed re-entrantly: no dynamic exclusivity check per request.)
     @exclusivity(unchecked) private var framing: RequestFraming
     /// A request refused by `framing`: answered (problem JSON) and the connection closed once the
-    /// requests before it are answered. Out of line (a reference instead of ~32 bytes inline): rare.
+    /// requests before it are answered. Out of line (a reference instead of the whole value inline): rare.
     private var refused: Refused?
     /// The socket, as it was when the connection was attached (the key in `LoopHTTP.connections`).
     private(set) var fd: Int32 = -1
@@ -336,7 +336,7 @@ final class ConnectionState {
     /// writability only while bytes remain (the bufferevent then writes them as usual), and stops waiting
     /// once none do. Waiting with nothing to write, the loop's next poll would register the socket for
     /// `EPOLLOUT` (one `epoll_ctl`), report it writable with nothing to write, and unregister it (a second
-    /// `epoll_ctl`) — for each of 17,000 streams of a broadcast. Chunks are queued without asking for
+    /// `epoll_ctl`) — for each stream of a broadcast. Chunks are queued without asking for
     /// writability (`clibevent_stream_chunk`); evhttp's own way asks, and the ask is dropped here in the
     /// same loop iteration, so it never reaches epoll (`EPOLL_USE_CHANGELIST`).
     func waitToWriteOnlyIfPending() {

@@ -2,7 +2,7 @@ import Glibc
 
 /// The `Date` header value of this loop's responses (`HTTPDate.format`), formatted once per second
 /// instead of per response: evhttp formats one for every response that has none
-/// (`evutil_date_rfc1123`: `time`, `gmtime_r`, `snprintf`, ~3,400 instructions).
+/// (`evutil_date_rfc1123`: `time`, `gmtime_r`, `snprintf`).
 ///
 /// Threading: one per loop (`LoopHTTP`), used on that loop only.
 struct DateHeaderCache {

@@ -1,7 +1,7 @@
 /// How late a loop runs its timers, measured by one probe per loop, and how long it could not run over a
 /// span: a verdict on a peer's silence (a Redis connection that answered nothing for its time-out) should
-/// not count time in which this loop itself was starved of CPU or stopped (issue 20: on a host whose
-/// cores are saturated, loops ran their timers 1.2–1.6 s late just before such verdicts).
+/// not count time in which this loop itself was starved of CPU or stopped (on a host whose cores are
+/// saturated, loops ran their timers late by more than a time-out just before such verdicts).
 extension EventLoop {
     /// Starts a timer due every `seconds` that measures how long after its time it runs; hands each reading
     /// (seconds late, ≥ 0) to `report` (metrics, logs) and keeps the late ones for `lateness(since:)`. Loop

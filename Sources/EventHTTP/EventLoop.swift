@@ -171,7 +171,7 @@ public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
     /// for the periodic ticks, sweeps and slices, which repeat); any other duration is a plain timeval.
     /// libevent holds at most 256 queues per base and warns on every request past them ("Too many common
     /// timeouts already in use"): Redis command time-outs of every remaining length used to ask for
-    /// thousands (issue 20).
+    /// thousands.
     func timeout(_ seconds: Double) -> timeval {
         let ms = Int((seconds * 1000).rounded())
         if let tv = commonTimeouts[ms] { return tv }

@@ -120,7 +120,7 @@ extension StringProtocol {
 extension String {
     /// ASCII case-insensitive equality (header names). On every header lookup (a request's handler asks
     /// for several): compares the two strings' contiguous UTF-8 in place (a `zip` of their UTF-8 views
-    /// cost ~1,800 instructions a lookup).
+    /// cost far more per lookup).
     public func caseInsensitiveEquals(_ other: String) -> Bool {
         guard utf8.count == other.utf8.count else { return false }
         var a = self

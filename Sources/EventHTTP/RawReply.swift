@@ -110,7 +110,7 @@ enum RawReply {
     private enum Kind { case other, contentType, contentLength, evhttpOnly }
 
     /// By length first (most names differ in length from all four), then ASCII case-insensitively
-    /// on the bytes in place (`caseInsensitiveEquals` walks two UTF-8 views: ~900 instructions).
+    /// on the bytes in place (cheaper than `caseInsensitiveEquals`, which walks two UTF-8 views).
     private static func kind(of name: String) -> Kind {
         switch name.utf8.count {
         case 10: return named(name, "connection") ? .evhttpOnly : .other

@@ -37,8 +37,7 @@ final class ResponderCore {
     private(set) var streamClosed = false
     /// Who is told when the peer leaves a stream: a closure (`onClose`) or an object
     /// (`observeClose`). Dropped when the stream closes, so that an observer that holds the stream
-    /// forms no lasting cycle (kept, an observer's memory stayed allocated with every stream: issue
-    /// 10, item 9).
+    /// forms no lasting cycle (kept, an observer's memory stayed allocated with every stream).
     var closeObserver: CloseObserver?
     enum CloseObserver {
         case closure(() -> Void)

@@ -60,7 +60,7 @@ public final class GitHubSimulator: Sendable {
     private let initialFaults: SimFaults
     private let initialLimit: Int
 
-    /// Generates the corpus (about 50 ms for 5000 repositories) and sets the switches.
+    /// Generates the corpus (quick enough for every test to make its own) and sets the switches.
     public init(configuration: Configuration = Configuration()) {
         corpus = Corpus(seed: configuration.seed, count: configuration.repositories)
         token = configuration.token

@@ -290,7 +290,7 @@ struct JSONParser {
 
     /// The string of `utf8` if it is valid UTF-8, else nil (`String(validating:as:)`). ASCII, the usual
     /// case in keys and inputs, takes `String(decoding:)`: `String(validating:as:)` is generic and looks up
-    /// its metadata at run time, ~880 instructions a string (callgrind, issue 20 round 15).
+    /// its metadata at run time for every string (docs/BENCHMARKS.md).
     static func validatedString(_ utf8: UnsafeBufferPointer<UInt8>) -> String? {
         var high: UInt8 = 0
         for b in utf8 { high |= b }

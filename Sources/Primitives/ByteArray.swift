@@ -1,8 +1,8 @@
 /// A byte array of `count` bytes written in place by `fill` (which returns how many it wrote, at most
 /// `count`). Same bytes as `[UInt8](unsafeUninitializedCapacity:initializingWith:)`, which calls the
 /// standard library's unspecialized allocation: it looks up `_ContiguousArrayStorage<UInt8>`'s metadata
-/// at run time, ~370 instructions per array (callgrind, issue 20 round 15; a cluster node builds ~11 per
-/// input: Redis keys, arguments, the command). Small arrays are written on the stack and copied into
+/// at run time for every array (docs/BENCHMARKS.md; a cluster node builds several per input: Redis keys,
+/// arguments, the command). Small arrays are written on the stack and copied into
 /// an array made by the specialized path; large ones, where that copy would cost more, are not.
 @inlinable
 public func bytesWritten(count: Int, _ fill: (UnsafeMutableBufferPointer<UInt8>) -> Int) -> [UInt8] {

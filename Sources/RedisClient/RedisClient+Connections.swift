@@ -84,7 +84,7 @@ extension RedisClient {
     /// Fails the requests held for connection `id` whose deadline has passed. Each held request's timer
     /// calls this at its deadline; libevent's clock (coarse, cached) may run it a few milliseconds before
     /// that, and then none is due: it looks again at the earliest deadline, or that request would be held
-    /// past it until the connection changed (a stopped master's commands waited 1.67 s for a 1 s time-out).
+    /// past it until the connection changed (a stopped master's commands waited well past their time-out).
     func expireWaiters(of id: ObjectIdentifier) {
         guard let list = waiters[id] else { return }
         let now = monotonicNanos()

@@ -22,7 +22,7 @@ public final class RedisClientMetrics: Sendable {
         case probeFailures = "probe_failures"
         /// Commands whose `WAIT` saw fewer replicas than wanted.
         case replicaAckTimeouts = "replica_ack_timeouts"
-        /// Commands that timed out (each alone: issue 20).
+        /// Commands that timed out (each alone: the others on its connection keep waiting).
         case commandTimeouts = "command_timeouts"
         /// Commands refused at once because their connection had `maxInFlight` outstanding.
         case refused

@@ -23,13 +23,13 @@ public struct RedisConfiguration: Sendable, Equatable, CustomStringConvertible {
     /// on; a subscriber cannot `PING` (hiredis 0.14).
     public var healthCheckInterval: Double? = 1
     /// Commands a connection may have outstanding (sent, reply not yet come; timed-out ones included)
-    /// before `send` holds more (`maxQueued`). At ~20–50 µs per command on Redis, 1,024 queued
-    /// commands drain in well under the command time-out.
+    /// before `send` holds more (`maxQueued`). At Redis's time per command (docs/BENCHMARKS.md), 1,024
+    /// queued commands drain in well under the command time-out.
     public var maxInFlight = 1024
     /// Commands a connection holds, in order, while `maxInFlight` are outstanding: written as replies make
     /// room, each within the deadline it was asked with. Past these too `send` refuses with `.overloaded`.
-    /// A burst of completions that each send a command (3,000 deletes at once on one node: issue 20,
-    /// round 13) waits here instead of failing after its work began.
+    /// A burst of completions that each send a command (thousands of deletes at once on one node) waits
+    /// here instead of failing after its work began.
     public var maxQueued = 1024
 
     /// A configuration for `host:port`, database `database`.

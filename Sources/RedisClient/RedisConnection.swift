@@ -17,10 +17,10 @@ import Synchronization
 ///   `PING`; the connection is `ready` when `PING` answers.
 /// - Every command has its own time-out (hiredis 0.14 has none): a deadline, checked by one timer per
 ///   connection armed for the earliest deadline of the commands waiting (`checkDeadlines`; a timer per
-///   command cost an allocation, `event_new`, `event_add` and `event_free`, ~2,500 instructions per
-///   command: callgrind, issue 20). On time-out the command alone fails with `.timeout`; its late reply
-///   is dropped when it comes (replies come in order, matched by id). The commands behind it keep
-///   waiting for their own replies and time-outs: one slow command never fails the others (issue 20).
+///   command cost an allocation, `event_new`, `event_add` and `event_free` for every command, far more
+///   than one per connection: docs/BENCHMARKS.md). On time-out the command alone fails with `.timeout`;
+///   its late reply is dropped when it comes (replies come in order, matched by id). The commands behind
+///   it keep waiting for their own replies and time-outs: one slow command never fails the others.
 ///   Neither a time-out nor a stall is declared while replies wait unread in the socket
 ///   (`chiredis_unread_bytes`): Redis answered, this loop was busy.
 /// - A connection that makes no progress at all (no reply to anything) for a whole `stallTimeout` while
@@ -29,7 +29,7 @@ import Synchronization
 ///   new connection would only fail the commands waiting. It is dropped and re-made when the path is gone
 ///   (not established, or bytes sent again with no ACK for the limit), when it stays silent for
 ///   `RedisPath.keptSilenceLimits` limits (a proxy in front of a dead Redis acknowledges for it), or when the
-///   socket fails. The first reply ends the silence (issue 20, round 20).
+///   socket fails. The first reply ends the silence.
 /// - At most `configuration.maxInFlight` commands (timed-out ones whose reply has not come yet
 ///   included) are outstanding; past that `send` holds commands, in order, up to `maxQueued`, and writes
 ///   them as replies make room (a held command whose deadline passes fails with `.timeout`, never sent);
@@ -650,12 +650,12 @@ public final class RedisConnection: @unchecked Sendable {
 /// `args` as one RESP command (`*N`, then `$len` and the bytes of each argument), the form hiredis
 /// would build; handed to `redisAsyncFormattedCommand`. Written here in one reserved buffer: hiredis's own
 /// formatting (`redisAsyncCommandArgv`: an argv copy, then `sdscatfmt` per argument) and a key path in
-/// the argv copy cost ~40 % of a cluster node's instructions per input (callgrind, issue 12).
+/// the argv copy were a large share of a cluster node's work per input (docs/BENCHMARKS.md).
 /// A NUL byte follows the command (not part of it, not counted by callers): hiredis scans the arguments
 /// of (un)subscribe commands with `strchr`, which stops only at a NUL (its own formatter leaves one there).
 func respCommand(_ args: [RedisArg]) -> [UInt8] {
-    // The exact size first, then every byte written in place: one allocation, no per-byte appends (a
-    // commit of 14 arguments cost ~11,000 instructions appending byte by byte; callgrind, issue 20).
+    // The exact size first, then every byte written in place: one allocation, no per-byte appends
+    // (appending byte by byte made a commit's command costly to build: docs/BENCHMARKS.md).
     var size = 1 + decimalDigits(UInt(args.count)) + 2 + 1
     for a in args { size += 1 + decimalDigits(UInt(a.bytes.count)) + 2 + a.bytes.count + 2 }
     return bytesWritten(count: size) { buffer in

@@ -9,8 +9,8 @@ public enum RedisLane: Sendable, Hashable {
     case replicated
     /// Lease renewals: a few batched calls per second, each due within the lease's TTL. On
     /// the command connection they waited behind every command the admitted work issued (a reconnect
-    /// storm: a thousand outstanding, `.overloaded` refusals, time-outs) and sessions were lost for it
-    /// (issue 20); here nothing else is queued in front of them. Only commands whose order against the
+    /// storm: a thousand outstanding, `.overloaded` refusals, time-outs) and sessions were lost for it;
+    /// here nothing else is queued in front of them. Only commands whose order against the
     /// command connection's does not matter belong here: a renewal changes nothing but a lease's expiry, and
     /// only while the lease is still the one it names.
     case leases

@@ -1,11 +1,10 @@
 import CHiredis
 
 /// What the kernel knows of the TCP path under a Redis connection that has answered nothing for its stall
-/// limit while commands waited: it tells a Redis that is slow or stopped from a path that is gone
-/// (issue 20, round 20).
+/// limit while commands waited: it tells a Redis that is slow or stopped from a path that is gone.
 ///
 /// Redis's host acknowledges every byte it receives whatever Redis itself is doing: a busy script, a burst
-/// of 100,000 deletes from six nodes, `SIGSTOP`. A new connection would reach that same Redis, so a reset
+/// of deletes from many nodes, `SIGSTOP`. A new connection would reach that same Redis, so a reset
 /// only fails the commands that were waiting for it. A path is gone when the connection is no longer
 /// established or a segment was sent again and again with no ACK for the whole limit (a cut link, a host
 /// that is gone). `RedisConnection.checkStall` resets the connection then, and keeps it (silent) otherwise.

@@ -15,8 +15,7 @@ import Synchronization
 /// told apart by their kind. When a command's confirmation does not come within the command time-out
 /// and nothing else came meanwhile either, the connection is dropped and made again only if its TCP path
 /// is gone (`RedisPath`) or the silence lasts `RedisPath.keptSilenceLimits` limits: a Redis that is
-/// slow or stopped, whose host still acknowledges, keeps the connection, as it keeps a `RedisConnection`
-/// (issue 20, round 20).
+/// slow or stopped, whose host still acknowledges, keeps the connection, as it keeps a `RedisConnection`.
 ///
 /// Threading: loop-bound. Everything but `state` on `loop`'s thread; callbacks run there.
 // Unchecked: hiredis's callback context in raw mode (`Unmanaged` in its C read and connect callbacks);
@@ -222,7 +221,7 @@ final class RedisPubSubConnection: @unchecked Sendable {
     /// The confirmation `id` did not come within `limit`. The connection is dropped (and made again) only
     /// when nothing at all came for `limit` while it waited: a confirmation behind thousands of others
     /// (a resubscribe after a failover) on a busy Redis is slow, not lost, and dropping the connection
-    /// would send them all again (issue 20's cascade). Otherwise checked again once `limit` has passed
+    /// would send them all again (a cascade of resubscribes). Otherwise checked again once `limit` has passed
     /// without a reply.
     /// The check was due at `due` (monotonic ns): one run long after that, or after the loop was starved
     /// within the silence, follows a pause, and waits a grace before dropping (`UnreadReplies.pauseGrace`),

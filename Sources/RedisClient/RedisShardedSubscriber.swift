@@ -97,8 +97,8 @@ public final class RedisShardedSubscriber: Sendable {
     }
 
     /// The subscriptions not confirmed (pending or sent), kept as their stage changes: `problems` looks at
-    /// these, not at every subscription (a node subscribes a channel per streamed session; walking 17,000
-    /// of them up to 14 times a second for health was most of an idle loop's work). Loop thread only.
+    /// these, not at every subscription (a node subscribes a channel per streamed session; walking all of
+    /// them several times a second for health was most of an idle loop's work). Loop thread only.
     final class Waiting {
         var subscriptions: [ObjectIdentifier: Subscription] = [:]
     }
@@ -274,7 +274,7 @@ public final class RedisShardedSubscriber: Sendable {
         subscriptions[key] = sub
         guard !closed else { return }
         // This one only: `reconcile` walks every subscription, and a node subscribes a channel per session
-        // and per streamed session (17,000 a node made that O(n²): a loop busy for minutes, issue 20).
+        // and per streamed session (a walk for each made subscribing them all O(n²)).
         place(sub)
         updateHealth(soon: true)
     }

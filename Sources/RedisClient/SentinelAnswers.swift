@@ -11,7 +11,7 @@
 ///   address, so it can report the old master at the new epoch; and after a `+switch-master`, which
 ///   carries no epoch, a sentinel that has not heard of the failover reports the old master at the old
 ///   one. Either, believed, sent the client back to the dead master and then forward again (three
-///   failovers counted for one, `RedisSentinelTests`, issue 20 round 14). A failover back to it raises
+///   failovers counted for one, `RedisSentinelTests`). A failover back to it raises
 ///   the epoch again, and a `+switch-master` naming it is always believed.
 ///
 /// Threading: a value; the locator keeps it on its loop.

@@ -3,7 +3,7 @@ import Glibc
 
 /// A real Redis Cluster for tests: `masters` × (1 + `replicasPerMaster`) `redis-server --cluster-enabled
 /// yes` on free loopback ports (bus ports chosen too: `--cluster-port`), `--cluster-node-timeout 1000`
-/// (a master's `kill -9` is replaced in ~2.5 s), `cluster-require-full-coverage no` (the other shards
+/// (a master's `kill -9` is replaced within seconds), `cluster-require-full-coverage no` (the other shards
 /// serve while one is replaced), `repl-diskless-sync-delay 0` (a restarted node is a working replica again
 /// in a fraction of a second, not after Redis's default 5 s wait for more replicas), joined with
 /// `redis-cli --cluster create … --cluster-replicas N`.

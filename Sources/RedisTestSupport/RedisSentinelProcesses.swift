@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 
 /// A real Redis Sentinel set for tests: a master, a replica, and three `redis-server --sentinel`
-/// (quorum 2, `down-after-milliseconds 1000`: a master's `kill -9` is replaced in ~2.3 s), all on free
+/// (quorum 2, `down-after-milliseconds 1000`: a master's `kill -9` is replaced within seconds), all on free
 /// loopback ports; the data nodes with `repl-diskless-sync-delay 0` (a restarted node is a working
 /// replica again at once). `init` returns once the replica's link is up and every sentinel knows the other
 /// two and the replica (a failover needs both). Config files live in a temporary directory removed by

@@ -33,7 +33,7 @@ public struct SearchFeature<Searcher: RepositorySearching>: ViewModelFeature {
     /// The time effects read and wait for.
     public var clock: any SearchClock { clockBox.clock }
     /// The clock out of line: the feature is stored in every session's `search` store, and the
-    /// existential is 40 bytes inline; every feature on the system clock shares one box.
+    /// existential is large inline; every feature on the system clock shares one box.
     private let clockBox: SearchClockBox
 
     /// The id of the search effect: a new search cancels the one in flight.

@@ -10,7 +10,7 @@ import GitHubSearch
 ///
 /// Memory: one `search` state lives in every session, and many sessions never search. The fields that
 /// stay nil until a search (the search shown) or are set only for a while (the error, the rate-limit
-/// time, the request under way): about 130 bytes inline, live out of line in one copy-on-write box that
+/// time, the request under way): most of the state's size inline, live out of line in one copy-on-write box that
 /// exists only while one of them is set; the rest is ordered so that the bytes pack without padding.
 ///
 /// Threading: a value; the box is never changed while shared, so copies may go to any thread.

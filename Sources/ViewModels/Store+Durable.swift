@@ -127,7 +127,7 @@ extension Store {
         out.reserveCapacity(64)
         out.append(UInt8(ascii: "{"))
         var first = true
-        for output in outputs {  // not `enumerated()`: in unspecialized code each step cost ~1,500 instructions
+        for output in outputs {  // not `enumerated()`: in unspecialized code each of its steps is costly
             if !first { out.append(UInt8(ascii: ",")) }
             first = false
             JSONValue.writeString(output.name, into: &out)

@@ -33,7 +33,7 @@ public protocol ViewModelFeature: Sendable {
 
     /// `state` as the JSON text stored for it, written by hand, or nil (the default) for `JSONEncoder`'s.
     /// For a state that changes on almost every input (cluster mode stores it on each commit; `JSONEncoder`
-    /// costs ~17,000 instructions for the greeting's two strings). Must parse to the value `JSONEncoder`
+    /// is costly even for the greeting's two strings). Must parse to the value `JSONEncoder`
     /// writes for `state` (a test per feature checks it), so either reader restores it.
     func durableJSON(_ state: State) -> [UInt8]?
 

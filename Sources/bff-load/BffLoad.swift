@@ -144,8 +144,8 @@ extension BffLoad {
                 While the streams are held and the broadcast is read: seconds to sleep after each batch of socket \
                 events before waiting for more (0: none). Sockets that become readable meanwhile are read in one \
                 batch without a wake-up each. On loopback the server's write pays the reader's wake-up: with one \
-                loader and one server on a host, 0.001 cut the server's CPU per stream and broadcast by ~17 % \
-                (docs/BENCHMARKS.md, round 24). Every event is then seen up to this much later (and the \
+                loader and one server on a host, 0.001 cut the server's CPU per stream and broadcast \
+                (docs/BENCHMARKS.md). Every event is then seen up to this much later (and the \
                 broadcast's times include it).
                 """) var readBatch = 0.0
 

@@ -16,8 +16,8 @@ import RedisClient
 /// its replica: the channels stay; a new master (a reshard to a new node) gets them when the topology
 /// changes.
 ///
-/// The input channels are the holder's, not the session's: a node runs 17,000 sessions a loop on a few
-/// subscriptions, not one per session (each cost ~300 B of the node's memory, a `SSUBSCRIBE` and a
+/// The input channels are the holder's, not the session's: a node runs thousands of sessions a loop on a few
+/// subscriptions, not one per session (each cost memory on the node, a `SSUBSCRIBE` and a
 /// `SUNSUBSCRIBE` per session, and as many to send again after a failover). An input for a session the
 /// holder no longer runs is answered `moved`, and its sender asks Redis who runs it now.
 ///

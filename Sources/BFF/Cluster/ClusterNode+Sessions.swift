@@ -88,7 +88,7 @@ extension ClusterNode {
         state.value.heldElsewhere[session.id] = nil
         let store = stores[owner.loop.index]
         // The session keeps `owned` (and `owned` the session) until it ends: `Session.end` lets it go. One
-        // reference, no closure per session (issue 20: everything made here is kept as long as the session runs).
+        // reference, no closure per session (everything made here is kept as long as the session runs).
         session.custodian = owned
         // Renewals run in the loop's ~0.1 s slices (at most 0.1 s late: TTL/3 leaves two thirds of the
         // TTL): those of one slice are one round trip. One `LeaseKeeping` per loop: what every keeper shares.
@@ -290,7 +290,7 @@ extension ClusterNode {
     /// session over from the store less than an idempotency window ago (an earlier run's keys are there, not
     /// here), or the session forgot a key of the window to make room (`Session.remembersEveryRecentKey`).
     /// Otherwise this run has seen every key the store could hold: a browser's inputs (each with its key)
-    /// cost one round trip, the commit, instead of two (issue 20, round 19).
+    /// cost one round trip, the commit, instead of two.
     func applyInput(_ owned: OwnedSession, _ input: SessionInput, reply: @escaping (InputResult) -> Void) {
         let s = owned.session
         let now = env.now()
@@ -344,7 +344,7 @@ extension ClusterNode {
     {
         guard let owner = owner(of: id) else { return reply(.failure(.notFound)) }
         owner.loop.runOrExecute {
-            // Before any work, as for creations and streams: a burst of deletes (3,000 at once on one node)
+            // Before any work, as for creations and streams: a burst of deletes (thousands at once on a node)
             // put the connection past its bound, and the commits of their `end` events were refused.
             guard self.admits(key: self.keys.session(id), at: owner.loop.index) else { return reply(.failure(.busy)) }
             self.withOwned(

@@ -156,8 +156,8 @@ final class ClusterNode: SessionBackend {
 
     /// The shared `status` is one value for the cluster, applied by every node from the status board:
     /// it reaches each stream from the node that hosts it, as an event without an id, and is never
-    /// committed per session (a broadcast costs Redis nothing per session; committing it in each of
-    /// 17,000 sessions of a node took seconds and failed). A stream resumed from a replay gets the
+    /// committed per session (a broadcast costs Redis nothing per session; committing it in every
+    /// session of a node was slow and failed). A stream resumed from a replay gets the
     /// current status after it (`ClusterStream`), and every snapshot carries it, so clients converge.
     func statusChanged(_ data: [UInt8], isSignal: Bool, on loop: LoopSessions) {
         loop.broadcastToHostedStreams(SSEFrame.event(id: nil, name: "status", data: data))
@@ -169,8 +169,8 @@ final class ClusterNode: SessionBackend {
 
     /// The streamed sessions of a loop are checked in this many slices, one slice every
     /// `streamedCheckInterval / streamedCheckSlices` (about 0.1 s), each session in its own slice
-    /// (`StreamedSession.slot`): still once per interval each, but never all at once. 2,000 sessions checked
-    /// together stalled the loop and Redis for ~80 ms every interval (docs/BENCHMARKS.md, round 6).
+    /// (`StreamedSession.slot`): still once per interval each, but never all at once. Thousands of sessions
+    /// checked together stalled the loop and Redis every interval (docs/BENCHMARKS.md).
     let streamedCheckSlices: Int
 
     /// A streamed session's check renews its keys' idle expiry on every this-many passes over the slices
@@ -299,8 +299,8 @@ struct ClusterLoopState {
     /// which keep `fedSlices` in step.
     private(set) var fed: [String: StreamedSession] = [:]
     /// The sessions of `fed` by the slice of the periodic check they are in (`StreamedSession.slot`): a
-    /// slice's check visits its own sessions, not every session streamed on the loop (17,000 sessions,
-    /// 100 slices: 170 a slice, where walking `fed` visited all 17,000 ten times a second).
+    /// slice's check visits its own sessions, not every session streamed on the loop (walking `fed` visited
+    /// every one of them at every slice).
     private(set) var fedSlices: [[StreamedSession]] = []
     /// Inputs forwarded from this loop to other nodes, waiting for their answers.
     var forwards: [Int: PendingForward] = [:]
@@ -493,7 +493,7 @@ final class StreamedSession {
     /// The slice of the loop's periodic check this session is checked in (`ClusterNode.streamedCheckSlices`).
     let slot: Int
     /// Never empty while the session is in `fed` (it leaves with its last stream); each knows the session's id.
-    /// The first inline: most sessions have one stream on a loop, and an array of one is 48 bytes more.
+    /// The first inline: most sessions have one stream on a loop, and an array of one is an allocation more.
     var streams = InlineFirstList<ClusterStream>()
     var subscribed = false
     /// Fed by the commits of this very loop, which runs the session (no subscription to its channel):
@@ -505,7 +505,7 @@ final class StreamedSession {
     /// (`ClusterNode.startOrphanChecks`). In the padding after the two flags, as `sliceIndex`.
     var holder: UInt16 = 0
     /// Its place in its slice's array (`ClusterLoopState.fedSlices`); -1 when in none. 32 bits, after the two
-    /// flags: in the padding the object had (17,000 of them a loop), no byte more per session.
+    /// flags: in the padding the object had, no byte more per session.
     var sliceIndex: Int32 = -1
 
     init(slot: Int) { self.slot = slot }

@@ -26,7 +26,7 @@ public struct ClusterSettings: Sendable {
     /// New work (a session created, a stream opened) is refused at once with `503` + `Retry-After` while
     /// this many commands wait on the loop's connection to the master it needs: half of what a connection
     /// takes (`maxInFlight`), so the work already admitted (lease renewals, commits, stream renewals)
-    /// keeps room and does not time out behind a flood of new work (issue 20).
+    /// keeps room and does not time out behind a flood of new work.
     public var admissionInFlight = RedisConfiguration().maxInFlight / 2
     /// Seconds a commit may wait for others of its loop to the same master, to go to Redis in one call
     /// (`--redis-commit-window`; 0: never). Only while the loop commits there more often than once per

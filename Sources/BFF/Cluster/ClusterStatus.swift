@@ -18,7 +18,7 @@ import Synchronization
 /// report. On (re)subscription the latest value is read and applied unless it is a block already over;
 /// a read that fails (Redis slow or unreachable) is tried again every `catchUpRetry` seconds until one
 /// answers or a later subscription reads instead, so a post announced while the subscription was down
-/// still reaches this node (issue 20, round 20).
+/// still reaches this node.
 ///
 /// A block ends by itself: applying a reachable status with a `blockedUntil` arms a timer that applies
 /// "reachable, no message" (the rate limit kept) at that time, unless another post was applied

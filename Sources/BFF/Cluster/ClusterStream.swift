@@ -12,11 +12,10 @@ import RedisClient
 /// Threading: host loop only.
 final class ClusterStream: ExternalFeed {
     let stream: any SessionEventSink
-    /// The session's id, as its sink keeps it (not a second copy: 16 bytes, a malloc size class, per stream).
+    /// The session's id, as its sink keeps it (not a second copy: a malloc size class per stream).
     var sessionID: String { stream.sessionID }
     /// This stream's number on its loop: its name in the session's cluster-wide set of open streams
-    /// (`SessionStore.admitStream`) is `member`, made when needed (17,000 streams a loop kept a 40-byte
-    /// string each).
+    /// (`SessionStore.admitStream`) is `member`, made when needed, not kept (a string on every stream).
     let memberNumber: Int
     private var catchUp: StreamCatchUp
     /// True until the first snapshot was written, for a client without `Last-Event-ID`.
@@ -27,8 +26,8 @@ final class ClusterStream: ExternalFeed {
     /// A resumed stream whose replay was empty owes its client the current status (not in the history:
     /// `ClusterNode.statusChanged`): it follows the stream's first event, never comes before it.
     private var statusOwed = false
-    // `ended` beside the other flags and `behindAt` without an optional's extra byte: 136 bytes instead of
-    // 145, one allocation size class (16 bytes) less per cluster stream.
+    // `ended` beside the other flags and `behindAt` without an optional's extra byte: one allocation size
+    // class less per cluster stream.
     private var ended = false
     /// Answers the request when the stream cannot start (until it starts).
     private var refuse: ((SessionFailure) -> Void)?
