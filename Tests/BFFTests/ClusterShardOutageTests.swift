@@ -99,7 +99,9 @@ class ClusterShardOutageTests: ClusterTestCase {
         let killedAt = MonotonicClock.now()
         try XCTUnwrap(cluster.node(port: port)).kill()
         while MonotonicClock.now() - killedAt < 20 {
-            if let m = cluster.masterPort(ofSlot: slot), m != port { return (killedAt, MonotonicClock.now() - killedAt) }
+            if let m = cluster.masterPort(ofSlot: slot), m != port {
+                return (killedAt, MonotonicClock.now() - killedAt)
+            }
             usleep(30_000)
         }
         throw DeploymentError("Redis did not fail master \(port) over")
@@ -242,8 +244,9 @@ final class ClusterShardOutageOnSentinelTests: ClusterShardOutageTests {
         defer { stop(d) }
         let set = try SharedRedis.sentinel()
         let sessions = try (0..<4).map { _ in
-            try XCTUnwrap(JSONValue.parse(WireConnection.post(port: d.port, path: "/api/sessions", body: []).body)["id"]?
-                .stringValue)
+            try XCTUnwrap(
+                JSONValue.parse(WireConnection.post(port: d.port, path: "/api/sessions", body: []).body)["id"]?
+                    .stringValue)
         }
         let load = InputLoad(sessions: sessions.map { ($0, "127.0.0.1", d.port) })
         let page = Poller(port: d.port, path: "/")

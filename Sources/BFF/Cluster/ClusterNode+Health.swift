@@ -115,7 +115,8 @@ final class RedisHealthMetrics: Sendable {
             for master in Set(meters.keys).union(short.keys) {
                 let meter =
                     meters[master]
-                    ?? Meter(label: "bff_redis_master_missing_replicas", dimensions: [("master", master)], factory: factory)
+                    ?? Meter(
+                        label: "bff_redis_master_missing_replicas", dimensions: [("master", master)], factory: factory)
                 meters[master] = meter
                 meter.set(short[master].map { wanted - $0 } ?? 0)
             }
