@@ -77,7 +77,7 @@ final class ClusterBroadcastTests: ClusterTestCase {
     }
 
     /// A client that comes back with `Last-Event-ID` after a status change it missed converges: the
-    /// replay is followed by the current status (the status is not in the sessions' history).
+    /// replay comes first, then the current status (the status is not in the sessions' history).
     func testAResumedStreamGetsTheCurrentStatusAfterItsReplay() throws {
         let a = try node("a")
         let id = try a.createSession()
@@ -86,17 +86,46 @@ final class ClusterBroadcastTests: ClusterTestCase {
         XCTAssertEqual(try name(a, id, "ann").status, 202)
         let last = try XCTUnwrap(r.next(until: "greeting").last?.id)
         c.close()
-        let status = #"{"reachable": false, "message": "down for a while"}"#
-        _ = try WireConnection(port: a.port).request(
-            "POST", "/api/_test/status", headers: [("Content-Type", "application/json")], body: Array(status.utf8))
-        // The hook answers once the status is posted to Redis; the node applies it when Redis announces it.
-        try waitUntil("the status applied on the node", within: 5) {
-            try a.state(id)["viewModels"]?["status"]?["message"] == "down for a while"
-        }
+        try postStatus("down for a while", to: a, session: id)
+        XCTAssertEqual(try greet(a, id).status, 202)
         let (_, resumed) = try a.stream(id, lastEventID: last)
+        let replayed = try XCTUnwrap(resumed.next())
+        XCTAssertEqual(replayed.event, "greeting", "the replay is the stream's first event")
+        XCTAssertEqual(try JSONValue.parse(replayed.data)["outputs"]?["label"], "Hello, ANN!")
         let e = try XCTUnwrap(resumed.next())
         XCTAssertEqual(e.event, "status")
         XCTAssertEqual(try JSONValue.parse(e.data)["outputs"]?["message"], "down for a while")
-        XCTAssertEqual(try a.state(id)["viewModels"]?["status"]?["message"], "down for a while")
+    }
+
+    /// Resumed with nothing to replay, a stream's first event is still the session's next event, never a
+    /// status: the status it missed follows that event.
+    func testAResumedStreamWithNothingToReplayGetsTheStatusAfterItsFirstEvent() throws {
+        let a = try node("a")
+        let id = try a.createSession()
+        let (c, r) = try a.stream(id)
+        _ = try r.next()
+        XCTAssertEqual(try name(a, id, "ann").status, 202)
+        let last = try XCTUnwrap(r.next(until: "greeting").last?.id)
+        c.close()
+        try postStatus("down for a while", to: a, session: id)
+        let (_, resumed) = try a.stream(id, lastEventID: last)
+        XCTAssertEqual(try greet(a, id).status, 202)
+        let first = try XCTUnwrap(resumed.next())
+        XCTAssertEqual(first.event, "greeting")
+        XCTAssertEqual(try JSONValue.parse(first.data)["outputs"]?["label"], "Hello, ANN!")
+        let e = try XCTUnwrap(resumed.next())
+        XCTAssertEqual(e.event, "status")
+        XCTAssertEqual(try JSONValue.parse(e.data)["outputs"]?["message"], "down for a while")
+    }
+
+    /// Posts a status through the test hook and waits until `node` applied it (the hook answers once the
+    /// status is posted to Redis; the node applies it when Redis announces it).
+    private func postStatus(_ message: String, to node: LiveApp, session id: String) throws {
+        let status = #"{"reachable": false, "message": "\#(message)"}"#
+        _ = try WireConnection(port: node.port).request(
+            "POST", "/api/_test/status", headers: [("Content-Type", "application/json")], body: Array(status.utf8))
+        try waitUntil("the status applied on the node", within: 5) {
+            try node.state(id)["viewModels"]?["status"]?["message"] == .string(message)
+        }
     }
 }

@@ -66,11 +66,11 @@ final class ClusterHAProxyRoutingTests: XCTestCase {
         }
     }
 
-    /// HAProxy's view of `server` in backend bff_sessions ("UP", "DOWN", "UP 1/2" while going down…),
-    /// from its stats CSV.
-    private func serverStatus(stats: Int, _ server: String) -> String? {
+    /// HAProxy's view of `server` in `backend` ("UP", "DOWN", "UP 1/2" while going down…), from its
+    /// stats CSV.
+    private func serverStatus(stats: Int, _ server: String, backend: String = "bff_sessions") -> String? {
         guard let csv = try? WireConnection.get(port: stats, path: "/;csv").text else { return nil }
-        for line in csv.split(separator: "\n") where line.hasPrefix("bff_sessions,\(server),") {
+        for line in csv.split(separator: "\n") where line.hasPrefix("\(backend),\(server),") {
             return String(line.split(separator: ",", omittingEmptySubsequences: false)[17])
         }
         return nil
@@ -121,6 +121,10 @@ final class ClusterHAProxyRoutingTests: XCTestCase {
             }.reduce(0, +)
         }
 
+        // Every node in rotation first (HAProxy serves once one is): else all creations go to the first up.
+        try waitFor("every node in rotation", within: 10) {
+            ["node1", "node2", "node3"].allSatisfy { serverStatus(stats: stats, $0) == "UP" }
+        }
         // Sessions created through HAProxy (least busy node), each with a stream and inputs through it.
         var sessions: [String] = []
         var streams: [(WireConnection, EventStreamReader)] = []
@@ -180,7 +184,7 @@ final class ClusterHAProxyRoutingTests: XCTestCase {
         let redis = try RedisServerProcess()
         defer { redis.kill() }
         let port = ChildProcess.freePort()
-        _ = try startNode(redis: redis, name: "only", port: port)
+        let node = try startNode(redis: redis, name: "only", port: port)
         let (_, hp, stats) = try startHAProxy(nodes: [port, port, port])
         redis.kill()  // every node turns unready (/readyz 503); HAProxy takes them out of rotation
         try waitFor("every node out of rotation", within: 10) {
@@ -202,7 +206,16 @@ final class ClusterHAProxyRoutingTests: XCTestCase {
             XCTAssertEqual(
                 problem["detail"]?.stringValue?.hasPrefix("no bff node is available"), true, "\(method) \(path)")
         }
-        // Other paths (the page itself) keep HAProxy's own answer.
+        // The page needs no Redis: a running node serves it all the same.
+        let served = try WireConnection.get(port: hp, path: "/")
+        XCTAssertEqual(served.status, 200, "the page while Redis is gone")
+        XCTAssertEqual(served.header("Content-Type")?.hasPrefix("text/html"), true)
+        // With no node running at all, paths outside /api/ keep HAProxy's own answer.
+        node.send(SIGKILL)
+        _ = node.waitForExit(timeout: 5)
+        try waitFor("the node out of rotation for the page", within: 10) {
+            ["node1", "node2", "node3"].allSatisfy { serverStatus(stats: stats, $0, backend: "bff_any") == "DOWN" }
+        }
         let page = try WireConnection.get(port: hp, path: "/")
         XCTAssertEqual(page.status, 503)
         XCTAssertNotEqual(page.header("Content-Type"), "application/problem+json")
