@@ -45,11 +45,14 @@ let package = Package(
         .target(name: "JSON"),
         .target(name: "GitHubSearch"),
 
-        // MARK: HTTP over libevent (the only importer of CLibevent)
+        // MARK: Event loops on libevent (one event_base per thread), below HTTP and Redis
+        .target(name: "EventLoop", dependencies: ["CLibevent", "Primitives"]),
+
+        // MARK: HTTP over libevent's evhttp
         .target(
             name: "EventHTTP",
             dependencies: [
-                "CLibevent", "JSON", "Primitives",
+                "CLibevent", "EventLoop", "JSON", "Primitives",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
@@ -58,10 +61,10 @@ let package = Package(
         // MARK: Redis on the event loops (the only importer of CHiredis), and cluster-mode building blocks
         .target(
             name: "RedisClient",
-            dependencies: ["CHiredis", "EventHTTP", "Primitives", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CHiredis", "EventLoop", "Primitives", .product(name: "Logging", package: "swift-log")]
         ),
         .target(name: "ClusterStore", dependencies: ["Primitives"]),
-        .target(name: "ClusterRedis", dependencies: ["ClusterStore", "RedisClient", "EventHTTP", "Primitives"]),
+        .target(name: "ClusterRedis", dependencies: ["ClusterStore", "RedisClient", "EventLoop", "Primitives"]),
 
         // MARK: View models (know nothing of HTTP or GitHub's wire format)
         .target(name: "ViewModels", dependencies: ["JSON", "GitHubSearch"]),
@@ -123,11 +126,12 @@ let package = Package(
             name: "EventHTTPTests",
             dependencies: ["EventHTTP", "WireClient", "JSON", .product(name: "Logging", package: "swift-log")]
         ),
-        .target(name: "RedisTestSupport", dependencies: ["RedisClient", "EventHTTP", "CSpawn"]),
-        .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "RedisTestSupport", "EventHTTP"]),
+        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
+        .target(name: "RedisTestSupport", dependencies: ["RedisClient", "EventLoop", "CSpawn"]),
+        .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "RedisTestSupport", "EventLoop"]),
         .testTarget(
             name: "ClusterRedisTests",
-            dependencies: ["ClusterRedis", "ClusterStore", "RedisClient", "RedisTestSupport", "EventHTTP"]
+            dependencies: ["ClusterRedis", "ClusterStore", "RedisClient", "RedisTestSupport", "EventLoop"]
         ),
         .testTarget(name: "ViewModelsTests", dependencies: ["ViewModels", "GitHubSearch", "JSON"]),
         .testTarget(

@@ -13,7 +13,7 @@ swift build --build-tests --sanitize=thread --scratch-path .build-tsan 2>&1 | gr
 log="$(mktemp /tmp/bff-tsan.XXXXXX.log)"
 set +e
 # Every suite that runs event loops or tasks; the Redis ones need a redis-server (install-deps.sh --test).
-filter="PrimitivesTests|EventHTTPTests|BFFTests|ViewModelsTests|GitHubLiveTests|LoadKitTests|JSONTests"
+filter="PrimitivesTests|EventLoopTests|EventHTTPTests|BFFTests|ViewModelsTests|GitHubLiveTests|LoadKitTests|JSONTests"
 if [[ -x /usr/bin/redis-server ]]; then
   filter+="|RedisClientTests|ClusterRedisTests"
 else

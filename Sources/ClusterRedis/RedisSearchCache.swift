@@ -1,5 +1,5 @@
 import ClusterStore
-import EventHTTP
+import EventLoop
 import RedisClient
 
 /// `SharedSearchCache` in Redis: entries with Redis-clock ages, a `SET NX PX` single-flight lock,

@@ -1,5 +1,5 @@
 import ClusterStore
-import EventHTTP
+import EventLoop
 import Primitives
 import RedisClient
 

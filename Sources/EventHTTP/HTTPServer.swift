@@ -1,5 +1,13 @@
+/// EventHTTP: HTTP/1.1 over libevent's evhttp, one `evhttp` per event loop.
+///
+/// It knows nothing of sessions, view models or GitHub. It offers `HTTPServer` (one evhttp per loop on
+/// `SO_REUSEPORT` sockets, limits, graceful shutdown), a `Router` with path parameters and automatic
+/// 404/405, streaming responses (`HTTPStream`), RFC 9457 problem responses and static files. No
+/// C pointer leaves it. The loops come from
+/// EventLoop, re-exported: every handler runs on one.
 import CLibevent
 import CoreMetrics
+@_exported import EventLoop
 import Glibc
 import Logging
 import Synchronization

@@ -1,4 +1,4 @@
-import EventHTTP
+import EventLoop
 
 extension RedisClient {
     /// Starts the client from any thread (hops to its loop).

@@ -1,4 +1,4 @@
-import EventHTTP
+import EventLoop
 
 /// The client's connections: one per master and lane (`RedisLane`; the command connection made when a
 /// master is learnt, the others on first use), watched, and retired when it is no longer a master. Loop

@@ -1,4 +1,4 @@
-import EventHTTP
+import EventLoop
 
 /// One master as a client sees it (for `/readyz` and logs).
 public struct RedisMasterStatus: Sendable, Equatable {

@@ -1,4 +1,4 @@
-import EventHTTP
+import EventLoop
 
 extension RedisClient {
     /// Sends `args` to every master known now, each on this loop's command connection to it (so it is

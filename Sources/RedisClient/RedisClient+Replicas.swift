@@ -1,4 +1,4 @@
-import EventHTTP
+import EventLoop
 
 /// Replicated commands written in one loop iteration on one connection, and the one `WAIT` after them.
 final class WaitBatch {

@@ -1,4 +1,4 @@
-import EventHTTP
+import EventLoop
 import Logging
 import Synchronization
 

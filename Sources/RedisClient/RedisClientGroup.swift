@@ -1,4 +1,4 @@
-import EventHTTP
+import EventLoop
 import Logging
 
 /// One `RedisClient` and one `RedisShardedSubscriber` per event loop, on one topology, with shared

@@ -1,4 +1,4 @@
-import EventHTTP
+import EventLoop
 
 /// Counters of what the clients and subscribers of a node saw (`RedisClientEvent`), shared by every
 /// loop's. Events are rare (not one per command), so one lock guards them all.

@@ -1,4 +1,4 @@
-import EventHTTP
+import EventLoop
 import Logging
 
 /// Redis Cluster: the slot map, read with `CLUSTER SHARDS` (`CLUSTER SLOTS` where that is unknown)

@@ -1,4 +1,4 @@
-import EventHTTP
+import EventLoop
 
 extension RedisConnection {
     /// Sends a command from any thread or task: hops to the connection's loop and back.

@@ -1,5 +1,5 @@
 import CHiredis
-import EventHTTP
+import EventLoop
 import Glibc
 import Logging
 import Primitives

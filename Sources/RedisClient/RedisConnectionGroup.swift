@@ -1,4 +1,4 @@
-import EventHTTP
+import EventLoop
 import Logging
 
 /// One `RedisConnection` per event loop, made and started together: what a node needs so that

@@ -1,4 +1,4 @@
-import EventHTTP
+import EventLoop
 import Logging
 
 /// How a `RedisClient` learns which master serves each slot: one implementation per topology

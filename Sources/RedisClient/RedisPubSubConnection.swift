@@ -1,5 +1,5 @@
 import CHiredis
-import EventHTTP
+import EventLoop
 import Logging
 import Synchronization
 

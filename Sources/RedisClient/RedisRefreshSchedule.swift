@@ -1,4 +1,4 @@
-import EventHTTP
+import EventLoop
 
 /// When a locator reads the topology again: every `every` seconds, and soon after `soon()` (at most
 /// once per `minimum` seconds, one refresh at a time, a request during a refresh runs one more after it).

@@ -1,4 +1,4 @@
-import EventHTTP
+import EventLoop
 import Logging
 
 /// A command connection to any one of several nodes (cluster seeds and known nodes, or sentinels): when

@@ -1,4 +1,4 @@
-import EventHTTP
+import EventLoop
 import Logging
 
 /// Redis Sentinel: the master's address, asked of the sentinels (`SENTINEL get-master-addr-by-name`,

@@ -1,4 +1,4 @@
-import EventHTTP
+import EventLoop
 
 extension RedisShardedSubscriber {
     /// The subscription connection to one master, the channels placed on it, and its probe.

@@ -1,4 +1,4 @@
-import EventHTTP
+import EventLoop
 
 extension RedisShardedSubscriber {
     /// Probes every subscription connection that carries channels (one probe at a time each).

@@ -1,4 +1,4 @@
-import EventHTTP
+import EventLoop
 import Logging
 
 /// A pub/sub connection: `SUBSCRIBE`/`PSUBSCRIBE` with a handler per channel or pattern, on its own

@@ -1,5 +1,5 @@
 import CHiredis
-import EventHTTP
+import EventLoop
 
 /// A connection's time-outs are judged on what Redis answered, not on what the loop has read or on time the
 /// loop did not look:

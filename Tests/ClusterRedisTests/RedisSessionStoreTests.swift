@@ -1,6 +1,6 @@
 import ClusterRedis
 import ClusterStore
-import EventHTTP
+import EventLoop
 import Foundation
 import RedisClient
 import RedisTestSupport

@@ -1,4 +1,4 @@
-import EventHTTP
+import EventLoop
 import RedisClient
 import RedisTestSupport
 import XCTest

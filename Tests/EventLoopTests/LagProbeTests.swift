@@ -1,7 +1,7 @@
 import Synchronization
 import XCTest
 
-@testable import EventHTTP
+@testable import EventLoop
 
 /// `EventLoop.lateness(since:)`: how long a loop could not run within a span, from its lag probe's readings.
 final class LagProbeTests: XCTestCase {

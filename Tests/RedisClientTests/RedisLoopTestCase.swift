@@ -1,4 +1,4 @@
-import EventHTTP
+import EventLoop
 import RedisTestSupport
 import Synchronization
 import XCTest

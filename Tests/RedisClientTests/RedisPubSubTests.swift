@@ -1,5 +1,5 @@
 import Dispatch
-import EventHTTP
+import EventLoop
 import RedisClient
 import RedisTestSupport
 import XCTest

@@ -1,4 +1,4 @@
-import EventHTTP
+import EventLoop
 import Foundation
 import RedisTestSupport
 import XCTest

@@ -25,7 +25,7 @@ public struct LoopBoundReference<Object>: @unchecked Sendable {
 
     /// Refers to `object` without checking the thread: for this module's callers that run on `loop`
     /// by construction (a request's responder, made in evhttp's callback).
-    init(onLoop object: Object, loop: EventLoop) {
+    package init(onLoop object: Object, loop: EventLoop) {
         self.loop = loop
         self.object = object
     }

@@ -1,11 +1,10 @@
-/// EventHTTP: HTTP/1.1 over libevent's evhttp, with one event loop per thread.
+/// EventLoop: one libevent `event_base` per thread, and the types that keep state on its loop.
 ///
-/// This module is the only one that imports `CLibevent`; no C pointer leaves it. It knows nothing
-/// of sessions, view models or GitHub. It offers: `EventLoop` (a libevent base run by one thread,
-/// with a thread-safe `execute` to hand it work), `HTTPServer` (one evhttp per loop on
-/// `SO_REUSEPORT` sockets, limits, graceful shutdown), a `Router` with path parameters and
-/// automatic 404/405, streaming responses (`HTTPStream`), RFC 9457 problem responses, and
-/// static files.
+/// The layer below HTTP (EventHTTP) and Redis (RedisClient): `EventLoop` (a base run by one thread,
+/// with a thread-safe `execute` to hand it work, timers, `runSoon`, a lag probe), `LoopBound` and
+/// `LoopBoundReference` (state that traps when touched off its loop) and `LoopTimer`. It knows nothing
+/// of HTTP, Redis, sessions or view models; the one C pointer it shares is `EventLoop.base` (`package`), for the modules that attach libevent
+/// users (evhttp, hiredis) to a loop.
 import CLibevent
 import Glibc
 // Re-exported: the lock type and the monotonic clock are part of what every user of the loops needs.
@@ -117,12 +116,12 @@ public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Makes the calling thread this loop's thread without running it (`InProcessClient`).
-    func adoptCallingThread() {
+    package func adoptCallingThread() {
         threadID.store(UInt(pthread_self()), ordering: .relaxed)
     }
 
     /// Runs the jobs queued so far (`InProcessClient`); true when there were any.
-    func runPendingJobs() -> Bool {
+    package func runPendingJobs() -> Bool {
         let jobs = takeJobs()
         for job in jobs { job() }
         return !jobs.isEmpty
@@ -172,7 +171,7 @@ public final class EventLoop: @unchecked Sendable, CustomStringConvertible {
     /// libevent holds at most 256 queues per base and warns on every request past them ("Too many common
     /// timeouts already in use"): Redis command time-outs of every remaining length used to ask for
     /// thousands.
-    func timeout(_ seconds: Double) -> timeval {
+    package func timeout(_ seconds: Double) -> timeval {
         let ms = Int((seconds * 1000).rounded())
         if let tv = commonTimeouts[ms] { return tv }
         var tv = timeval(tv_sec: ms / 1000, tv_usec: (ms % 1000) * 1000)
