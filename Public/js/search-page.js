@@ -60,9 +60,13 @@ ui.results.addEventListener("click", (event) => {
     client.send("search", "select", Number(row.dataset.repoId));
 });
 // Scrolling to the end asks for more, like the button. The observer fires when the button comes into
-// view; it is re-armed after each render so a page that does not fill the screen still asks again.
+// view; it is re-armed after each render so a page that does not fill the screen still asks again. It
+// asks only while the view model says a load-more can start: the re-arm that follows `loadMoreEnabled`
+// turning false (the page is on its way, the rows not yet there) must not ask a second time.
 const endObserver = new IntersectionObserver((entries) => {
-    if (entries.some((entry) => entry.isIntersecting)) client.send("search", "loadMore", undefined, { coalesce: true });
+    if (!entries.some((entry) => entry.isIntersecting)) return;
+    if (client.get("search", "loadMoreEnabled") !== true || ui.loadMore.hidden) return;
+    client.send("search", "loadMore", undefined, { coalesce: true });
 }, { rootMargin: "0px 0px 200px 0px" });
 
 // MARK: Outputs

@@ -95,9 +95,19 @@ def test_scrolling_to_the_end_loads_more(bff, github):
         open_page(driver, bff)
         search(driver, "server")
         before = len(row_ids(driver))
+        # Every loadMore input the page posts is counted (each spends one of GitHub's calls).
+        driver.execute_script("""
+            window.loadMoreSent = 0;
+            const send = window.fetch;
+            window.fetch = (url, init) => {
+                if (String(url).endsWith("/search/loadMore")) window.loadMoreSent += 1;
+                return send(url, init);
+            };""")
         driver.execute_script("window.scrollTo(0, document.body.scrollHeight)")
         ids = wait_for_results(driver, more_than=before)
         assert len(ids) == len(set(ids))
+        assert len(ids) == 2 * before, "one scroll loaded one page"
+        assert driver.execute_script("return window.loadMoreSent") == 1, "one scroll, one loadMore"
     finally:
         driver.quit()
 
