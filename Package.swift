@@ -102,7 +102,8 @@ let package = Package(
         .executableTarget(
             name: "bff",
             dependencies: [
-                "BFF", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "BFF", "EventHTTP", "ClusterRedis", "RedisClient", "EventLoop", "JSON",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -1,10 +1,9 @@
 import ArgumentParser
 import ClusterRedis
 import Dispatch
-import EventHTTP
+import EventLoop
 import Foundation
 import Glibc
-import JSON
 import Logging
 import RedisClient
 import Synchronization
@@ -24,7 +23,7 @@ struct SessionOwnerCommand: ParsableCommand {
             and the session's open event streams on every node. No owner means the lease expired (its node \
             died) or was released (SIGTERM): the next request, or a node streaming the session, takes it over.
             Exit status: 0 the session exists, 1 no such session (never created, expired or deleted), \
-            69 Redis not reachable, 64 bad arguments. The Redis password is never printed. An id that starts \
+            69 Redis not reachable or answering with an error, 64 bad arguments. The Redis password is never printed. An id that starts \
             with "-" (one in 64 does) goes after "--": bff session-owner --redis-url URL -- -AbC….
             """)
 
@@ -38,7 +37,11 @@ struct SessionOwnerCommand: ParsableCommand {
         """
 
     @Argument(help: "The session id (the `id` of POST /api/sessions, or from a URL or log line).") var id: String
-    @Option(help: "The cluster's Redis, redis://[:password@]host:port/db (env REDIS_URL; required).")
+    @Option(
+        help: """
+            The cluster's Redis as the nodes take it: redis://…, redis+sentinel://… or redis+cluster://… \
+            (env REDIS_URL; required).
+            """)
     var redisUrl: String?
     @Option(help: "Prefix of the cluster's Redis keys (bff unless the nodes were built with another).")
     var keyPrefix = "bff"
@@ -49,8 +52,9 @@ struct SessionOwnerCommand: ParsableCommand {
             throw ValidationError("--redis-url (or REDIS_URL) is required")
         }
         // never echo the URL: it may hold a password
-        if RedisConfiguration(url: url) == nil {
-            throw ValidationError("--redis-url must look like redis://[:password@]host:port/db")
+        if RedisTopology(url: url) == nil {
+            throw ValidationError(
+                "--redis-url must look like redis://[:password@]host:port/db, redis+sentinel://… or redis+cluster://…")
         }
         if id.isEmpty || id.contains(where: { $0 == "{" || $0 == "}" || $0.isWhitespace }) {
             throw ValidationError("'\(id.prefix(80))' is not a session id")
@@ -59,63 +63,90 @@ struct SessionOwnerCommand: ParsableCommand {
 
     func run() throws {
         let url = redisUrl ?? ProcessInfo.processInfo.environment["REDIS_URL"] ?? ""
-        guard var redis = RedisConfiguration(url: url) else { throw ExitCode(64) }
-        redis.healthCheckInterval = nil
+        guard var topology = RedisTopology(url: url) else { throw ExitCode(64) }
+        topology.node.healthCheckInterval = nil
         var logger = Logger(label: "bff.session-owner")
         logger.logLevel = .critical  // failures are reported below, once, without the URL
         let loop = EventLoop(index: 0)
         pthread_detach(loop.startThread(name: "session-owner"))
         defer { loop.stop() }
-        let connection = RedisConnection(loop: loop, configuration: redis, logger: logger)
-        let ready = DispatchSemaphore(value: 0)
-        loop.execute {
-            connection.onStateChange = { if $0 == .ready { ready.signal() } }
-            connection.start()
-        }
-        guard ready.wait(timeout: .now() + redis.connectTimeout + 1) == .success else {
-            FileHandle.standardError.write(
-                Data("bff session-owner: Redis at \(redis.host):\(redis.port) is not reachable\n".utf8))
-            throw ExitCode(69)
-        }
+        // The client the nodes use: it finds the master of the session's slot on any topology (a Redis
+        // Cluster's MOVED, a Sentinel's current master) and waits for it until its command time-out.
+        let client = RedisClient(loop: loop, topology: topology, logger: logger)
+        loop.execute { client.start() }
+        // Until it knows the topology and reached every master, or for a few seconds: a Redis that is not
+        // there is then reported by the first command, with the client's reason.
+        let connecting = Date().addingTimeInterval(3)
+        while !client.isReady && Date() < connecting { usleep(10_000) }
         let keys = ClusterKeys(prefix: keyPrefix)
+        let key = RedisArg(keys.session(id))
+        let lease = client.sendBlocking(["HGET", key, "lease"], key: key)
+        guard case .success(let leaseValue) = lease else { throw Self.failure(lease, topology: topology) }
+        // The liveness keys of the session's master carry a hash tag of a slot that master serves.
+        let tag = loop.runBlocking {
+            guard client.isSharded, let master = client.master(forSlot: RedisClient.slot(of: key)) else {
+                return ClusterKeys.unshardedLiveTag
+            }
+            return ClusterKeys.liveTag { client.master(forSlot: $0) == master } ?? ClusterKeys.unshardedLiveTag
+        }
         let commands: [[RedisArg]] = [
-            ["HGET", RedisArg(keys.session(id)), "lease"],
-            [
-                "EVAL", RedisArg(Self.livePTTL), "1", RedisArg(keys.session(id)),
-                RedisArg(keys.livePrefix(tag: ClusterKeys.unshardedLiveTag)),
-            ],
-            ["HMGET", RedisArg(keys.session(id)), "seq", "inputSeq", "fence"], ["TTL", RedisArg(keys.session(id))],
+            ["EVAL", RedisArg(Self.livePTTL), "1", key, RedisArg(keys.livePrefix(tag: tag))],
+            ["HMGET", key, "seq", "inputSeq", "fence"], ["TTL", key],
             ["ZRANGE", RedisArg(keys.streams(id)), "0", "-1", "WITHSCORES"], ["TIME"],
         ]
-        let replies = Replies(count: commands.count)
-        let done = DispatchGroup()
-        for (i, command) in commands.enumerated() {
-            done.enter()
-            loop.execute {
-                connection.send(command) { r in
-                    replies.all.withLock { $0[i] = r }
-                    done.leave()
-                }
-            }
-        }
-        done.wait()
-        loop.execute { connection.close() }
-        var values: [RESPValue] = []
-        for reply in replies.all.withLock({ $0 }) {
-            guard case .success(let v) = reply else {
-                FileHandle.standardError.write(Data("bff session-owner: Redis did not answer: \(reply!)\n".utf8))
-                throw ExitCode(69)
-            }
+        var values: [RESPValue] = [leaseValue]
+        for command in commands {
+            let reply = client.sendBlocking(command, key: key)
+            guard case .success(let v) = reply else { throw Self.failure(reply, topology: topology) }
             values.append(v)
         }
+        loop.runBlocking { client.close() }
         let report = SessionOwnerReport(id: id, replies: values)
         print(json ? report.json : report.text)
         if !report.exists { throw ExitCode(1) }
     }
+
+    /// Reports a failed command on standard error (never the URL: it may hold a password): Redis not
+    /// reachable, or what Redis answered. Exit status 69.
+    private static func failure(_ reply: Result<RESPValue, RedisError>, topology: RedisTopology) -> ExitCode {
+        let seeds = topology.seeds.map { "\($0)" }.joined(separator: ",")
+        let message: String
+        switch reply {
+        case .failure(.server(let text)): message = "Redis at \(seeds) answered with an error: \(text)"
+        case .failure(let error): message = "Redis at \(seeds) is not reachable: \(error)"
+        case .success: message = "Redis at \(seeds): unexpected reply"
+        }
+        FileHandle.standardError.write(Data("bff session-owner: \(message)\n".utf8))
+        return ExitCode(69)
+    }
 }
 
-/// The replies of `SessionOwnerCommand.run`'s commands: written on the loop, read on the main thread.
-private final class Replies: Sendable {
-    let all: Mutex<[Result<RESPValue, RedisError>?]>
-    init(count: Int) { all = Mutex(Array(repeating: nil, count: count)) }
+extension RedisClient {
+    /// `send` from the main thread, waiting for the reply.
+    fileprivate func sendBlocking(_ args: [RedisArg], key: RedisArg) -> Result<RESPValue, RedisError> {
+        let reply = Mutex<Result<RESPValue, RedisError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        loop.execute {
+            self.send(args, key: key) { r in
+                reply.withLock { $0 = r }
+                done.signal()
+            }
+        }
+        done.wait()
+        return reply.withLock { $0! }
+    }
+}
+
+extension EventLoop {
+    /// Runs `body` on the loop and returns its result (main thread).
+    fileprivate func runBlocking<T: Sendable>(_ body: @escaping @Sendable () -> T) -> T {
+        let result = Mutex<T?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        execute {
+            result.withLock { $0 = body() }
+            done.signal()
+        }
+        done.wait()
+        return result.withLock { $0! }
+    }
 }
