@@ -20,6 +20,9 @@ import { Session } from "./session.js";
 import { SharedStream } from "./shared-stream.js";
 import { connectStreamLink } from "./stream-link.js";
 
+/** After inputs were given up with the stream open: the pause before the carry-over is tried again (ms). */
+const RESYNC_PAUSE_MS = 5_000;
+
 /**
  * A session with the bff server: its event stream, a local copy of the outputs, an ordered input queue.
  *
@@ -85,6 +88,19 @@ export class BffClient {
             errorListeners: this._errorListeners, sentListeners: this._sentListeners,
             setStalled: (stalled) => this._setInputsStalled(stalled),
             carryOver: () => [...this._carryOvers].flatMap((provide) => provide() ?? []),
+        });
+        // Inputs given up while the stream stays open (the server is up, the inputs' part of it was not):
+        // the carry-over is tried again after a pause, not only when the user acts or the stream reopens,
+        // so what the page says ("sent again when the server answers") happens by itself. One try per
+        // pause plus retry window: bounded.
+        this.resyncPauseMs = options.resyncPauseMs ?? RESYNC_PAUSE_MS;
+        this._resyncTimer = null;
+        this._errorListeners.add((problem, context) => {
+            if (!context.gaveUp) return;
+            clearTimeout(this._resyncTimer);
+            this._resyncTimer = setTimeout(() => {
+                if (this._streamState === "open" && this._inputs.carryOverDue) this._inputs.resync();
+            }, this.resyncPauseMs);
         });
     }
 

@@ -1,6 +1,8 @@
 // page-chrome.js — the parts every page shows about the connection itself (not about a view model):
 // the reconnecting banner, the "new session" notice and inputs that did not get through. Each message
-// goes when it no longer holds. Main thread only.
+// goes when it no longer holds: inputs given up are said until the server takes an input again, and
+// meanwhile what the page shows is marked as possibly out of date (`data-inputs="given-up"` on the
+// root, dimmed by app.css), never left to look current. Main thread only.
 
 const CONNECTION_TEXT = {
     connecting: "",
@@ -16,6 +18,7 @@ const REPLACED_TEXT = {
     "not-found": "The server no longer knew your session, so a new one was started.",
 };
 
+/** How long a notice that stays true by itself (a session replaced, an input refused) is shown (ms). */
 const NOTICE_MS = 20_000;
 
 /**
@@ -41,9 +44,10 @@ export function bindPageChrome(client, { connectionBanner, sessionNotice, inputE
 }
 
 /**
- * The input-error banner: one sentence per failure, gone after NOTICE_MS or as soon as it no longer
- * holds — any error once a session is taken into use (it was about the session before), and "no
- * answer" once an input lands again.
+ * The input-error banner: one sentence per failure. A refusal goes after NOTICE_MS; "no answer"
+ * stays until the server takes an input again (the carry-over, or the user's next one), however long
+ * that takes, and while it shows the page's outputs are marked as out of date. Any error goes once a session is taken into use (it was about
+ * the session before).
  */
 function bindInputError(client, element) {
     let timer = null;
@@ -52,12 +56,18 @@ function bindInputError(client, element) {
         clearTimeout(timer);
         shown = null;
         setBanner(element, "");
+        delete document.documentElement.dataset.inputs;
     };
     client.onError((problem, context) => {
         clearTimeout(timer);
         shown = context;
         setBanner(element, errorText(problem, context));
-        timer = setTimeout(clear, NOTICE_MS);
+        if (context.gaveUp) {
+            document.documentElement.dataset.inputs = "given-up";
+        } else {
+            delete document.documentElement.dataset.inputs;
+            timer = setTimeout(clear, NOTICE_MS);
+        }
     });
     client.onSession(clear);
     client.onSent(() => {
@@ -71,8 +81,9 @@ function errorText(problem, context) {
         return `Could not start a session: ${problem.detail ?? problem.title ?? `status ${problem.status}`}`;
     }
     if (context.gaveUp) {
-        return `The server did not answer for ${problem.waitedSeconds} s, so your last action may not have ` +
-            "been applied. Please try it again.";
+        return `The server did not answer for ${problem.waitedSeconds} s, so your last action may not ` +
+            "have been applied and what you see may be out of date. What you entered is sent again when " +
+            "the server answers.";
     }
     return `The server refused that: ${problem.detail ?? problem.title ?? `status ${problem.status}`}`;
 }

@@ -45,12 +45,23 @@ ui.query.addEventListener("keydown", (event) => {
 });
 function submit() {
     hideOpened(); // the "Opened …" line is about the search shown until now
-    client.send("search", "submit");
+    client.send("search", "submit").then((result) => {
+        if (!result.ok && result.problem?.waitedSeconds != null) searchGivenUp = true;
+    });
 }
 
 // What the user has entered here goes to a session that replaces a lost one (and again after inputs
-// were given up): their own input, so Search works on the new session with the text they see.
-client.carryOver(() => [["search", "query", ui.query.value], ["search", "sort", ui.sort.value]]);
+// were given up): their own input, so Search works on the new session with the text they see. A search
+// the user asked for that was given up is asked for again with it: the results that then arrive are
+// the ones of the query in the field, not the ones shown before it.
+let searchGivenUp = false;
+client.carryOver(() => [
+    ["search", "query", ui.query.value], ["search", "sort", ui.sort.value],
+    ...(searchGivenUp ? [["search", "submit"]] : []),
+]);
+client.onSent(({ viewModel, input }) => {
+    if (viewModel === "search" && input === "submit") searchGivenUp = false;
+});
 // `coalesce`: a second "more" (button and scroll together) still waiting to be sent is not sent twice.
 ui.loadMore.addEventListener("click", () => client.send("search", "loadMore", undefined, { coalesce: true }));
 ui.results.addEventListener("click", (event) => {

@@ -132,6 +132,23 @@ def cluster(github):
         nodes.stop()
 
 
+@pytest.fixture
+def redis_cluster_nodes(github):
+    """Three `bff` nodes (a, b, c) on a real Redis Cluster of this test's own (3 masters, 1 replica each,
+    `--redis-url redis+cluster://…` with its default of one replica ack)."""
+    if os.environ.get("BROWSER_TEST_BFF_URL"):
+        pytest.skip("a cluster needs servers the tests start")
+    binary = _binary("BFF_BIN", ".build/debug/bff")
+    if binary is None:
+        pytest.fail("bff is not built")
+    nodes = Cluster(binary, github.url, LOGS, ServerProcess, redis_cluster=True)
+    try:
+        nodes.start()
+        yield nodes
+    finally:
+        nodes.stop()
+
+
 # Installed in every document of a window before its own scripts (a new window needs it again: the
 # command applies to the window it was sent to).
 PAGE_RECORDER = """
