@@ -85,6 +85,15 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 0' INT TERM
+# bash itself reports a background job killed by a signal, on stderr, when it reaps it ("cluster.sh: line
+# N: 12345 Killed  redis-server …"), unless the shell traps that signal. This script names every exit in
+# its own words (the watch loop below), so it traps the signals a child dies of with a no-op: kill -9 and
+# the crashes (segfault, abort, a Swift runtime trap…). That changes nothing else: KILL cannot be caught
+# (bash only records the trap, which is all this needs), the others are never sent to this script, and
+# children start with them at their defaults. Any other signal is quiet too once the script watches
+# (`wait -n` below, its stderr discarded).
+# shellcheck disable=SC2173 # trapping KILL on purpose: it only tells bash not to report it
+trap : KILL SEGV ABRT ILL TRAP BUS FPE
 
 started() {  # name, pid, what
   pids+=("$2")
@@ -184,20 +193,33 @@ else
 fi
 
 # Watch: name each process that exits and keep the others running, until none is left or Ctrl-C.
-alive=${#pids[@]}
-while ((alive > 0)); do
-  exited=""
-  status=0
-  wait -n -p exited "${pids[@]}" || status=$?
-  ((stopping)) && break
-  [ -n "$exited" ] || continue
+gone() {  # index in pids, exit status: says so and forgets the process
+  local how
+  if (($2 > 128)); then how="killed by signal $(($2 - 128))"; else how="exit status $2"; fi
+  echo "cluster.sh: ${names[$1]} (pid ${pids[$1]}) exited ($how); the others keep running; its log: $dir/${names[$1]}.log" >&2
+  unset 'pids[$1]' 'names[$1]'
+}
+while ((${#pids[@]} > 0)); do
+  # A process that died of a signal while a foreground command ran (start-up: curl, sleep, redis-cli) was
+  # reaped then and is no longer a job for `wait -n`; `wait PID` still has its status.
   for i in "${!pids[@]}"; do
-    [ "${pids[$i]}" = "$exited" ] || continue
-    if ((status > 128)); then how="killed by signal $((status - 128))"; else how="exit status $status"; fi
-    echo "cluster.sh: ${names[$i]} (pid $exited) exited ($how); the others keep running; its log: $dir/${names[$i]}.log" >&2
-    unset 'pids[i]' 'names[i]'
+    kill -0 "${pids[$i]}" 2>/dev/null && continue
+    status=0
+    wait "${pids[$i]}" 2>/dev/null || status=$?
+    gone "$i" "$status"
   done
   pids=("${pids[@]}")
   names=("${names[@]}")
-  alive=${#pids[@]}
+  ((${#pids[@]} > 0)) || break
+  exited=""
+  status=0
+  # Its stderr discarded: a child killed by a signal not trapped above gets bash's notice in here.
+  wait -n -p exited "${pids[@]}" 2>/dev/null || status=$?
+  ((stopping)) && break
+  [ -n "$exited" ] || continue
+  for i in "${!pids[@]}"; do
+    if [ "${pids[$i]}" = "$exited" ]; then gone "$i" "$status"; fi
+  done
+  pids=("${pids[@]}")
+  names=("${names[@]}")
 done

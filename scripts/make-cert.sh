@@ -7,8 +7,19 @@
 set -euo pipefail
 dir=${1:-var/certs}
 mkdir -p "$dir"
+# "valid until 2027-01-01 19:52 UTC (30 days)", from the certificate's notAfter: what is left of it (a
+# certificate reused from an earlier run has less than its 30 days), to the nearest day, or in hours once
+# under two days.
+validity() {
+  local end left
+  end=$(date -u -d "$(openssl x509 -enddate -noout -in "$1" | cut -d= -f2-)" +%s)
+  left=$((end - $(date -u +%s)))
+  if ((left < 2 * 86400)); then left="$(((left + 1800) / 3600)) hours"; else left="$(((left + 43200) / 86400)) days"; fi
+  echo "valid until $(date -u -d "@$end" '+%F %R UTC') ($left)"
+}
+# Reused while it is valid for more than another day; regenerated otherwise (or when unreadable).
 if [[ -s "$dir/bff.pem" ]] && openssl x509 -checkend 86400 -noout -in "$dir/bff.pem" >/dev/null 2>&1; then
-  echo "$dir/bff.pem is there and valid for another day"
+  echo "$dir/bff.pem is there and $(validity "$dir/bff.pem")"
   exit 0
 fi
 tmp=$(mktemp -d)
@@ -18,4 +29,4 @@ openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=localhost" \
   -keyout "$tmp/key.pem" -out "$tmp/cert.pem" >/dev/null 2>&1
 cat "$tmp/cert.pem" "$tmp/key.pem" > "$dir/bff.pem"
 chmod 600 "$dir/bff.pem"
-echo "wrote $dir/bff.pem (self-signed, localhost, 30 days)"
+echo "wrote $dir/bff.pem (self-signed, localhost, $(validity "$dir/bff.pem"))"

@@ -5,17 +5,42 @@
 #   scripts/run.sh --demo                # offline: also starts the GitHub simulator and points bff at it
 #                                        # (its own cache file, var/search-cache-demo.sqlite; a later
 #                                        # --cache-file wins)
+#   scripts/run.sh --debug [--demo]      # a debug build instead (.build/debug): its first build takes
+#                                        # half the time, the server is slower; for trying it out, not
+#                                        # for measuring
+# A first release build takes minutes: about 1.5 on 2 idle cores, 4-5 when something else uses them
+# (later builds are incremental: seconds); the script says so before it starts.
 # BFF_BIN_DIR=.build/debug scripts/run.sh --demo   # use binaries built already (no install, no build; tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 demo=0
-if [[ "${1:-}" == "--demo" ]]; then demo=1; shift; fi
+config=release
+# Our own flags come first, in either order; everything after them goes to bff.
+while [[ "${1:-}" == "--demo" || "${1:-}" == "--debug" ]]; do
+  if [[ $1 == --demo ]]; then demo=1; else config=debug; fi
+  shift
+done
 bin="${BFF_BIN_DIR:-}"
 if [[ -z "$bin" ]]; then
   scripts/install-deps.sh
-  swift build -c release --product bff
-  if ((demo == 1)); then swift build -c release --product github-sim; fi
-  bin=.build/release
+  # Say how long the wait is before it starts: swift build's progress does not. Measured from scratch on
+  # 2 idle cores: release 100 s (bff 90, github-sim 10), debug 50 s; a first `--demo` was also seen
+  # taking over 4 minutes on such a host, its cores presumably shared.
+  products="bff"
+  if ((demo == 1)); then products="bff and github-sim"; fi
+  if [[ -x .build/$config/bff ]]; then
+    echo "run.sh: building $products ($config; incremental: seconds unless sources changed)" >&2
+  elif [[ $config == release ]]; then
+    echo "run.sh: building $products (release); the first build takes minutes (on 2 cores about 1.5" \
+      "idle, 4-5 busy; this machine has $(nproc)), later ones are incremental; scripts/run.sh --debug" \
+      "builds a slower debug binary in half the time" >&2
+  else
+    echo "run.sh: building $products (debug); the first build takes about a minute on 2 cores" \
+      "(this machine has $(nproc)), later ones are incremental" >&2
+  fi
+  swift build -c "$config" --product bff
+  if ((demo == 1)); then swift build -c "$config" --product github-sim; fi
+  bin=.build/$config
 fi
 if ((demo == 0)); then
   exec "$bin/bff" "$@"  # signals go straight to bff, which drains on SIGTERM/SIGINT

@@ -11,7 +11,8 @@ import XCTest
 ///   after that node's `kill -9` the session sticks to the node that took it over, also once the dead
 ///   node is back;
 /// - with no node available (Redis down: every node unready) an `/api/` request gets HAProxy's answer
-///   as the contract's problem JSON with `Retry-After`, not HAProxy's HTML.
+///   as the contract's problem JSON with `Retry-After`, not HAProxy's HTML; with no node running at all,
+///   the page gets the shipped HTML error page (`deploy/errors/503-page.http`) and `/api/` still problem JSON.
 final class ClusterHAProxyRoutingTests: XCTestCase {
     private static let haproxy = "/usr/sbin/haproxy"
     private var bff: String { ChildProcess.buildFolder + "/bff" }
@@ -190,34 +191,45 @@ final class ClusterHAProxyRoutingTests: XCTestCase {
         try waitFor("every node out of rotation", within: 10) {
             ["node1", "node2", "node3"].allSatisfy { serverStatus(stats: stats, $0) == "DOWN" }
         }
-        for (method, path) in [
-            ("GET", "/api/sessions/abc/state"), ("POST", "/api/sessions"), ("GET", "/api/search/repositories?q=x"),
-            ("POST", "/api/sessions/abc/greeting/greet"),
-        ] {
-            let r = try WireConnection(port: hp).request(method, path, body: method == "POST" ? [] : nil)
-            XCTAssertEqual(r.status, 503, "\(method) \(path): \(r.text)")
-            XCTAssertEqual(r.header("Content-Type"), "application/problem+json", "\(method) \(path): \(r.text)")
-            XCTAssertEqual(r.header("Retry-After"), "1", "\(method) \(path)")
-            XCTAssertEqual(r.header("Content-Length"), "\(r.body.count)")
-            let problem = try JSONValue.parse(r.body)
-            XCTAssertEqual(problem["type"], "about:blank")
-            XCTAssertEqual(problem["title"], "Service Unavailable")
-            XCTAssertEqual(problem["status"], 503)
-            XCTAssertEqual(
-                problem["detail"]?.stringValue?.hasPrefix("no bff node is available"), true, "\(method) \(path)")
+        func assertAPIProblems(_ when: String) throws {
+            for (method, path) in [
+                ("GET", "/api/sessions/abc/state"), ("POST", "/api/sessions"), ("GET", "/api/search/repositories?q=x"),
+                ("POST", "/api/sessions/abc/greeting/greet"),
+            ] {
+                let what = "\(when): \(method) \(path)"
+                let r = try WireConnection(port: hp).request(method, path, body: method == "POST" ? [] : nil)
+                XCTAssertEqual(r.status, 503, "\(what): \(r.text)")
+                XCTAssertEqual(r.header("Content-Type"), "application/problem+json", "\(what): \(r.text)")
+                XCTAssertEqual(r.header("Retry-After"), "1", what)
+                XCTAssertEqual(r.header("Content-Length"), "\(r.body.count)", what)
+                let problem = try JSONValue.parse(r.body)
+                XCTAssertEqual(problem["type"], "about:blank", what)
+                XCTAssertEqual(problem["title"], "Service Unavailable", what)
+                XCTAssertEqual(problem["status"], 503, what)
+                XCTAssertEqual(problem["detail"]?.stringValue?.hasPrefix("no bff node is available"), true, what)
+            }
         }
+        try assertAPIProblems("every node unready")
         // The page needs no Redis: a running node serves it all the same.
         let served = try WireConnection.get(port: hp, path: "/")
         XCTAssertEqual(served.status, 200, "the page while Redis is gone")
         XCTAssertEqual(served.header("Content-Type")?.hasPrefix("text/html"), true)
-        // With no node running at all, paths outside /api/ keep HAProxy's own answer.
+        // With no node running at all, paths outside /api/ get the shipped HTML page (deploy/errors/503-page.http,
+        // instead of HAProxy's bare one); /api/ keeps its problem JSON.
         node.send(SIGKILL)
         _ = node.waitForExit(timeout: 5)
         try waitFor("the node out of rotation for the page", within: 10) {
             ["node1", "node2", "node3"].allSatisfy { serverStatus(stats: stats, $0, backend: "bff_any") == "DOWN" }
         }
-        let page = try WireConnection.get(port: hp, path: "/")
-        XCTAssertEqual(page.status, 503)
-        XCTAssertNotEqual(page.header("Content-Type"), "application/problem+json")
+        for path in ["/", "/greeting.html"] {
+            let page = try WireConnection.get(port: hp, path: path)
+            XCTAssertEqual(page.status, 503, path)
+            XCTAssertEqual(page.header("Content-Type"), "text/html; charset=utf-8", "\(path): \(page.text)")
+            XCTAssertEqual(page.header("Cache-Control"), "no-store", path)
+            XCTAssertEqual(page.header("Content-Length"), "\(page.body.count)", path)
+            XCTAssertTrue(page.text.contains("The service is unavailable for a moment"), "\(path): \(page.text)")
+            XCTAssertTrue(page.text.contains("prefers-color-scheme: dark"), path)
+        }
+        try assertAPIProblems("no node running")
     }
 }

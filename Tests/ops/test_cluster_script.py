@@ -4,6 +4,7 @@ the process that exited and keeps running and its logs, and SIGTERM stops every 
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -163,6 +164,8 @@ def test_a_killed_node_leaves_the_rest_serving_and_the_script_says_so(cluster):
 
     os.kill(cluster.pids[node], signal.SIGKILL)
     cluster.wait_for(f"cluster.sh: {node} (pid {cluster.pids[node]}) exited (killed by signal 9)", 10)
+    # In the script's words only: not also bash's job notice ("cluster.sh: line 191: 1234 Killed  …").
+    assert not re.search(r": line \d+: +\d+ ", cluster.text()), cluster.text()
     # The session goes on through HAProxy on the other nodes, with the next inputSeq.
     assert input_until_accepted(port, sid, "two", "b") == 2
     status, _, body = request(port, "GET", f"/api/sessions/{sid}/state")
