@@ -65,11 +65,18 @@ extension RedisClient {
         guard let c = connectionIfAny(to: master), c.state == .ready else { return }
         shortMasters[master]?.readAt = monotonicNanos()
         c.send(["ROLE"]) { [weak self] r in
-            guard case .success(let v) = r, let a = v.array, a.count >= 3, a[0].string == "master",
-                let replicas = a[2].array
-            else { return }
-            self?.setReplicaCount(replicas.count, of: master)
+            guard let n = Self.connectedReplicas(role: r) else { return }
+            self?.setReplicaCount(n, of: master)
         }
+    }
+
+    /// The replicas a master's `ROLE` reply lists (`master`, offset, one entry per online replica); nil
+    /// for any other reply.
+    static func connectedReplicas(role reply: Result<RESPValue, RedisError>) -> Int? {
+        guard case .success(let v) = reply, let a = v.array, a.count >= 3, a[0].string == "master",
+            let replicas = a[2].array
+        else { return nil }
+        return replicas.count
     }
 
     /// `master` had fewer replicas than a command wanted: its replicas are read every second until it has

@@ -81,12 +81,26 @@ extension RedisClient {
     /// Writes the batch's `WAIT` after its commands; its answer completes every member that has its reply.
     /// It waits for the replicas asked for, or, while the master has fewer connected and strictness is off,
     /// for every replica it has (none, after Redis replaced a dead master by its only replica): a master
-    /// short of replicas is slower to survive, never stuck.
+    /// short of replicas is slower to survive, never stuck. A master whose replicas are not known yet (one
+    /// just promoted, before its first `ROLE` came back) is asked on the same connection first: a `WAIT`
+    /// for a replica it does not have would answer only at its time-out.
     private func seal(
         _ batch: WaitBatch, id: ObjectIdentifier, on connection: RedisConnection, at address: RedisAddress
     ) {
         if openBatches[id] === batch { openBatches[id] = nil }
         batch.connected = replicaCounts[address]
+        guard batch.connected == nil, !options.replicaAcksStrict else {
+            return sendWait(batch, on: connection, at: address)
+        }
+        connection.send(["ROLE"], timeout: topology.node.commandTimeout) { [weak self] r in
+            guard let self else { return }
+            if let n = Self.connectedReplicas(role: r) { self.setReplicaCount(n, of: address) }
+            batch.connected = self.replicaCounts[address]
+            self.sendWait(batch, on: connection, at: address)
+        }
+    }
+
+    private func sendWait(_ batch: WaitBatch, on connection: RedisConnection, at address: RedisAddress) {
         let limit = batch.timeout + topology.node.commandTimeout
         connection.stallTimeout = max(connection.stallTimeout ?? 0, limit)
         let milliseconds = max(1, Int((batch.timeout * 1000).rounded()))

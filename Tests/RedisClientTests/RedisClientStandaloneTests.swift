@@ -101,6 +101,34 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
         XCTAssertEqual(closed, .failure(.notConnected))
     }
 
+    /// A master whose replicas are not known yet (a client's first command, or a replica Redis has just
+    /// promoted) is asked with `ROLE` before the `WAIT`: a command asking for a replica the master does not
+    /// have is answered at once, not at the replica time-out. The command is sent before the client is
+    /// ready, so it is written in the same loop turn as the connection's own first `ROLE`, before that
+    /// one's answer.
+    func testAMasterWhoseReplicasAreNotKnownIsAskedBeforeTheWait() async throws {
+        for separate in [false, true] {
+            let c = TopologyTesting.client(server.url, on: loop, commandTimeout: 3) {
+                $0.separateWaitConnection = separate
+            }
+            let started = Date()
+            let first = await withCheckedContinuation { k in
+                loop.execute {
+                    c.start()
+                    c.send(["SET", "first", "1"], key: "first", waitForReplicas: 1, replicaTimeout: 2) {
+                        k.resume(returning: $0)
+                    }
+                }
+            }
+            XCTAssertEqual(
+                first, .success(RedisReplicated(reply: .simpleString("OK"), replicas: 0, wanted: 0, asked: 1)),
+                "separate WAIT connection: \(separate)")
+            XCTAssertLessThan(Date().timeIntervalSince(started), 1, "no WAIT for a replica the master does not have")
+            XCTAssertEqual(c.metrics[.replicaAckTimeouts], 0)
+            await c.closeFromAnyThread()
+        }
+    }
+
     /// Lease renewals take a connection of their own (`RedisLane.leases`): while the command connection
     /// is full (`maxInFlight` 2, both held by `BLPOP`s that block it in Redis for 1.5 s, nothing held
     /// beyond), a command on it is refused with `.overloaded` and a script on the lease lane is answered at once. Before, the
