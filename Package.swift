@@ -9,6 +9,9 @@ let package = Package(
         .executable(name: "bff", targets: ["bff"]),
         .executable(name: "github-sim", targets: ["github-sim"]),
         .executable(name: "bff-load", targets: ["bff-load"]),
+        // Write view models and host them (`import BFFKit`); test them without sockets (`import BFFTesting`).
+        .library(name: "BFFKit", targets: ["BFFKit"]),
+        .library(name: "BFFTesting", targets: ["BFFTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
@@ -66,8 +69,9 @@ let package = Package(
         .target(name: "ClusterStore", dependencies: ["Primitives"]),
         .target(name: "ClusterRedis", dependencies: ["ClusterStore", "RedisClient", "EventLoop", "Primitives"]),
 
-        // MARK: View models (know nothing of HTTP or GitHub's wire format)
-        .target(name: "ViewModels", dependencies: ["JSON", "GitHubSearch"]),
+        // MARK: View models: the kit (protocol, store, effects, registry), then the product's view models
+        .target(name: "ViewModels", dependencies: ["JSON"]),
+        .target(name: "Features", dependencies: ["ViewModels", "JSON", "GitHubSearch"]),
 
         // MARK: GitHub gateway, cache and simulator
         .target(
@@ -80,11 +84,23 @@ let package = Package(
         .target(
             name: "BFF",
             dependencies: [
-                "EventHTTP", "Primitives", "JSON", "ViewModels", "GitHubSearch", "GitHubLive", "ClusterStore",
+                "EventHTTP", "Primitives", "JSON", "ViewModels", "Features", "GitHubSearch", "GitHubLive",
+                "ClusterStore",
                 "ClusterRedis",
                 "RedisClient", .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
+
+        // MARK: The libraries other packages build on
+        .target(
+            name: "BFFKit",
+            dependencies: ["BFF", "ViewModels", "JSON", .product(name: "Logging", package: "swift-log")]),
+        .target(
+            name: "BFFTesting",
+            dependencies: [
+                "BFFKit", "BFF", "EventHTTP", "ViewModels", "JSON", .product(name: "Logging", package: "swift-log"),
             ]
         ),
 
@@ -102,7 +118,8 @@ let package = Package(
         .executableTarget(
             name: "bff",
             dependencies: [
-                "BFF", "EventHTTP", "ClusterRedis", "RedisClient", "EventLoop", "JSON",
+                "BFF", "Features", "ViewModels", "GitHubSearch", "EventHTTP", "ClusterRedis", "RedisClient",
+                "EventLoop", "JSON",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -122,6 +139,7 @@ let package = Package(
 
         // MARK: Tests
         .testTarget(name: "PrimitivesTests", dependencies: ["Primitives"]),
+        .testTarget(name: "BFFTestingTests", dependencies: ["BFFTesting"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(
             name: "EventHTTPTests",
@@ -134,7 +152,7 @@ let package = Package(
             name: "ClusterRedisTests",
             dependencies: ["ClusterRedis", "ClusterStore", "RedisClient", "RedisTestSupport", "EventLoop"]
         ),
-        .testTarget(name: "ViewModelsTests", dependencies: ["ViewModels", "GitHubSearch", "JSON"]),
+        .testTarget(name: "ViewModelsTests", dependencies: ["ViewModels", "Features", "GitHubSearch", "JSON"]),
         .testTarget(
             name: "GitHubLiveTests",
             dependencies: ["GitHubLive", "GitHubSearch", "GitHubSimulator", "EventHTTP", "WireClient", "JSON"],
@@ -144,14 +162,14 @@ let package = Package(
             name: "BFFTests",
             dependencies: [
                 "BFF", "EventHTTP", "WireClient", "JSON", "GitHubSimulator", "GitHubSearch", "GitHubLive",
-                "RedisTestSupport", "ClusterStore", "ClusterRedis", "RedisClient",
+                "RedisTestSupport", "ClusterStore", "ClusterRedis", "RedisClient", "ViewModels", "Features",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(
             name: "LoadKitTests",
             dependencies: [
-                "LoadKit", "BFF", "WireClient", "EventHTTP", "GitHubSearch", "JSON",
+                "LoadKit", "BFF", "Features", "ViewModels", "WireClient", "EventHTTP", "GitHubSearch", "JSON",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -1,6 +1,7 @@
 import ClusterRedis
 import ClusterStore
 import EventHTTP
+import Features
 import GitHubLive
 import GitHubSearch
 import Logging
@@ -55,7 +56,9 @@ extension Application {
             logger: logger, onStatus: { sink.forward($0) }, sharedBudget: sharing.rateBudget,
             onClientRefusal: { metrics.withLock { $0 }?.upstreamClientRefusals.increment() })
         let (search, flush) = sharing.search(over: gateway, cache: CacheMaker(github: github, logger: logger))
-        let app = Application(configuration: configuration, search: search, logger: logger)
+        let app = Application(
+            configuration: configuration, search: search,
+            viewModels: .product(search: search, pageSize: configuration.searchPageSize), logger: logger)
         metrics.withLock { $0 = app.metrics }
         app.finishAfterShutdown.withLock { $0 = flush }
         sharing.connect(app, status: sink)

@@ -1,18 +1,20 @@
 import EventHTTP
+import Features
 import GitHubSearch
 import JSON
 import ViewModels
 
 extension Application {
-    /// `GET /api/search/repositories`: the cached search model for curl users and load tests.
+    /// `GET /api/search/repositories`: the cached search model for curl users and load tests (only for
+    /// an application built with a search model).
     func registerSearchRoutes() {
-        server.router.add(.GET, "/api/search/repositories") { [unowned self] req, res in
+        guard let search else { return }
+        server.router.add(.GET, "/api/search/repositories") { req, res in
             let request: SearchRequest
             switch Application.searchRequest(from: req.query, maxPerPage: SearchRequest.maximumPageSize) {
             case .failure(let e): return res.send(e)
             case .success(let r): request = r
             }
-            let search = self.search
             let loop = req.loop
             let client = req.client.description
             Task {

@@ -1,9 +1,10 @@
 /// BFF: the application — sessions, their event streams, and the composition of the layers.
 ///
 /// This module is the composition root's library half: `Application` builds the HTTP server, the
-/// session layer (one `LoopSessions` per event loop), the shared `status` view model and the
-/// routes, from an `AppConfiguration` and an injected `RepositorySearching`. `bff`'s main only
-/// reads flags, builds the GitHub model, and calls this; tests build the application the same way.
+/// session layer (one `LoopSessions` per event loop), the app-wide view models and the routes, from an
+/// `AppConfiguration`, the registered view models (`ViewModelRegistry`) and an optional injected
+/// `RepositorySearching` (the stateless search route). `bff`'s main only reads flags, builds the
+/// GitHub model, and calls this; tests build the application the same way.
 import Dispatch
 import EventHTTP
 import GitHubSearch
@@ -14,8 +15,8 @@ import ViewModels
 
 /// The running application. Create, `start()`, later `shutdown()`.
 ///
-/// The composition: the HTTP server, one `LoopSessions` per event loop, the shared `status` view model,
-/// the session backend (`SessionBackend`: in this process, or a cluster node on Redis — chosen here, once)
+/// The composition: the HTTP server, one `LoopSessions` per event loop, the app-wide view models (one
+/// instance each, on loop 0), the session backend (`SessionBackend`: in this process, or a cluster node on Redis — chosen here, once)
 /// and the routes, which reach sessions only through the backend.
 ///
 /// Threading: `start`/`shutdown` from one controlling thread; the session layer lives on the loops.
@@ -25,23 +26,23 @@ public final class Application: Sendable {
     public let server: HTTPServer
     let logger: Logger
     let metrics: AppMetrics
-    let search: any RepositorySearching
+    /// The stateless search route's model (`GET /api/search/repositories`; nil: no such route).
+    let search: (any RepositorySearching)?
     /// What the session layer shares (configuration, metrics, clock, view-model factory, hazards).
     let env: SessionEnvironment
     let loopSessions: [LoopSessions]
-    /// The one shared `status` view model, owned by loop 0 (kept here; used there only).
-    let status: LoopBoundReference<StatusViewModel>
-    /// Reports a status to it from any thread (hops to loop 0).
-    private let updateStatus: @Sendable (UpstreamStatus) -> Void
+    /// The app-wide view models (`ViewModelScope.app`), owned by loop 0 (kept here; used there only).
+    let appWide: LoopBoundReference<[any ViewModel]>
     /// Where sessions live and how a request reaches one (the session layer's one seam).
     let backend: any SessionBackend
 
-    /// Builds the application (nothing listens until `start()`). `makeViewModels` defaults to the
-    /// product's `search` and `greeting`; adding a view model touches only that list. `clock` is the
-    /// session layer's time (tests pass a manual one).
+    /// Builds the application (nothing listens until `start()`) hosting the view models of `viewModels`:
+    /// those of scope `.session` made for each session, in registration order, those of scope `.app` once.
+    /// `search` serves the stateless search route (nil: none). `clock` is the session layer's time (tests
+    /// pass a manual one).
     public init(
-        configuration: AppConfiguration, search: any RepositorySearching, logger: Logger,
-        makeViewModels: (@Sendable (@escaping OwnerExecutor) -> [ViewModel])? = nil, clock: SessionClock = .monotonic
+        configuration: AppConfiguration, search: (any RepositorySearching)?, viewModels: ViewModelRegistry,
+        logger: Logger, clock: SessionClock = .monotonic
     ) {
         self.configuration = configuration
         self.logger = logger
@@ -51,51 +52,31 @@ public final class Application: Sendable {
         server = HTTPServer(configuration: configuration.http, logger: logger, metricsFactory: metrics.factory)
         metrics.eventLoopThreads.set(server.loops.count)
         let loop0 = server.loops[0]
-        let status = StatusViewModel(executor: { work in loop0.execute(work) })
-        self.status = LoopBoundReference(status, madeFor: loop0)
-        updateStatus = status.makeUpdater()
-        let pageSize = configuration.searchPageSize
-        // Not `makeViewModels ?? { … }`: a closure taken out of an optional is called through a
-        // reabstraction thunk, which wraps the executor it is given in a thunk of its own, twice per session
-        // (docs/BENCHMARKS.md, memory per session); the default closure assigned directly is called as is.
-        let factory: SessionEnvironment.ViewModelFactory
-        if let makeViewModels {
-            factory = { executor, _ in makeViewModels(executor) }
-        } else {
-            // Each session's searches are charged to its client: GitHub's budget is shared fairly.
-            factory = { executor, client in
-                [
-                    Application.searchViewModel(search, charging: client, perPage: pageSize, executor: executor),
-                    GreetingViewModel(),
-                ]
-            }
-        }
+        let appWide = viewModels.make(.app, ViewModelContext(executor: { work in loop0.execute(work) }, client: nil))
+        self.appWide = LoopBoundReference(appWide, madeFor: loop0)
         let env = SessionEnvironment(
             configuration: configuration, metrics: metrics, logger: logger, clock: clock, loops: server.loops.count,
-            makeViewModels: factory)
+            makeViewModels: { executor, client in
+                viewModels.make(.session, ViewModelContext(executor: executor, client: client))
+            })
         self.env = env
-        let statusSnapshot = status.snapshot
-        let loops = server.loops.map { LoopSessions(env: env, loop: $0, status: statusSnapshot) }
+        let shared = JSONObject(appWide.map { ($0.name, .object($0.snapshot)) })
+        let loops = server.loops.map { LoopSessions(env: env, loop: $0, appWide: shared) }
         loopSessions = loops
         // The one choice of where sessions live.
         backend =
             configuration.cluster.map { ClusterNode(settings: $0, env: env, loops: loops) }
             ?? LocalSessions(env: env, loops: loops)
         let backend = self.backend
-        status.onEvent = { _, event in
-            for sl in loops { sl.loop.runOrExecute { sl.statusChanged(event, backend: backend) } }
+        for vm in appWide {
+            vm.onEvent = { name, event in
+                for sl in loops { sl.loop.runOrExecute { sl.appWideChanged(name, event, backend: backend) } }
+            }
         }
         registerRoutes()
         server.onDrain = {
             for sl in loops { sl.loop.execute { sl.endAllStreams() } }
         }
-    }
-
-    private static func searchViewModel<S: RepositorySearching>(
-        _ s: S, charging client: String?, perPage: Int, executor: @escaping OwnerExecutor
-    ) -> ViewModel {
-        guard let client else { return SearchViewModel(search: s, perPage: perPage, executor: executor) }
-        return SearchViewModel(search: ChargedSearch(client: client, base: s), perPage: perPage, executor: executor)
     }
 
     /// Starts listening, the backend and the session timers.
@@ -135,15 +116,17 @@ public final class Application: Sendable {
     /// The `blockedUntil` last sent to the loops (`.none`: nothing yet), shared by every `statusUpdater`.
     private let lastBlockFannedOut = Lock<Int??>(.none)
 
-    /// A function any thread may call to report GitHub's status: to the shared `status` view model, and
-    /// to every session's view models (a rate limit disables searching in every session, including
+    /// A function any thread may call to report GitHub's status: a notice to the app-wide view models,
+    /// and to every session's view models (a rate limit disables searching in every session, including
     /// sessions that have not searched yet).
     public var statusUpdater: @Sendable (UpstreamStatus) -> Void {
         // (every updater shares `lastBlockFannedOut`: the loops hear of the block only when it changes)
-        let update = updateStatus
+        let appWide = self.appWide
         let loops = loopSessions
         return { [weak self] status in
-            update(status)
+            appWide.loop.execute {
+                for vm in appWide.value { vm.receive(status) }
+            }
             // Most reports only move the remaining budget: the loops hear of the block only when it changes.
             guard let self else { return }
             let changed = self.lastBlockFannedOut.withLock { last in
@@ -151,7 +134,7 @@ public final class Application: Sendable {
                 return last != .some(status.blockedUntil)
             }
             guard changed else { return }
-            for sl in loops { sl.loop.execute { sl.upstreamChanged(status) } }
+            for sl in loops { sl.loop.execute { sl.noticed(status, standing: status.blockedUntil != nil) } }
         }
     }
 

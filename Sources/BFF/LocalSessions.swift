@@ -22,9 +22,10 @@ final class LocalSessions: SessionBackend {
     var unreadyReason: String? { nil }
     var degradation: [String] { [] }
 
-    /// A status change is an event of every session (numbered in its `seq`, kept in its history).
-    func statusChanged(_ data: [UInt8], isSignal: Bool, on loop: LoopSessions) {
-        loop.emitStatusInEverySession(data, isSignal: isSignal)
+    /// An app-wide view model's change is an event of every session (numbered in its `seq`, kept in its
+    /// history).
+    func appWideChanged(_ name: String, _ data: [UInt8], isSignal: Bool, on loop: LoopSessions) {
+        loop.emitInEverySession(name, data, isSignal: isSignal)
     }
 
     /// The loop that owns session `id`, or nil when `id` cannot be one of ours.

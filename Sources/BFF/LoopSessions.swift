@@ -4,7 +4,7 @@ import JSON
 import ViewModels
 
 /// The session layer's state on one event loop: the sessions it owns, the streams whose
-/// connections it hosts, a copy of the shared `status` outputs, and the loop's timers
+/// connections it hosts, a copy of the app-wide view models' outputs, and the loop's timers
 /// (keep-alive comments, idle expiry, catch-up of streams that fell behind).
 ///
 /// Threading: everything mutable here is used on `loop` only, and that is checked: it lives in a
@@ -30,10 +30,11 @@ final class LoopSessions: Sendable {
         var behind: [ObjectIdentifier: any HostedStream] = [:]
         var behindTimer: LoopTimer?
         var timers: [LoopTimer] = []
-        var statusSnapshot: JSONObject
+        var appWide: JSONObject
         var retired = RetiredList()
-        /// The app-wide upstream status as this loop last heard it (new sessions start from it).
-        var upstream = UpstreamStatus()
+        /// The last notice to sessions that also holds for sessions started after it (e.g. GitHub's
+        /// rate-limit block), if it still stands: a new session's view models receive it at once.
+        var standingNotice: (any Sendable)?
     }
 
     /// The sessions this loop owns, by id (loop only).
@@ -41,10 +42,11 @@ final class LoopSessions: Sendable {
         _read { yield state.value.sessions }
         _modify { yield &state.value.sessions }
     }
-    /// The shared status view model's outputs, as this loop last heard them (loop only).
-    var statusSnapshot: JSONObject {
-        _read { yield state.value.statusSnapshot }
-        _modify { yield &state.value.statusSnapshot }
+    /// The app-wide view models' outputs as this loop last heard them, by view model name in registration
+    /// order (`{name: {output: value}}`; loop only).
+    var appWide: JSONObject {
+        _read { yield state.value.appWide }
+        _modify { yield &state.value.appWide }
     }
     /// Handles and snapshots this loop swapped out, released once no loop is reading them (loop only).
     var retired: RetiredList {
@@ -68,32 +70,30 @@ final class LoopSessions: Sendable {
         _modify { yield &state.value.timers }
     }
 
-    init(env: SessionEnvironment, loop: EventLoop, status: JSONObject) {
+    init(env: SessionEnvironment, loop: EventLoop, appWide: JSONObject) {
         self.env = env
         self.loop = loop
         executor = { work in loop.execute(work) }
-        self.state = LoopBound(State(statusSnapshot: status), loop: loop)
+        self.state = LoopBound(State(appWide: appWide), loop: loop)
         directory = SessionDirectory(sessions: env.configuration.maxSessions)
     }
 
-    /// Adds a new session (owner loop). A session that starts during a rate limit learns of it at once,
-    /// so its `search` does not offer a search the app would refuse.
+    /// Adds a new session (owner loop). A session that starts while a notice stands (a rate limit)
+    /// receives it at once, so its `search` does not offer a search the app would refuse.
     func add(_ session: Session) {
         sessions[session.id] = session
         directory.insert(session.handle)
-        if state.value.upstream.blockedUntil != nil {
-            for vm in session.viewModels { vm.upstreamStatusChanged(state.value.upstream) }
+        if let notice = state.value.standingNotice {
+            for vm in session.viewModels { vm.receive(notice) }
         }
     }
 
-    /// The app-wide upstream status changed (reported by the GitHub gateway): every session's view
-    /// models apply what it means for them (loop only).
-    func upstreamChanged(_ status: UpstreamStatus) {
-        let blockChanged = status.blockedUntil != state.value.upstream.blockedUntil
-        state.value.upstream = status
-        guard blockChanged else { return }  // most reports only move the remaining budget
+    /// An application-wide notice (`ViewModel.receive`): every session's view models apply what it means
+    /// for them (loop only). `standing`: sessions started later receive it too, until the next notice.
+    func noticed(_ notice: any Sendable, standing: Bool) {
+        state.value.standingNotice = standing ? notice : nil
         for s in sessions.values {
-            for vm in s.viewModels { vm.upstreamStatusChanged(status) }
+            for vm in s.viewModels { vm.receive(notice) }
         }
     }
 
@@ -176,16 +176,19 @@ final class LoopSessions: Sendable {
         s.lastActivity = env.now()  // the idle clock starts when the last stream goes
     }
 
-    /// The shared status changed: update this loop's copy and let `backend` bring the event to the
-    /// sessions and streams here (encoded once per loop, not once per session).
-    func statusChanged(_ event: ViewModelEvent, backend: any SessionBackend) {
-        statusSnapshot.merge(event.outputs)
-        backend.statusChanged(Session.eventData(event), isSignal: !event.signals.isEmpty, on: self)
+    /// App-wide view model `name` changed: update this loop's copy and let `backend` bring the event to
+    /// the sessions and streams here (encoded once per loop, not once per session).
+    func appWideChanged(_ name: String, _ event: ViewModelEvent, backend: any SessionBackend) {
+        var outputs = appWide[name]?.objectValue ?? [:]
+        outputs.merge(event.outputs)
+        appWide[name] = .object(outputs)
+        backend.appWideChanged(name, Session.eventData(event), isSignal: !event.signals.isEmpty, on: self)
     }
 
-    /// Every session here emits the status event `data` (a session event, numbered in its `seq`).
-    func emitStatusInEverySession(_ data: [UInt8], isSignal: Bool) {
-        for s in sessions.values { s.emit(viewModel: "status", data: data, isSignal: isSignal) }
+    /// Every session here emits app-wide view model `name`'s event `data` (a session event, numbered in
+    /// its `seq`).
+    func emitInEverySession(_ name: String, _ data: [UInt8], isSignal: Bool) {
+        for s in sessions.values { s.emit(viewModel: name, data: data, isSignal: isSignal) }
     }
 
     /// Every stream hosted here gets `frame` for each of its sessions, as a state frame (coalesced when
@@ -194,12 +197,16 @@ final class LoopSessions: Sendable {
         for s in hosted { s.broadcast(frame) }
     }
 
-    /// The current status as an event without an id: what a stream resumed from a replay gets after it,
-    /// where the status is not part of the sessions' history (cluster mode).
-    var statusFrame: [UInt8] {
-        SSEFrame.event(
-            id: nil, name: "status",
-            data: Session.eventData(ViewModelEvent(inputSeq: nil, outputs: statusSnapshot, signals: [:])))
+    /// The app-wide view models' current outputs as events without an id, one per view model: what a
+    /// stream resumed from a replay gets after it, where they are not part of the sessions' history
+    /// (cluster mode).
+    var appWideFrames: [UInt8] {
+        var out: [UInt8] = []
+        for (name, outputs) in appWide.entries {
+            let event = ViewModelEvent(inputSeq: nil, outputs: outputs.objectValue ?? [:], signals: [:])
+            out += SSEFrame.event(id: nil, name: name, data: Session.eventData(event))
+        }
+        return out
     }
 
     // MARK: hosted streams

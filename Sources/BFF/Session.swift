@@ -18,8 +18,8 @@ final class Session {
     /// The session's id (kept once, in `handle`).
     var id: String { handle.id }
     unowned let owner: LoopSessions
-    /// This session's own view models, by contract name, in snapshot order (the shared `status`
-    /// view model is added by `LoopSessions`).
+    /// This session's own view models, by contract name, in snapshot order (the app-wide view models
+    /// are added from `LoopSessions`).
     let viewModels: [ViewModel]
     private(set) var seq = 0
     private(set) var inputSeq = 0
@@ -70,7 +70,7 @@ final class Session {
     var snapshot: JSONValue {
         var vms = JSONObject()
         for vm in viewModels { vms[vm.name] = .object(vm.snapshot) }
-        vms["status"] = .object(owner.statusSnapshot)
+        vms.merge(owner.appWide)
         return ["seq": .int(seq), "viewModels": .object(vms)]
     }
 
@@ -182,8 +182,9 @@ final class Session {
                 inputsPerSecond: Int(owner.env.configuration.inputRate))
         }
         guard let vm = viewModels.first(where: { $0.name == name }) else {
-            if name == "status" { return .refused(.unknownInput(viewModel: "status", input: input, known: [])) }
-            return .unknownViewModel(name: name, known: viewModels.map(\.name) + ["status"])
+            // An app-wide view model takes no session input.
+            if owner.appWide[name] != nil { return .refused(.unknownInput(viewModel: name, input: input, known: [])) }
+            return .unknownViewModel(name: name, known: viewModels.map(\.name) + owner.appWide.keys)
         }
         do {
             try vm.send(input: input, value: value, inputSeq: inputSeq + 1)

@@ -28,7 +28,7 @@ protocol SessionBackend: Sendable {
 
     /// The shared `status` changed (`data`: its event's JSON): bring it to the sessions and streams of
     /// `loop` (called on that loop, on every loop).
-    func statusChanged(_ data: [UInt8], isSignal: Bool, on loop: LoopSessions)
+    func appWideChanged(_ name: String, _ data: [UInt8], isSignal: Bool, on loop: LoopSessions)
 
     /// Why this process cannot serve sessions now (`/readyz` answers `503` with it), or nil. Any thread.
     var unreadyReason: String? { get }

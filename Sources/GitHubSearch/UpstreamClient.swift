@@ -8,12 +8,13 @@ public enum UpstreamClient {
     @TaskLocal public static var current: String?
 }
 
-/// A search dependency that charges every call to `client` (`UpstreamClient`), over the shared model.
+/// A search dependency that charges every call to `client` (`UpstreamClient`; nil: to nobody), over the
+/// shared model.
 public struct ChargedSearch<Base: RepositorySearching>: RepositorySearching {
-    public let client: String
+    public let client: String?
     public let base: Base
 
-    public init(client: String, base: Base) {
+    public init(client: String?, base: Base) {
         self.client = client
         self.base = base
     }

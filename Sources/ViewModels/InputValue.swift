@@ -2,26 +2,34 @@ import JSON
 
 /// Decoding of input values into Swift values, throwing precise `InputError`s (used by the features'
 /// `action(forInput:value:)`; pure functions).
-struct InputValue {
+public struct InputValue: Sendable {
     /// The view model's contract name, for errors.
-    let viewModel: String
+    public let viewModel: String
     /// The input's name, for errors.
-    let input: String
+    public let input: String
     /// The raw value.
-    let value: JSONValue
+    public let value: JSONValue
 
-    func invalid(_ detail: String) -> InputError {
+    /// The value of `input` sent to `viewModel`.
+    public init(viewModel: String, input: String, value: JSONValue) {
+        self.viewModel = viewModel
+        self.input = input
+        self.value = value
+    }
+
+    /// An `invalidValue` error for this input, saying `detail`.
+    public func invalid(_ detail: String) -> InputError {
         .invalidValue(viewModel: viewModel, input: input, detail: detail)
     }
 
     /// A string value.
-    func string() throws(InputError) -> String {
+    public func string() throws(InputError) -> String {
         guard case .string(let s) = value else { throw invalid("expected a string, got \(value.typeDescription)") }
         return s
     }
 
     /// An integer value (a number with an exact integer value).
-    func integer(_ what: String = "an integer") throws(InputError) -> Int {
+    public func integer(_ what: String = "an integer") throws(InputError) -> Int {
         guard let i = value.intValue else {
             let got: String
             if case .double = value { got = "a non-integer number" } else { got = value.typeDescription }
@@ -31,7 +39,8 @@ struct InputValue {
     }
 
     /// One of a fixed set of strings, converted by `make`.
-    func oneOf<T: RawRepresentable & CaseIterable>(_ type: T.Type) throws(InputError) -> T where T.RawValue == String {
+    public func oneOf<T: RawRepresentable & CaseIterable>(_ type: T.Type) throws(InputError) -> T
+    where T.RawValue == String {
         if case .string(let s) = value, let v = T(rawValue: s) { return v }
         // the list of allowed values is built only for the error, not on every valid input
         let allowed = T.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
@@ -42,7 +51,7 @@ struct InputValue {
     }
 
     /// No value: absent (`null`) or an empty object.
-    func none() throws(InputError) {
+    public func none() throws(InputError) {
         switch value {
         case .null: return
         case .object(let o) where o.isEmpty: return

@@ -112,9 +112,7 @@ public final class StoredFormMemo {
 }
 
 extension Store {
-    /// Encodes into `memo` unless it describes this store as it is (`changes`). Called through
-    /// `ViewModel` (generic code), like `send`: compiled for the greeting, which changes with every input.
-    @_specialize(where Feature == GreetingFeature)
+    /// Encodes into `memo` unless it describes this store as it is (`changes`).
     public func refreshStoredForm(_ memo: StoredFormMemo) {
         let me = ObjectIdentifier(self)
         if memo.describes(me, changes: changes) { return }

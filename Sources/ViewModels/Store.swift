@@ -1,4 +1,3 @@
-import GitHubSearch
 import JSON
 
 /// The runtime of one view model: owns a feature's state, applies actions, runs effects, and reports
@@ -65,6 +64,11 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
         lazyEffects = made
         return made
     }
+    /// A store running a feature that has no effects (using an executor would be a programming error).
+    public convenience init(feature: Feature, initialState: Feature.State) {
+        self.init(feature: feature, initialState: initialState, executor: noEffectsExecutor)
+    }
+
     /// A store running `feature` from `initialState`; effect results are applied through `executor`.
     public init(feature: Feature, initialState: Feature.State, executor: @escaping OwnerExecutor) {
         self.feature = feature
@@ -84,18 +88,15 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
         JSONObject(outputs.map { ($0.name, $0.encode(state)) })
     }
 
-    /// Validates the input (throwing before any change) and applies it. Sessions call it through
-    /// `ViewModel`, i.e. generic code: the specialization makes the greeting (the per-input benchmark) take
-    /// a type check and then code compiled for it (no generic metadata looked up, no witness calls per input).
-    @_specialize(where Feature == GreetingFeature)
+    /// Validates the input (throwing before any change) and applies it.
     public func send(input: String, value: JSONValue, inputSeq: Int) throws(InputError) {
         let action = try feature.action(forInput: input, value: value)
         apply(action, inputSeq: inputSeq)
     }
 
-    /// Applies what the app-wide upstream status means for this feature (`ViewModel`), on the owner.
-    public func upstreamStatusChanged(_ status: UpstreamStatus) {
-        if let action = feature.action(forUpstream: status) { apply(action, inputSeq: nil) }
+    /// Applies what an application-wide notice means for this feature (`ViewModel`), on the owner.
+    public func receive(_ notice: any Sendable) {
+        if let action = feature.action(for: notice) { apply(action, inputSeq: nil) }
     }
 
     /// Applies an action on the owner and reports the resulting event, if any. `inputSeq` is the number

@@ -1,15 +1,14 @@
-/// ViewModels: the server-side view models (`search`, `greeting`, `status`) as pure state machines,
-/// and the small runtime that hosts them behind one type-erased interface.
+/// ViewModels: the kit a view model is written with — the feature protocol, the store that runs one,
+/// effects, outputs, input validation, the stored form — and how an application registers its view
+/// models (`ViewModelRegistry`). No view model of the product lives here (they are in `Features`).
 ///
-/// The module's one job is presentation logic: inputs come in as named JSON values, outputs leave as
-/// JSON through one observer callback. It knows nothing of HTTP, SSE framing, sessions or threads
-/// beyond "an owner" (see `OwnerExecutor`), and nothing of GitHub's wire format (it talks to
-/// `RepositorySearching`).
+/// The module's one job is the view-model runtime: inputs come in as named JSON values, outputs leave
+/// as JSON through one observer callback. It knows nothing of HTTP, SSE framing, sessions or threads
+/// beyond "an owner" (see `OwnerExecutor`), and nothing of any upstream service.
 ///
 /// Each feature is a `ViewModelFeature`: an `Equatable` state, an action enum, a synchronous pure
 /// transition that returns effects, and a list of outputs. `Store` runs a feature: it applies actions,
 /// runs effects, diffs the outputs after every transition and reports the changes as `ViewModelEvent`s.
-import GitHubSearch
 import JSON
 
 /// The type-erased interface the session layer uses to drive any view model.
@@ -18,7 +17,7 @@ import JSON
 /// owner only, and `onEvent` is called on the owner. Effects that finish elsewhere hop back to the
 /// owner through the `OwnerExecutor` given at construction.
 public protocol ViewModel: AnyObject {
-    /// Contract name: "search", "greeting", "status".
+    /// The contract name (`ViewModelFeature.name`).
     var name: String { get }
     /// Input names this view model accepts, in the contract's order (for 404 details and OpenAPI).
     var inputNames: [String] { get }
@@ -34,10 +33,10 @@ public protocol ViewModel: AnyObject {
     /// the view model's `name`, so that one closure can observe several view models (a session gives all of
     /// its view models the same one: one closure context per session instead of one per view model).
     var onEvent: ((_ viewModel: String, _ event: ViewModelEvent) -> Void)? { get set }
-    /// The app-wide upstream status changed (or a session starts while it is not the default): the view
-    /// model applies what it means for it, e.g. `search` stops offering searches while rate limited.
-    /// Events it causes carry `inputSeq` nil.
-    func upstreamStatusChanged(_ status: UpstreamStatus)
+    /// Something the whole application learnt (a notice: e.g. an upstream's status changed, or a session
+    /// starts while it is not the default): the view model applies what it means for it, e.g. `search`
+    /// stops offering searches while rate limited. Events it causes carry `inputSeq` nil.
+    func receive(_ notice: any Sendable)
     /// Tears the view model down when its session ends: work under way (searches) is cancelled and its
     /// results are dropped; no new work starts. Idempotent.
     func close()

@@ -1,4 +1,3 @@
-import GitHubSearch
 import JSON
 
 /// One view model's logic as a state machine, run by `Store`.
@@ -13,7 +12,7 @@ public protocol ViewModelFeature: Sendable {
     /// Inputs named after events (`queryChanged`) plus effect results (`searchResponse`).
     associatedtype Action: Sendable
 
-    /// Contract name: "search", "greeting", "status".
+    /// The contract name: the view model's key in a snapshot, its SSE event name, its path segment.
     var name: String { get }
     /// The input names, in the contract's order.
     var inputNames: [String] { get }
@@ -42,9 +41,10 @@ public protocol ViewModelFeature: Sendable {
     /// effect handle; this is the only way work resumes. Signals returned here are ignored.
     func resume(_ state: inout State) -> [Effect<Action>]
 
-    /// The action, if any, that the app-wide upstream status (GitHub's reachability and rate limit)
-    /// means for this feature; called outside `reduce`, so it may read the clock. Nil by default.
-    func action(forUpstream status: UpstreamStatus) -> Action?
+    /// The action, if any, that an application-wide notice (`ViewModel.receive`; e.g. an upstream's
+    /// reachability and rate limit) means for this feature; called outside `reduce`, so it may read the
+    /// clock. Nil by default: a feature ignores the notices it does not know.
+    func action(for notice: any Sendable) -> Action?
 }
 
 extension ViewModelFeature {
@@ -57,11 +57,11 @@ extension ViewModelFeature {
     /// Nothing resumes unless a feature says otherwise.
     public func resume(_ state: inout State) -> [Effect<Action>] { [] }
 
-    /// Features ignore the upstream status unless they say otherwise.
-    public func action(forUpstream status: UpstreamStatus) -> Action? { nil }
+    /// Features ignore notices unless they say otherwise.
+    public func action(for notice: any Sendable) -> Action? { nil }
 
     /// The error for an input name this feature does not have.
-    func unknownInput(_ input: String) -> InputError {
+    public func unknownInput(_ input: String) -> InputError {
         .unknownInput(viewModel: name, input: input, known: inputNames)
     }
 }

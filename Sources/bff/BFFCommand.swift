@@ -328,23 +328,3 @@ func raiseOpenFileLimit(to wanted: Int) -> Int? {
     }
     return limit.rlim_cur >= rlim_t(Int.max) ? Int.max : Int(limit.rlim_cur)
 }
-
-/// SIGTERM/SIGINT handling by `sigwait` on the main thread (no async-signal-unsafe handlers).
-struct ShutdownSignals {
-    private var set = sigset_t()
-
-    init() {
-        signal(SIGPIPE, SIG_IGN)
-        sigemptyset(&set)
-        sigaddset(&set, SIGTERM)
-        sigaddset(&set, SIGINT)
-        pthread_sigmask(SIG_BLOCK, &set, nil)
-    }
-
-    func wait() -> Int32 {
-        var s = set
-        var sig: Int32 = 0
-        sigwait(&s, &sig)
-        return sig
-    }
-}

@@ -1,5 +1,6 @@
 import BFF
 import EventHTTP
+import Features
 import JSON
 import Logging
 import XCTest
@@ -13,7 +14,9 @@ final class InProcessSessionTests: XCTestCase {
         c.http.publicDirectory = nil
         var logger = Logger(label: "test")
         logger.logLevel = .warning
-        let app = Application(configuration: c, search: UnexpectedSearch(), logger: logger)
+        let app = Application(
+            configuration: c, search: UnexpectedSearch(),
+            viewModels: .product(search: UnexpectedSearch(), pageSize: c.searchPageSize), logger: logger)
         return (app, InProcessClient(server: app.server))
     }
 

@@ -75,7 +75,9 @@ final class LiveApp: @unchecked Sendable {
         configure(&c)
         var quiet = Logger(label: "test")
         quiet.logLevel = .warning
-        app = Application(configuration: c, search: search, logger: logger ?? quiet, clock: clock)
+        app = Application(
+            configuration: c, search: search, viewModels: .product(search: search, pageSize: c.searchPageSize),
+            logger: logger ?? quiet, clock: clock)
         try app.start()
     }
 

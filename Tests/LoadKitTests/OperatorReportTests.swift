@@ -1,4 +1,5 @@
 import BFF
+import Features
 import Foundation
 import GitHubSearch
 import LoadKit
@@ -34,7 +35,9 @@ final class OperatorReportTests: XCTestCase {
         configuration.http.publicDirectory = files.path
         var quiet = Logger(label: "loadkit-report-test")
         quiet.logLevel = .error
-        let app = Application(configuration: configuration, search: search, logger: quiet)
+        let app = Application(
+            configuration: configuration, search: search,
+            viewModels: .product(search: search, pageSize: configuration.searchPageSize), logger: quiet)
         try app.start()
         addTeardownBlock { app.shutdown() }
         return (app, try Target(url: "http://127.0.0.1:\(app.port)"))

@@ -1,4 +1,5 @@
 import BFF
+import Features
 import Foundation
 import GitHubSearch
 import LoadKit
@@ -31,7 +32,10 @@ final class RealServerTests: XCTestCase {
         configuration.testHooks = true
         configuration.shutdownGracePeriod = 0.2
         search = EmptySearch()
-        app = Application(configuration: configuration, search: search, logger: Logger(label: "loadkit-test"))
+        app = Application(
+            configuration: configuration, search: search,
+            viewModels: .product(search: search, pageSize: configuration.searchPageSize),
+            logger: Logger(label: "loadkit-test"))
         try app.start()
         target = try Target(url: "http://127.0.0.1:\(app.port)")
     }
@@ -124,7 +128,9 @@ final class RealServerTests: XCTestCase {
         configuration.http.maxConnectionsPerClient = 8
         configuration.shutdownGracePeriod = 0.2
         let limited = Application(
-            configuration: configuration, search: EmptySearch(), logger: Logger(label: "loadkit-test"))
+            configuration: configuration, search: EmptySearch(),
+            viewModels: .product(search: EmptySearch(), pageSize: configuration.searchPageSize),
+            logger: Logger(label: "loadkit-test"))
         try limited.start()
         defer { limited.shutdown() }
         var o = LatencyScenario.Options()

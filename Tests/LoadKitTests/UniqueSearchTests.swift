@@ -1,4 +1,5 @@
 import BFF
+import Features
 import Foundation
 import GitHubSearch
 import LoadKit
@@ -29,7 +30,9 @@ final class UniqueSearchTests: XCTestCase {
         configuration.shutdownGracePeriod = 0.2
         var quiet = Logger(label: "loadkit-unique-test")
         quiet.logLevel = .error
-        let app = Application(configuration: configuration, search: search, logger: quiet)
+        let app = Application(
+            configuration: configuration, search: search,
+            viewModels: .product(search: search, pageSize: configuration.searchPageSize), logger: quiet)
         try app.start()
         addTeardownBlock { app.shutdown() }
         return try Target(url: "http://127.0.0.1:\(app.port)")

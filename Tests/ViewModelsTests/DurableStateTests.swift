@@ -1,3 +1,4 @@
+import Features
 import Foundation
 import GitHubSearch
 import JSON
@@ -173,13 +174,12 @@ final class DurableStateTests: XCTestCase {
     }
 
     func testStatusStateRoundTrips() throws {
-        let owner = ManualExecutor()
-        let a = StatusViewModel(executor: owner.executor)
+        let a = StatusViewModel()
         a.update(
             UpstreamStatus(
                 reachable: false, message: "GitHub cannot be reached.",
                 rateLimit: RateLimit(limit: 30, remaining: 0, resetAt: 1_800_000_060, resource: "search")))
-        let b = StatusViewModel(executor: owner.executor)
+        let b = StatusViewModel()
         try b.restore(from: a.durableState)
         XCTAssertEqual(b.state, a.state)
         XCTAssertEqual(b.snapshot, a.snapshot)

@@ -1,3 +1,4 @@
+import Features
 import JSON
 import ViewModels
 import XCTest

@@ -1,3 +1,4 @@
+import Features
 import GitHubSearch
 import JSON
 import ViewModels
@@ -15,7 +16,7 @@ final class SearchUpstreamBlockTests: XCTestCase {
         XCTAssertEqual(h.events.take().last?.outputs["searchEnabled"], true)
 
         // 2027-01-15T08:00:00Z now; the app refuses searches for 40 s.
-        h.vm.upstreamStatusChanged(UpstreamStatus(reachable: true, message: "m", blockedUntil: 1_800_000_040))
+        h.vm.receive(UpstreamStatus(reachable: true, message: "m", blockedUntil: 1_800_000_040))
         XCTAssertEqual(
             h.events.take(),
             [
@@ -26,7 +27,7 @@ final class SearchUpstreamBlockTests: XCTestCase {
         try h.send("submit")
         XCTAssertEqual(h.events.take(), [])
         // The same block reported again changes nothing.
-        h.vm.upstreamStatusChanged(UpstreamStatus(reachable: true, message: "m", blockedUntil: 1_800_000_040))
+        h.vm.receive(UpstreamStatus(reachable: true, message: "m", blockedUntil: 1_800_000_040))
         XCTAssertEqual(h.events.take(), [])
 
         h.clock.advance(40)
@@ -41,11 +42,11 @@ final class SearchUpstreamBlockTests: XCTestCase {
         let h = SearchHarness()
         try h.send("query", "swift")
         _ = h.events.take()
-        h.vm.upstreamStatusChanged(UpstreamStatus(blockedUntil: 1_800_000_060))
+        h.vm.receive(UpstreamStatus(blockedUntil: 1_800_000_060))
         XCTAssertEqual(h.vm.runningEffects, 1, "the countdown's timer")
         _ = h.events.take()
 
-        h.vm.upstreamStatusChanged(UpstreamStatus())
+        h.vm.receive(UpstreamStatus())
         XCTAssertEqual(
             h.events.take(), [ViewModelEvent(inputSeq: nil, outputs: ["searchEnabled": true, "retryAt": nil])])
         XCTAssertEqual(h.vm.runningEffects, 0, "the timer was cancelled")
@@ -57,7 +58,7 @@ final class SearchUpstreamBlockTests: XCTestCase {
 
     func testABlockThatAlreadyEndedChangesNothing() {
         let h = SearchHarness()
-        h.vm.upstreamStatusChanged(UpstreamStatus(blockedUntil: 1_799_999_990))
+        h.vm.receive(UpstreamStatus(blockedUntil: 1_799_999_990))
         XCTAssertEqual(h.events.take(), [])
         XCTAssertEqual(h.vm.runningEffects, 0)
         h.verifyDone()

@@ -1,3 +1,4 @@
+import Features
 import GitHubSearch
 import JSON
 import ViewModels

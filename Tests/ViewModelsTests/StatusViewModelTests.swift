@@ -1,14 +1,14 @@
 import GitHubSearch
 import JSON
+import ViewModels
 import XCTest
 
-@testable import ViewModels
+@testable import Features
 
 /// Every output after every update of the shared `status` view model.
 final class StatusViewModelTests: XCTestCase {
     func testInitialSnapshotAndUpdates() {
-        let owner = ManualExecutor()
-        let vm = StatusViewModel(executor: owner.executor)
+        let vm = StatusViewModel()
         let events = EventRecorder(vm)
         XCTAssertEqual(vm.name, "status")
         XCTAssertEqual(vm.inputNames, [])
@@ -43,11 +43,10 @@ final class StatusViewModelTests: XCTestCase {
             events.take(),
             [ViewModelEvent(inputSeq: nil, outputs: ["reachable": true, "message": nil, "rateLimit": nil])])
         XCTAssertEqual(vm.snapshot, ["reachable": true, "message": nil, "rateLimit": nil])
-        XCTAssertEqual(owner.pendingCount, 0)
     }
 
     func testEveryInputIsUnknown() {
-        let vm = StatusViewModel(executor: ManualExecutor().executor)
+        let vm = StatusViewModel()
         let events = EventRecorder(vm)
         XCTAssertThrowsError(try vm.send(input: "reachable", value: false, inputSeq: 1)) {
             XCTAssertEqual($0 as? InputError, .unknownInput(viewModel: "status", input: "reachable", known: []))
@@ -58,16 +57,14 @@ final class StatusViewModelTests: XCTestCase {
         XCTAssertEqual(vm.snapshot, ["reachable": true, "message": nil, "rateLimit": nil])
     }
 
-    func testUpdaterHopsToTheOwner() async {
-        let owner = ManualExecutor()
-        let vm = StatusViewModel(initial: UpstreamStatus(reachable: false, message: "down"), executor: owner.executor)
+    /// A reported status reaches it as a notice (`receive`, how the application feeds an app-wide view
+    /// model); a notice of another type means nothing to it.
+    func testAStatusNoticeReplacesTheStateAndOtherNoticesAreIgnored() {
+        let vm = StatusViewModel(initial: UpstreamStatus(reachable: false, message: "down"))
         let events = EventRecorder(vm)
-        let updater = vm.makeUpdater()
-        await Task.detached { updater(UpstreamStatus(reachable: true)) }.value
-        // Nothing is applied off the owner: the change waits in the owner's queue.
+        vm.receive("not a status")
         XCTAssertEqual(events.take(), [])
-        XCTAssertEqual(vm.snapshot, ["reachable": false, "message": "down", "rateLimit": nil])
-        await owner.runNext()
+        vm.receive(UpstreamStatus(reachable: true))
         XCTAssertEqual(events.take(), [ViewModelEvent(inputSeq: nil, outputs: ["reachable": true, "message": nil])])
         XCTAssertEqual(vm.snapshot, ["reachable": true, "message": nil, "rateLimit": nil])
     }

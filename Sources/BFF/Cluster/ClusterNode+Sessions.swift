@@ -402,12 +402,13 @@ extension ClusterNode {
         }
     }
 
-    /// `GET /state`'s body from a stored snapshot, with this loop's copy of the shared `status` (loop `index`).
+    /// `GET /state`'s body from a stored snapshot, with this loop's copy of the app-wide view models (loop
+    /// `index`).
     func renderSnapshot(_ snapshot: SessionSnapshot, loop index: Int) -> [UInt8]? {
         guard case .object(let stored)? = try? JSONValue.parse(snapshot.state),
             case .object(var outputs)? = stored["outputs"]
         else { return nil }
-        outputs["status"] = .object(loopSessions[index].statusSnapshot)
+        outputs.merge(loopSessions[index].appWide)
         return JSONValue.object(["seq": .int(Int(snapshot.seq)), "viewModels": .object(outputs)]).bytes
     }
 }

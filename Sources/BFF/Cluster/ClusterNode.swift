@@ -154,13 +154,14 @@ final class ClusterNode: SessionBackend {
         health.enumerated().flatMap { i, h in h.problems.map { "loop \(i): \($0)" } }
     }
 
-    /// The shared `status` is one value for the cluster, applied by every node from the status board:
+    /// An app-wide view model (`status`) is one value for the cluster, each node's fed the same notices
+    /// (the status from the status board):
     /// it reaches each stream from the node that hosts it, as an event without an id, and is never
     /// committed per session (a broadcast costs Redis nothing per session; committing it in every
     /// session of a node was slow and failed). A stream resumed from a replay gets the
     /// current status after it (`ClusterStream`), and every snapshot carries it, so clients converge.
-    func statusChanged(_ data: [UInt8], isSignal: Bool, on loop: LoopSessions) {
-        loop.broadcastToHostedStreams(SSEFrame.event(id: nil, name: "status", data: data))
+    func appWideChanged(_ name: String, _ data: [UInt8], isSignal: Bool, on loop: LoopSessions) {
+        loop.broadcastToHostedStreams(SSEFrame.event(id: nil, name: name, data: data))
     }
 
     /// Seconds between two checks, per loop, of the sessions streamed there: orphans are acquired, and

@@ -23,9 +23,9 @@ final class ClusterStream: ExternalFeed {
     /// True for a client that came back with `Last-Event-ID` (it may get a replay, not a snapshot).
     private let resumed: Bool
     private var started = false
-    /// A resumed stream whose replay was empty owes its client the current status (not in the history:
-    /// `ClusterNode.statusChanged`): it follows the stream's first event, never comes before it.
-    private var statusOwed = false
+    /// A resumed stream whose replay was empty owes its client the app-wide view models' outputs (not in the history:
+    /// `ClusterNode.appWideChanged`): it follows the stream's first event, never comes before it.
+    private var appWideOwed = false
     // `ended` beside the other flags and `behindAt` without an optional's extra byte: one allocation size
     // class less per cluster stream.
     private var ended = false
@@ -186,9 +186,9 @@ final class ClusterStream: ExternalFeed {
     private func emit(_ frames: [[UInt8]], signals: Set<Int>) {
         guard started else { return start(with: frames) }
         for (i, f) in frames.enumerated() { stream.deliverFromSession(f, isSignal: signals.contains(i)) }
-        if statusOwed, !frames.isEmpty {
-            statusOwed = false
-            stream.deliverFromSession(stream.host.statusFrame, isSignal: false)
+        if appWideOwed, !frames.isEmpty {
+            appWideOwed = false
+            stream.deliverFromSession(stream.host.appWideFrames, isSignal: false)
         }
     }
 
@@ -201,11 +201,11 @@ final class ClusterStream: ExternalFeed {
         startTimer = nil
         var initial: [UInt8] = []
         for f in frames { initial += f }
-        // Resumed from a replay: the status is not in the history (`ClusterNode.statusChanged`), so it
+        // Resumed from a replay: the app-wide view models are not in the history (`ClusterNode.appWideChanged`), so it
         // follows the replay; after an empty replay it waits for the stream's first event (the first
-        // event of a stream is its snapshot or its replay, never a status).
+        // event of a stream is its snapshot or its replay, never an app-wide one).
         if resumed {
-            if frames.isEmpty { statusOwed = true } else { initial += stream.host.statusFrame }
+            if frames.isEmpty { appWideOwed = true } else { initial += stream.host.appWideFrames }
         }
         stream.start(initial: initial)
     }

@@ -1,4 +1,5 @@
 import GitHubSearch
+import ViewModels
 
 /// The `search` view model: one per session, touched only on its session's owner; search results hop
 /// back through the executor.

@@ -1,4 +1,5 @@
 import GitHubSearch
+import ViewModels
 
 /// The `search` view model's actions: the session's inputs, named after events, and the search
 /// effect's result.

@@ -1,5 +1,6 @@
 import GitHubSearch
 import JSON
+import ViewModels
 
 /// The `search` view model's logic: GitHub repository search with paging, refresh, sort and selection.
 ///
@@ -133,9 +134,10 @@ public struct SearchFeature<Searcher: RepositorySearching>: ViewModelFeature {
         return [rateLimitTimer(until: retryAt)]
     }
 
-    /// The app-wide block, as an action stamped with the clock's time.
-    public func action(forUpstream status: UpstreamStatus) -> SearchAction? {
-        .upstreamBlocked(until: status.blockedUntil, receivedAt: clock.now())
+    /// The app-wide block (a reported `UpstreamStatus`), as an action stamped with the clock's time.
+    public func action(for notice: any Sendable) -> SearchAction? {
+        guard let status = notice as? UpstreamStatus else { return nil }
+        return .upstreamBlocked(until: status.blockedUntil, receivedAt: clock.now())
     }
 
     /// After a restore: the request that was under way is issued again (under a new generation) and

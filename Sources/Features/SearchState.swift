@@ -1,4 +1,5 @@
 import GitHubSearch
+import ViewModels
 
 /// The `search` view model's state (top level rather than nested, so it is not generic over the
 /// search client).

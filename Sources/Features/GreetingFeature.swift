@@ -1,4 +1,5 @@
 import JSON
+import ViewModels
 
 /// The `greeting` view model's logic: a text field, a button enabled when the name is not empty, and a
 /// label that shows "Hello, NAME!" (upper-cased) once the button is pressed.

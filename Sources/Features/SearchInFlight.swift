@@ -1,4 +1,5 @@
 import GitHubSearch
+import ViewModels
 
 /// The request the `search` view model is waiting for, kept in its state so that a restored view model
 /// that was loading can issue it again (with the same cache policy: a refresh stays a revalidation).

@@ -1,5 +1,6 @@
 import GitHubSearch
 import JSON
+import ViewModels
 
 /// The `status` view model's logic: app-wide reachability of GitHub, fed by the composition root with
 /// `UpstreamStatus` values. It has no inputs.
@@ -30,6 +31,11 @@ public struct StatusFeature: ViewModelFeature {
             // Compared on what is shown, so a change of `resource` alone emits nothing.
             Output("rateLimit", { $0.rateLimit.map(ShownRateLimit.init) }, encode: StatusFeature.encode),
         ]
+    }
+
+    /// A reported `UpstreamStatus` replaces the state; other notices mean nothing here.
+    public func action(for notice: any Sendable) -> Action? {
+        (notice as? UpstreamStatus).map(Action.statusUpdated)
     }
 
     /// Every input is unknown: sessions cannot change the status.

@@ -1,5 +1,6 @@
 import GitHubSearch
 import JSON
+import ViewModels
 
 extension SearchFeature {
     /// The state outputs in snapshot order.

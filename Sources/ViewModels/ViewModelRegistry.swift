@@ -1,0 +1,77 @@
+/// Who shares one instance of a registered view model.
+public enum ViewModelScope: Sendable, Equatable {
+    /// One instance per session: its own state, and the session's inputs go to it.
+    case session
+    /// One instance for the whole application (per node in a cluster, each fed the same notices), shown in
+    /// every session's snapshot and stream. It takes no session inputs: it changes by the notices the
+    /// application sends it (`ViewModel.receive`), e.g. an upstream's status.
+    case app
+}
+
+/// What a view model is made with when a session (or the application) starts.
+public struct ViewModelContext: Sendable {
+    /// Runs work on the view model's owner (its session's event loop): give it to `Store`.
+    public let executor: OwnerExecutor
+    /// The client (an opaque key such as an IP address) the session's upstream calls are charged to, for
+    /// the fair-use rules; nil: nobody (an app-wide view model, a session taken over from another node).
+    public let client: String?
+
+    public init(executor: @escaping OwnerExecutor, client: String?) {
+        self.executor = executor
+        self.client = client
+    }
+}
+
+/// The view models an application hosts: each registered once, at the composition root, with its scope
+/// and how to make it. The session layer makes a session's view models from here and names none of
+/// them itself; a snapshot lists them in registration order.
+///
+/// ```swift
+/// var viewModels = ViewModelRegistry()
+/// viewModels.register(TodoFeature.self, initialState: .init()) { _ in TodoFeature() }
+/// ```
+///
+/// Threading: a value; register before the application is built, then it is only read (any thread).
+public struct ViewModelRegistry: Sendable {
+    /// One registration: its scope and its maker.
+    struct Registration: Sendable {
+        let scope: ViewModelScope
+        let make: @Sendable (ViewModelContext) -> any ViewModel
+    }
+
+    private(set) var registrations: [Registration] = []
+
+    /// No view model yet.
+    public init() {}
+
+    /// Registers `Feature`: `make` builds the feature (its dependencies) for a context, run from
+    /// `initialState` by a `Store`. `scope` says who shares an instance (default: one per session).
+    public mutating func register<Feature: ViewModelFeature>(
+        _ feature: Feature.Type, scope: ViewModelScope = .session,
+        initialState: @escaping @Sendable @autoclosure () -> Feature.State,
+        _ make: @escaping @Sendable (ViewModelContext) -> Feature
+    ) {
+        register(scope: scope) { context in
+            Store(feature: make(context), initialState: initialState(), executor: context.executor)
+        }
+    }
+
+    /// Registers a view model built by hand (any `ViewModel`, e.g. a `Store` whose feature type depends on
+    /// the context).
+    public mutating func register(
+        scope: ViewModelScope = .session, _ make: @escaping @Sendable (ViewModelContext) -> any ViewModel
+    ) {
+        registrations.append(Registration(scope: scope, make: make))
+    }
+
+    /// True when something is registered in `scope`.
+    public func has(_ scope: ViewModelScope) -> Bool { registrations.contains { $0.scope == scope } }
+
+    /// New instances of every view model of `scope`, in registration order.
+    public func make(_ scope: ViewModelScope, _ context: ViewModelContext) -> [any ViewModel] {
+        var out: [any ViewModel] = []
+        out.reserveCapacity(registrations.count)
+        for r in registrations where r.scope == scope { out.append(r.make(context)) }
+        return out
+    }
+}
