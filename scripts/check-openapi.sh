@@ -20,7 +20,18 @@ if ! "$PYTHON" -c 'import openapi_spec_validator, yaml' 2>/dev/null; then
     "$PYTHON" -m pip install --quiet --disable-pip-version-check 'openapi-spec-validator>=0.7,<1' PyYAML
 fi
 
+# The view models' part of the document follows the code: `bff view-models` says what the server hosts.
+BFF_BIN="${BFF_BIN:-.build/debug/bff}"
+if [[ ! -x $BFF_BIN ]]; then
+    echo "check-openapi: building bff (swift build --product bff) to ask it for its view models"
+    swift build --product bff > /dev/null
+fi
+VIEW_MODELS="$("$BFF_BIN" view-models)"
+export VIEW_MODELS
+
 "$PYTHON" - "$SPEC" <<'PY'
+import json
+import os
 import sys
 
 import yaml
@@ -80,9 +91,40 @@ for route, item in paths.items():
             if list(content) != ["application/problem+json"]:
                 problems.append(f"{method.upper()} {route} {status} is not only application/problem+json")
 
+# The view models: the snapshot lists every one the server hosts, each one's state schema requires its
+# outputs (`<Name>State`) and allows nothing else (`<Name>Outputs`), and the input route's examples
+# name every view model that takes inputs and every input (as `bff view-models` reports them).
+hosted = json.loads(os.environ["VIEW_MODELS"])["viewModels"]
+names = [vm["name"] for vm in hosted]
+snapshot_vms = resolve(spec["components"]["schemas"]["Snapshot"])["properties"]["viewModels"]
+if snapshot_vms.get("required") != names:
+    problems.append(f"Snapshot.viewModels requires {snapshot_vms.get('required')}, the server hosts {names}")
+if list(snapshot_vms.get("properties", {})) != names:
+    problems.append(f"Snapshot.viewModels has {list(snapshot_vms.get('properties', {}))}, the server hosts {names}")
+schemas = spec["components"]["schemas"]
+for vm in hosted:
+    title = vm["name"][0].upper() + vm["name"][1:]
+    state, outputs = schemas.get(f"{title}State"), schemas.get(f"{title}Outputs")
+    if state is None or outputs is None:
+        problems.append(f"view model {vm['name']}: no {title}State or {title}Outputs schema")
+        continue
+    required = next((part["required"] for part in state.get("allOf", []) if "required" in part), None)
+    if required != vm["outputs"]:
+        problems.append(f"{title}State requires {required}, {vm['name']}'s outputs are {vm['outputs']}")
+    if list(outputs.get("properties", {})) != vm["outputs"]:
+        problems.append(
+            f"{title}Outputs has {list(outputs.get('properties', {}))}, {vm['name']}'s outputs are {vm['outputs']}")
+parameters = {p.get("name"): p for p in paths["/api/sessions/{id}/{viewModel}/{input}"].get("parameters", [])}
+with_inputs = [vm["name"] for vm in hosted if vm["inputs"]]
+inputs = [i for vm in hosted for i in vm["inputs"]]
+if parameters.get("viewModel", {}).get("schema", {}).get("examples") != with_inputs:
+    problems.append(f"the input route's viewModel examples are not {with_inputs}")
+if parameters.get("input", {}).get("schema", {}).get("examples") != inputs:
+    problems.append(f"the input route's input examples are not {inputs}")
+
 if problems:
     print("\n".join(f"check-openapi: {p}" for p in problems), file=sys.stderr)
     sys.exit(1)
 count = sum(1 for item in paths.values() for m in item if m in {"get", "post", "delete", "put", "patch"})
-print(f"check-openapi: {path} is valid OpenAPI {spec['openapi']} ({count} operations)")
+print(f"check-openapi: {path} is valid OpenAPI {spec['openapi']} ({count} operations, view models {', '.join(names)})")
 PY
