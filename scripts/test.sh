@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite, exactly as CI runs it (.ci/run calls this):
-# unit, in-process and live tests (swift test), then the format and ShellCheck lints, the contract,
+# unit, in-process and live tests (swift test), the example package (Examples/Todo), then the format and ShellCheck lints, the contract,
 # Dockerfile (lint and a run of the image's runtime stage in a chroot), browser and operations
 # (scripts/cluster.sh) checks.
 set -euo pipefail
@@ -33,6 +33,19 @@ if ((status != 0)); then
   exit 1
 fi
 swift_passed=$(grep -E "Executed [0-9]+ tests" "$logs/swift-test.log" | tail -n 1 | sed -E 's/.*Executed ([0-9]+) tests.*/\1/')
+# The example package, built from its own folder against the libraries as an outside package would.
+echo "== Examples/Todo (swift build, swift test)"
+set +e
+(cd Examples/Todo && swift build --build-tests && swift test --skip-build) > "$logs/example.log" 2>&1
+status=$?
+set -e
+grep -E "error:|Executed [0-9]+ tests" "$logs/example.log" | grep -v "' passed (" | tail -n 5
+if ((status != 0)); then
+  echo "Examples/Todo failed (exit $status); the full log is $logs/example.log" >&2
+  grep -E "error:|failed" "$logs/example.log" | head -30 >&2
+  exit 1
+fi
+example_passed=$(grep -E "Executed [0-9]+ tests" "$logs/example.log" | tail -n 1 | sed -E 's/.*Executed ([0-9]+) tests.*/\1/')
 checks_passed=0
 browser_passed=0
 ops_passed=0
@@ -49,5 +62,5 @@ for check in scripts/check-format.sh scripts/check-shell.sh scripts/check-openap
 done
 # One plain closing line for whoever reads the end of the log: every test and check that ran.
 # (Any failure above has already exited non-zero through set -e / pipefail.)
-echo "all checks passed (swift test: ${swift_passed}, browser: ${browser_passed}, ops: ${ops_passed}, other checks: ${checks_passed})"
-echo "tests: $((swift_passed + browser_passed + ops_passed + checks_passed)) passed, 0 failed"
+echo "all checks passed (swift test: ${swift_passed}, example: ${example_passed}, browser: ${browser_passed}, ops: ${ops_passed}, other checks: ${checks_passed})"
+echo "tests: $((swift_passed + example_passed + browser_passed + ops_passed + checks_passed)) passed, 0 failed"
