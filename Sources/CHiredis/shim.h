@@ -158,7 +158,7 @@ static inline int chiredis_unread_bytes(const redisAsyncContext *ac) {
 }
 
 /// What the kernel knows of the TCP path under the context's socket, for telling a Redis that is slow or
-/// stopped (its host still acknowledges every byte) from a path that is gone (issue 20, round 20). Fills
+/// stopped (its host still acknowledges every byte) from a path that is gone. Fills
 /// `out` with: [0] 1 if the connection is established, [1] consecutive retransmissions of the oldest
 /// unacknowledged segment or unanswered window probes (0 once an ACK comes), [2] segments sent and not
 /// yet acknowledged, [3] milliseconds since the last ACK came. Returns 0, or -1 when unknown (no socket,

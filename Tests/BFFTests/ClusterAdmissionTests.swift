@@ -7,7 +7,7 @@ import XCTest
 
 @testable import BFF
 
-/// Admission control (issue 20): while a node's Redis connection is busy, new sessions and streams are
+/// Admission control: while a node's Redis connection is busy, new sessions and streams are
 /// refused at once with `503` + `Retry-After`, before anything is sent, so the work already admitted keeps
 /// its room; once Redis catches up they are served again.
 final class ClusterAdmissionTests: ClusterTestCase {

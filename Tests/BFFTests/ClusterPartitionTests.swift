@@ -85,7 +85,7 @@ final class ClusterPartitionTests: XCTestCase {
         XCTAssertEqual(try JSONValue.parse(state.body)["viewModels"]?["search"]?["query"], "three")
     }
 
-    /// A cut link is told from a slow Redis by what TCP saw (issue 20, round 20): A's Redis link is cut
+    /// A cut link is told from a slow Redis by what TCP saw: A's Redis link is cut
     /// with commands waiting on it (an input's commit, the lease renewals), so the kernel sends them again
     /// and no ACK comes. After the command time-out A resets the connection, says why (the retransmissions,
     /// the last ACK), and `/readyz` is `503`; once the link is back A connects again and is ready. A Redis

@@ -98,7 +98,7 @@ final class ClusterSpreadTests: ClusterTestCase {
     }
 
     /// A streamed session is checked one by one on every `expiryRenewalPasses`-th pass, which renews its
-    /// keys' expiry, and on the others only while its holder is not known (issue 20, round 23): with a 20 s
+    /// keys' expiry, and on the others only while its holder is not known: with a 20 s
     /// idle time-out (renewal interval 2 s) and a 1 s lease TTL (a pass every 1 s), each session's checks
     /// carry the renewal every other second, and at most its first one (before it knew its holder) does not;
     /// the slices take turns, so a pass renews half the sessions, not all of them every other pass.

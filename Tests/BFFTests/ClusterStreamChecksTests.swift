@@ -4,7 +4,7 @@ import XCTest
 
 @testable import BFF
 
-/// The periodic checks of sessions streamed on a node (issue 20, round 23): a session whose last check
+/// The periodic checks of sessions streamed on a node: a session whose last check
 /// named a live holder costs nothing of its own in Redis (one `MGET` per slice asks whether its holders
 /// live); one whose holder is gone is checked one by one and taken over without a request; a node that shuts
 /// down deletes its liveness keys, so the nodes streaming its sessions need not wait for them to expire.

@@ -5,7 +5,7 @@ import XCTest
 @testable import BFF
 
 /// `bff_event_loop_lag_seconds` and its log line: a loop held up by a long callback runs its timers late,
-/// and that is what the operator needs to tell a starved node from a slow Redis (issue 20: leases lost
+/// and that is what the operator needs to tell a starved node from a slow Redis (leases were lost
 /// "taken" while every renewal the node sent succeeded).
 final class LoopLagTests: XCTestCase {
     func testAStalledLoopIsMeasuredAndLogged() throws {

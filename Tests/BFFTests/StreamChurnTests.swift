@@ -8,7 +8,7 @@ import XCTest
 /// Memory per event stream: a server that opens and closes streams for days must not grow with
 /// their number. Each test warms the server up, then churns a few thousand streams one after the
 /// other (open, read the snapshot, close) and compares the process's heap in use before and after.
-/// The streams that leaked (issue 10, item 9) cost about 290 bytes each, 430 with a session created
+/// The streams that leaked cost about 290 bytes each, 430 with a session created
 /// and deleted around each; these tests allow 64.
 final class StreamChurnTests: XCTestCase {
     static let warmUp = 300

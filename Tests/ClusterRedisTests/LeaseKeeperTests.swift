@@ -145,7 +145,7 @@ final class LeaseKeeperTests: XCTestCase {
 
     /// A keeper per owned session: its allocation is what its fields need, no padding between its flags
     /// and the optional error before them (184 usable bytes when the flags sat between the times; a cluster
-    /// node keeps one per session it runs, and memory per session + stream is a target of issue 20).
+    /// node keeps one per session it runs, and memory per session + stream is a target).
     func testAKeeperTakesNoMoreThan168Bytes() throws {
         let (store, lease) = try make()
         let k = keeper(store, lease) { _ in }
@@ -227,7 +227,7 @@ final class LeaseKeeperTests: XCTestCase {
     /// a time; the ticks that pass meanwhile send none, and the answer sends the missed renewal at once.
     /// Before, the next renewal was armed an interval after the answer: with round trips of 1.5 s and an
     /// interval of 1 s they were 2.5 s apart, and with round trips over TTL − interval the lease expired in
-    /// the store though every renewal succeeded (issue 20: 53,172 leases lost "taken" in one 6-node run).
+    /// the store though every renewal succeeded (53,172 leases lost "taken" in one 6-node run).
     func testRenewalsKeepTheirCadenceWhenTheStoreAnswersSlowly() throws {
         let (store, lease) = try make()
         var losses: [LeaseKeeper.Loss] = []

@@ -160,7 +160,7 @@ final class RedisSessionStoreClusterTests: XCTestCase {
         }
     }
 
-    /// Stream-liveness keys on a Redis Cluster (issue 20, round 23): an admission sets its loop's key on the
+    /// Stream-liveness keys on a Redis Cluster: an admission sets its loop's key on the
     /// session's master, and the members of every session there count while it lives; the loop renews one
     /// key per master (`keepStreamsLive`: three `SET`s for 30 streamed sessions); with its keys gone (what
     /// their expiry does when the loop died), its members count on no master.

@@ -257,8 +257,8 @@ final class RedisSessionStoreTests: XCTestCase {
 
     /// A call of stream checks looks each holder's liveness key up once, however many of its sessions it
     /// checks, and drops the expired members of a set of streams only when it renews the expiry (once a
-    /// minute, not every 10 s); the admission, which counts the set, still drops them first. Issue 20,
-    /// round 22: each was one command per session per check.
+    /// minute, not every 10 s); the admission, which counts the set, still drops them first. Before,
+    /// each was one command per session per check.
     func testStreamChecksLookEachHolderUpOnceAndDropExpiredMembersOnlyWhenTheyRenew() async throws {
         let h = harness()
         let ids = (0..<6).map { "p\($0)" }
@@ -285,7 +285,7 @@ final class RedisSessionStoreTests: XCTestCase {
     }
 
     /// A stream counts towards its session's limit while its loop's stream-liveness key on the session's
-    /// master lives, not until its own deadline (issue 20, round 23): with the key of loop "a" gone (what
+    /// master lives, not until its own deadline: with the key of loop "a" gone (what
     /// its expiry does when "a" died), "a/1" no longer counts though its deadline is a minute off; with the
     /// key back (Redis lost it and "a" set it again), it counts again. An admission sets its own loop's key.
     func testAStreamCountsWhileItsLoopsStreamLivenessKeyLivesNotUntilItsDeadline() async throws {

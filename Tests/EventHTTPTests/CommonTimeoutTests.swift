@@ -7,7 +7,7 @@ import XCTest
 
 /// libevent keeps at most 256 common-timeout queues per `event_base` and logs a warning for every request
 /// past them. Timers of many distinct durations (Redis commands' remaining time-outs, say) must never get
-/// there: the loop gives common queues to its first durations only (issue 20: 2,000–3,000 such warnings
+/// there: the loop gives common queues to its first durations only (once, 2,000–3,000 such warnings
 /// per node under load).
 final class CommonTimeoutTests: XCTestCase {
     /// Warnings libevent logged while the callback below was installed.

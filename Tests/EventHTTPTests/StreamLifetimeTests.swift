@@ -5,8 +5,7 @@ import XCTest
 
 /// A stream and its responder (one `ResponderCore` behind both handles) are freed once the stream is
 /// over, whether the server ended it or the peer left, as soon as the handler keeps no reference (the
-/// stream and the responder used to keep each other alive: about 290 bytes leaked per stream, issue 10
-/// item 9).
+/// stream and the responder used to keep each other alive: about 290 bytes leaked per stream).
 final class StreamLifetimeTests: XCTestCase {
     /// Weak references to the objects of the last stream, filled and checked on the server's loop.
     final class Watch: @unchecked Sendable {

@@ -132,7 +132,7 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
     /// Lease renewals take a connection of their own (`RedisLane.leases`): while the command connection
     /// is full (`maxInFlight` 2, both held by `BLPOP`s that block it in Redis for 1.5 s, nothing held
     /// beyond), a command on it is refused with `.overloaded` and a script on the lease lane is answered at once. Before, the
-    /// renewal shared the command connection and was refused too (issue 20: 6,379 renewals refused in
+    /// renewal shared the command connection and was refused too (6,379 renewals refused in
     /// one 6 × 8,000-stream run, sessions lost for it).
     func testTheLeaseLaneIsNotCrowdedOutByTheCommandConnection() async throws {
         let c = TopologyTesting.client(server.url, on: loop, commandTimeout: 3, maxInFlight: 2, maxQueued: 0)
@@ -161,7 +161,7 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
     /// A `BLPOP` that blocks the command connection 0.8 s (its time-out, and the stall limit, 0.5 s) while
     /// renewals on the lease lane are answered every 50 ms: it times out alone, and the connection is kept,
     /// silent (Redis's host acknowledges). The `CLIENT ID` sent while it is silent waits in the client and is
-    /// written once the connection is answered again: the same Redis client's. Before round 19 the command
+    /// written once the connection is answered again: the same Redis client's. Before, the command
     /// connection was reset at 0.5 s (two resets in a 6 x 17,000 teardown whose lease lanes were answered).
     func testTheCommandConnectionIsNotResetWhileTheLeaseLaneHearsRedis() async throws {
         let loop: EventLoop = self.loop
@@ -262,7 +262,7 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
     /// one go and confirmed look at each subscription a bounded number of times. Before, each new channel
     /// walked every subscription (`reconcile`) and each addition and confirmation recomputed the health over
     /// all of them: ~22 million visits for 3,000 channels, and with 11,615 channels on a reconnect a node's
-    /// loop was busy for 103 s (issue 20: every lease of that loop lost).
+    /// loop was busy for 103 s (every lease of that loop lost).
     func testSubscribingManyChannelsIsLinear() async throws {
         let c = await readyClient()
         let s = RedisShardedSubscriber(client: c)
@@ -612,7 +612,7 @@ final class RedisClientStandaloneTests: RedisLoopTestCase {
 
     /// A Redis that answers, but slowly (its confirmations trickle in over twice the command time-out):
     /// the subscription connection is kept and every confirmation comes on it. Dropping it at the first
-    /// late confirmation subscribed every channel again on a Redis already behind: issue 20's cascade
+    /// late confirmation subscribed every channel again on a Redis already behind: a cascade
     /// (117 subscription connections dropped this way in the 6 x 17,000-stream run).
     func testASlowButAnsweringRedisKeepsTheSubscriptionConnection() async throws {
         let proxy = try FreezingProxy(targetPort: server.port)

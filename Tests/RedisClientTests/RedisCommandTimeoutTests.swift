@@ -8,7 +8,7 @@ import XCTest
 
 @testable import RedisClient
 
-/// Issue 20: a time-out belongs to one command, not to its connection. One slow command must not fail
+/// A time-out belongs to one command, not to its connection. One slow command must not fail
 /// the others on the connection, nor reset it; a connection that makes no progress at all for a whole
 /// time-out while commands wait is silent, and reset only when its path is gone or the silence lasts.
 final class RedisCommandTimeoutTests: RedisLoopTestCase {
@@ -143,7 +143,7 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
     }
 
     /// One command Redis answers slowly neither resets the connection nor fails the commands behind it,
-    /// though nothing at all is answered for longer than the connection's limit (issue 20): a 1.5 s script
+    /// though nothing at all is answered for longer than the connection's limit: a 1.5 s script
     /// (its own time-out 0.2 s) and a `PING` behind it (2 s), on a connection whose limit is 0.5 s. At 0.5 s
     /// the connection is silent (not ready for `/readyz`) and kept, because Redis's host acknowledged every
     /// byte; the `PING` is answered at 1.5 s on the same Redis client, which ends the silence. Before: reset
@@ -364,7 +364,7 @@ final class RedisCommandTimeoutTests: RedisLoopTestCase {
     /// running, as a node's loop on a saturated host) does not count that time as Redis's silence: the
     /// command's 2 s deadline passes on time, but the probe saw the loop 0.8 s late during the wait, so the
     /// verdict waits a grace (0.5 s), and Redis, continued at 2.2 s, answers within it on the same
-    /// connection. Before: the command failed at 2 s and the connection was reset (issue 20's teardown).
+    /// connection. Before: the command failed at 2 s and the connection was reset (a teardown under load).
     func testALoopStarvedWhileACommandWaitsDoesNotCountItAsRedisSilence() async throws {
         let c = await connect(timeout: 2)
         let idBefore = await c.send(["CLIENT", "ID"])

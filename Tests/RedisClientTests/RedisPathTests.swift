@@ -2,7 +2,7 @@ import XCTest
 
 @testable import RedisClient
 
-/// `RedisPath`'s verdict on a silent connection (issue 20, round 20): gone only when the connection is
+/// `RedisPath`'s verdict on a silent connection: gone only when the connection is
 /// not established or bytes were sent again with no ACK for the whole limit.
 final class RedisPathTests: XCTestCase {
     func path(_ retransmissions: UInt32, unacknowledged: UInt32, sinceACK ms: UInt32, established: Bool = true)

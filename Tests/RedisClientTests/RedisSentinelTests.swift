@@ -125,7 +125,7 @@ final class RedisSentinelTests: XCTestCase {
     }
 
     /// `SIGSTOP` of the master (it takes every byte and answers nothing): the client's connection to it
-    /// falls silent and is kept (Redis's host acknowledges, round 20), yet the client still follows the
+    /// falls silent and is kept (Redis's host acknowledges), yet the client still follows the
     /// sentinels to the promoted replica within their failover time + 2 s: the silence makes the locator
     /// look again, and the switch retires the silent connection. No command waits past its time-out (1 s).
     func testAStoppedMasterIsReplacedAndTheClientFollowsThoughItsConnectionIsSilent() async throws {

@@ -1,4 +1,4 @@
-"""The page in a cluster failover (issue 23, items 2, 3 and 5): a real `redis-server`, three `bff` nodes
+"""The page in a cluster failover: a real `redis-server`, three `bff` nodes
 and the session's owner killed with `kill -9` while the page is in use.
 
 The page is served by node `b` while node `a` owns its session (created there), so after `kill -9` of

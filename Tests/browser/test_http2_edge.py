@@ -1,4 +1,4 @@
-"""Eight windows through HAProxy with TLS (issue 22): the shipped deploy/haproxy.cfg with a self-signed
+"""Eight windows through HAProxy with TLS: the shipped deploy/haproxy.cfg with a self-signed
 certificate (scripts/make-cert.sh) in front of a real 3-node cluster, Chromium on HTTPS. The page's
 connection is HTTP/2 (ALPN), every window loads and searches, and the browser holds one multiplexed
 event stream for all of them (the nodes see HTTP/1.1 from HAProxy).

@@ -1,4 +1,4 @@
-"""Many windows of one browser on plain HTTP/1.1 straight to `bff` (issue 22): one event-stream connection
+"""Many windows of one browser on plain HTTP/1.1 straight to `bff`: one event-stream connection
 for all of them, owned by a SharedWorker, or by a window elected with Web Locks where there is none, or,
 where neither exists, each window's session's own stream.
 
