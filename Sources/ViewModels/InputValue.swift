@@ -11,6 +11,7 @@ public struct InputValue: Sendable {
     public let value: JSONValue
 
     /// The value of `input` sent to `viewModel`.
+    @inlinable
     public init(viewModel: String, input: String, value: JSONValue) {
         self.viewModel = viewModel
         self.input = input
@@ -18,17 +19,20 @@ public struct InputValue: Sendable {
     }
 
     /// An `invalidValue` error for this input, saying `detail`.
+    @inlinable
     public func invalid(_ detail: String) -> InputError {
         .invalidValue(viewModel: viewModel, input: input, detail: detail)
     }
 
     /// A string value.
+    @inlinable
     public func string() throws(InputError) -> String {
         guard case .string(let s) = value else { throw invalid("expected a string, got \(value.typeDescription)") }
         return s
     }
 
     /// An integer value (a number with an exact integer value).
+    @inlinable
     public func integer(_ what: String = "an integer") throws(InputError) -> Int {
         guard let i = value.intValue else {
             let got: String
@@ -39,6 +43,7 @@ public struct InputValue: Sendable {
     }
 
     /// One of a fixed set of strings, converted by `make`.
+    @inlinable
     public func oneOf<T: RawRepresentable & CaseIterable>(_ type: T.Type) throws(InputError) -> T
     where T.RawValue == String {
         if case .string(let s) = value, let v = T(rawValue: s) { return v }
@@ -51,6 +56,7 @@ public struct InputValue: Sendable {
     }
 
     /// No value: absent (`null`) or an empty object.
+    @inlinable
     public func none() throws(InputError) {
         switch value {
         case .null: return

@@ -9,10 +9,11 @@ import JSON
 public struct Output<State>: Sendable {
     /// The output's contract name.
     public let name: String
-    let changed: @Sendable (State, State) -> Bool
-    let encode: @Sendable (State) -> JSONValue
+    @usableFromInline let changed: @Sendable (State, State) -> Bool
+    @usableFromInline let encode: @Sendable (State) -> JSONValue
 
     /// An output whose value is `get(state)`, encoded by `encode`.
+    @inlinable
     public init<Value: Equatable & Sendable>(
         _ name: String, _ get: @escaping @Sendable (State) -> Value,
         encode: @escaping @Sendable (Value) -> JSONValue
@@ -25,21 +26,25 @@ public struct Output<State>: Sendable {
 
 extension Output {
     /// A string output.
+    @inlinable
     public static func string(_ name: String, _ get: @escaping @Sendable (State) -> String) -> Output {
         Output(name, get, encode: JSONValue.string)
     }
 
     /// A string-or-null output.
+    @inlinable
     public static func optionalString(_ name: String, _ get: @escaping @Sendable (State) -> String?) -> Output {
         Output(name, get, encode: JSONValue.optional)
     }
 
     /// A boolean output.
+    @inlinable
     public static func bool(_ name: String, _ get: @escaping @Sendable (State) -> Bool) -> Output {
         Output(name, get, encode: JSONValue.bool)
     }
 
     /// An integer output.
+    @inlinable
     public static func int(_ name: String, _ get: @escaping @Sendable (State) -> Int) -> Output {
         Output(name, get, encode: JSONValue.int)
     }

@@ -117,18 +117,19 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
         let effects = feature.reduce(&state, action)
         if state != old { changes &+= 1 }
         var changed = JSONObject()
-        for output in outputs where output.changed(old, state) {
+        // Index loops, and no loop over no effects: in this generic code each iterator is a type whose
+        // metadata the runtime looks up on every call.
+        var i = 0
+        while i < outputs.count {
+            let output = outputs[i]
+            i += 1
+            guard output.changed(old, state) else { continue }
             if changed.isEmpty { changed.reserveCapacity(outputs.count) }
             changed.appendNew(output.name, output.encode(state))  // output names are distinct
         }
         var signals = JSONObject()
         var hasWork = false
-        for effect in effects {
-            switch effect.operation {
-            case .signal(let name, let value): signals[name] = value
-            case .run, .cancel: hasWork = true
-            }
-        }
+        if !effects.isEmpty { scan(effects, signals: &signals, hasWork: &hasWork) }
         if !changed.isEmpty || !signals.isEmpty {
             onEvent?(feature.name, ViewModelEvent(inputSeq: inputSeq, outputs: changed, signals: signals))
         }
@@ -140,6 +141,16 @@ public final class Store<Feature: ViewModelFeature>: ViewModel {
             case .run(let run, let id, let cancelInFlight):
                 if let id, cancelInFlight { cancel(id: id) }
                 launch(run, id: id, inputSeq: inputSeq)
+            }
+        }
+    }
+
+    /// The signals among `effects`, and whether any effect is work (run or cancel).
+    private func scan(_ effects: [Effect<Feature.Action>], signals: inout JSONObject, hasWork: inout Bool) {
+        for effect in effects {
+            switch effect.operation {
+            case .signal(let name, let value): signals[name] = value
+            case .run, .cancel: hasWork = true
             }
         }
     }
