@@ -6,14 +6,14 @@ import Foundation
 /// omit `topics`.
 ///
 /// Immutable after creation; safe on any thread.
-public struct Corpus: Sendable {
+package struct Corpus: Sendable {
     /// All repositories, in id order.
-    public let repositories: [CorpusRepository]
+    package let repositories: [CorpusRepository]
     /// Lower-cased owner logins present in the corpus.
-    public let owners: Set<String>
+    package let owners: Set<String>
 
     /// Generates `count` repositories from `seed`.
-    public init(seed: UInt64 = 42, count: Int = 5000) {
+    package init(seed: UInt64 = 42, count: Int = 5000) {
         var rng = SplitMix64(seed: seed)
         let ownerCount = max(1, count / 8)
         var ownerNames: [String] = []

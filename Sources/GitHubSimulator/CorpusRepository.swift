@@ -3,27 +3,27 @@ import JSON
 /// One repository of the simulator's corpus, with the lower-cased fields the query engine matches.
 ///
 /// An immutable value; safe on any thread.
-public struct CorpusRepository: Sendable, Equatable {
-    public var id: Int
-    public var owner: String
-    public var ownerID: Int
-    public var name: String
+package struct CorpusRepository: Sendable, Equatable {
+    package var id: Int
+    package var owner: String
+    package var ownerID: Int
+    package var name: String
     /// May be nil (GitHub sends `null`).
-    public var description: String?
+    package var description: String?
     /// May be nil (GitHub sends `null`).
-    public var language: String?
+    package var language: String?
     /// nil means the `topics` key is absent from the JSON.
-    public var topics: [String]?
-    public var stars: Int
-    public var forks: Int
-    public var createdAt: String
-    public var updatedAt: String
+    package var topics: [String]?
+    package var stars: Int
+    package var forks: Int
+    package var createdAt: String
+    package var updatedAt: String
     let lowerName: [UInt8]
     let lowerDescription: [UInt8]
     let lowerTopics: [[UInt8]]
 
     /// Creates a repository.
-    public init(
+    package init(
         id: Int, owner: String, ownerID: Int, name: String, description: String?, language: String?, topics: [String]?,
         stars: Int, forks: Int, createdAt: String, updatedAt: String
     ) {
@@ -44,10 +44,10 @@ public struct CorpusRepository: Sendable, Equatable {
     }
 
     /// `owner/name`.
-    public var fullName: String { "\(owner)/\(name)" }
+    package var fullName: String { "\(owner)/\(name)" }
 
     /// The item as GitHub's search API renders it (the common subset of its fields).
-    public func json(score: Double) -> JSONValue {
+    package func json(score: Double) -> JSONValue {
         var o: JSONObject = [
             "id": .int(id),
             "node_id": .string("R_sim\(id)"),

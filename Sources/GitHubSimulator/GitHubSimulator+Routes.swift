@@ -8,7 +8,7 @@ extension GitHubSimulator {
     /// Handlers run on the connection's loop; `handle` does the work there (a search over 5000
     /// repositories takes well under a millisecond to a few ms), latency is a loop timer, and a hang
     /// simply never answers. `now` gives wall time (injectable for tests).
-    public func install(on router: Router, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
+    package func install(on router: Router, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
         let handler: HTTPHandler = { [self] request, responder in
             let simRequest = SimRequest(
                 method: request.method.rawValue, path: request.path, query: request.queryItems,

@@ -11,41 +11,41 @@ import Primitives
 ///
 /// `handle` is deterministic given the state and `now`. Thread-safe: the mutable state (faults,
 /// budget window, stats) is guarded by one `Lock` held only for bookkeeping, never during search.
-public final class GitHubSimulator: Sendable {
+package final class GitHubSimulator: Sendable {
     /// How to build the simulator.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// PRNG seed of the corpus.
-        public var seed: UInt64 = 42
+        package var seed: UInt64 = 42
         /// Number of repositories in the corpus.
-        public var repositories = 5000
+        package var repositories = 5000
         /// Search requests allowed per minute (GitHub: 30 with a token, 10 without).
-        public var rateLimit = 30
+        package var rateLimit = 30
         /// When set, an `Authorization` header other than `Bearer <token>` gets GitHub's 401.
-        public var token: String?
+        package var token: String?
         /// Fault switches at start.
-        public var faults = SimFaults()
+        package var faults = SimFaults()
         /// Creates the default configuration.
-        public init() {}
+        package init() {}
     }
 
     /// Counters for tests and benchmarks (`GET /_sim/stats`).
-    public struct Stats: Sendable, Equatable {
+    package struct Stats: Sendable, Equatable {
         /// Search requests received (including refused ones).
-        public var requests = 0
+        package var requests = 0
         /// Searches answered 200 (including malformed ones).
-        public var served = 0
+        package var served = 0
         /// Searches refused for the rate budget or a rate-limit fault.
-        public var rateLimited = 0
+        package var rateLimited = 0
         /// Searches that carried the configured bearer token.
-        public var authenticated = 0
+        package var authenticated = 0
         /// Conditional searches answered 304 (free of budget, as on GitHub).
-        public var notModified = 0
+        package var notModified = 0
         /// All zero.
-        public init() {}
+        package init() {}
     }
 
     /// The corpus searched.
-    public let corpus: Corpus
+    package let corpus: Corpus
     let token: String?
     /// The switches, the budget window and the counters.
     private struct State {
@@ -61,7 +61,7 @@ public final class GitHubSimulator: Sendable {
     private let initialLimit: Int
 
     /// Generates the corpus (quick enough for every test to make its own) and sets the switches.
-    public init(configuration: Configuration = Configuration()) {
+    package init(configuration: Configuration = Configuration()) {
         corpus = Corpus(seed: configuration.seed, count: configuration.repositories)
         token = configuration.token
         initialFaults = configuration.faults
@@ -70,29 +70,29 @@ public final class GitHubSimulator: Sendable {
     }
 
     /// The current fault switches.
-    public var faults: SimFaults {
+    package var faults: SimFaults {
         get { state.withLock { $0.faultState } }
         set { state.withLock { $0.faultState = newValue } }
     }
 
     /// The per-minute budget.
-    public var rateLimit: Int {
+    package var rateLimit: Int {
         get { state.withLock { $0.limit } }
         set { state.withLock { $0.limit = max(0, newValue) } }
     }
 
     /// The counters so far.
-    public var stats: Stats { state.withLock { $0.counters } }
+    package var stats: Stats { state.withLock { $0.counters } }
 
     /// Clears counters and the budget window, and restores the switches and budget it started with.
-    public func reset() {
+    package func reset() {
         state.withLock {
             $0 = State(faultState: initialFaults, limit: initialLimit)
         }
     }
 
     /// Answers one request. `now` is wall time in seconds since 1970.
-    public func handle(_ request: SimRequest, now: Double) -> SimOutcome {
+    package func handle(_ request: SimRequest, now: Double) -> SimOutcome {
         switch (request.method, request.path) {
         case ("GET", "/search/repositories"): return search(request, now: now)
         case ("GET", "/_sim/stats"): return .respond(.json(200, statsJSON), delayMilliseconds: 0)

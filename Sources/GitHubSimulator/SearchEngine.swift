@@ -3,12 +3,12 @@ import JSON
 /// The pure heart of the simulator: answers `GET /search/repositories` from a corpus the way
 /// GitHub does (paging, sort, the 1000-result cap, `Link`, 422 bodies). No state, no clock, no
 /// rate limit (those are `GitHubSimulator`'s); safe on any thread.
-public enum SearchEngine {
+package enum SearchEngine {
     /// GitHub's documentation URL for search, as it appears in error bodies.
     static let documentation = "https://docs.github.com/rest/search/search#search-repositories"
 
     /// Answers one search. `baseURL` (e.g. `http://127.0.0.1:9090`) prefixes the `Link` URLs.
-    public static func respond(_ request: SimRequest, corpus: Corpus, baseURL: String) -> SimResponse {
+    package static func respond(_ request: SimRequest, corpus: Corpus, baseURL: String) -> SimResponse {
         let q = request.parameter("q") ?? ""
         let query: SearchQuery
         do {

@@ -5,33 +5,33 @@ import Foundation
 /// Supported: free text (quoted phrases too), `language:`, `stars:`, `forks:` (`N`, `>N`, `>=N`,
 /// `<N`, `<=N`, `N..M`, `N..*`, `*..N`), `user:`/`org:`, `in:name,description,topics`, `topic:`.
 /// Unknown qualifiers are treated as free text. A plain value; safe on any thread.
-public struct SearchQuery: Sendable, Equatable {
+package struct SearchQuery: Sendable, Equatable {
     /// The fields free-text terms are matched against.
-    public enum Field: String, Sendable, CaseIterable { case name, description, topics }
+    package enum Field: String, Sendable, CaseIterable { case name, description, topics }
 
     /// Lower-cased free-text terms; every one must match.
-    public var terms: [String] = [] { didSet { termBytes = terms.map { Array($0.utf8) } } }
+    package var terms: [String] = [] { didSet { termBytes = terms.map { Array($0.utf8) } } }
     var termBytes: [[UInt8]] = []
     /// Lower-cased languages; any may match (empty: no restriction).
-    public var languages: [String] = []
+    package var languages: [String] = []
     /// Lower-cased owners; any may match.
-    public var users: [String] = []
+    package var users: [String] = []
     /// Lower-cased topics; all must be present.
-    public var topics: [String] = [] { didSet { topicBytes = topics.map { Array($0.utf8) } } }
+    package var topics: [String] = [] { didSet { topicBytes = topics.map { Array($0.utf8) } } }
     var topicBytes: [[UInt8]] = []
-    public var stars: ClosedRange<Int>?
-    public var forks: ClosedRange<Int>?
+    package var stars: ClosedRange<Int>?
+    package var forks: ClosedRange<Int>?
     /// Where terms are searched (default: all three).
-    public var fields: Set<Field> = Set(Field.allCases)
+    package var fields: Set<Field> = Set(Field.allCases)
 
     /// A query GitHub would refuse with 422: the `errors[].message` (or nil) and the code.
-    public struct Invalid: Error, Equatable, Sendable {
-        public var message: String?
-        public var code: String
+    package struct Invalid: Error, Equatable, Sendable {
+        package var message: String?
+        package var code: String
     }
 
     /// Parses `q`.
-    public init(_ q: String) throws(Invalid) {
+    package init(_ q: String) throws(Invalid) {
         let trimmed = q.trimmingWhitespace()
         guard !trimmed.isEmpty else { throw Invalid(message: nil, code: "missing") }
         guard trimmed.count <= 256 else {
@@ -72,7 +72,7 @@ public struct SearchQuery: Sendable, Equatable {
     }
 
     /// True when `repo` satisfies every part of the query.
-    public func matches(_ repo: CorpusRepository) -> Bool {
+    package func matches(_ repo: CorpusRepository) -> Bool {
         if !languages.isEmpty {
             guard let l = repo.language?.lowercased(), languages.contains(l) else { return false }
         }
@@ -91,7 +91,7 @@ public struct SearchQuery: Sendable, Equatable {
     }
 
     /// Best-match relevance: name hits weigh most, then topics, then description; stars break ties.
-    public func score(_ repo: CorpusRepository) -> Double {
+    package func score(_ repo: CorpusRepository) -> Double {
         var s = 0.0
         for term in termBytes {
             if repo.lowerName == term { s += 10 } else if bytesContain(repo.lowerName, term) { s += 5 }

@@ -5,29 +5,29 @@ import JSON
 /// Precedence when several are on: `hang`, `serverError`, `primaryRateLimit`, `secondaryRateLimit`,
 /// then the real budget, then `malformedJSON` (which corrupts an otherwise good 200 body).
 /// `latencyMs` delays every search answer. A plain value.
-public struct SimFaults: Sendable, Equatable {
+package struct SimFaults: Sendable, Equatable {
     /// Delay before every search answer, in milliseconds.
-    public var latencyMs = 0
+    package var latencyMs = 0
     /// Answer searches with `serverErrorStatus` (default 502).
-    public var serverError = false
+    package var serverError = false
     /// The 5xx status used by `serverError`.
-    public var serverErrorStatus = 502
+    package var serverErrorStatus = 502
     /// Answer searches with GitHub's primary rate-limit 403 (`X-RateLimit-Remaining: 0`).
-    public var primaryRateLimit = false
+    package var primaryRateLimit = false
     /// Answer searches with GitHub's secondary rate-limit 429 and `Retry-After`.
-    public var secondaryRateLimit = false
+    package var secondaryRateLimit = false
     /// The `Retry-After` seconds of `secondaryRateLimit`.
-    public var retryAfterSeconds = 60
+    package var retryAfterSeconds = 60
     /// Answer searches with a 200 whose body is truncated JSON.
-    public var malformedJSON = false
+    package var malformedJSON = false
     /// Never answer searches.
-    public var hang = false
+    package var hang = false
 
     /// All switches off.
-    public init() {}
+    package init() {}
 
     /// The switches as JSON (the body of `GET /_sim/faults`).
-    public var json: JSONValue {
+    package var json: JSONValue {
         [
             "latencyMs": .int(latencyMs), "serverError": .bool(serverError),
             "serverErrorStatus": .int(serverErrorStatus),
@@ -37,7 +37,7 @@ public struct SimFaults: Sendable, Equatable {
     }
 
     /// Applies the members present in `object`; throws a message naming the first bad member.
-    public mutating func merge(_ object: JSONObject) throws(SimError) {
+    package mutating func merge(_ object: JSONObject) throws(SimError) {
         for (key, value) in object.entries {
             switch key {
             case "latencyMs", "serverErrorStatus", "retryAfterSeconds":
@@ -67,8 +67,8 @@ public struct SimFaults: Sendable, Equatable {
 }
 
 /// A bad control request to the simulator.
-public struct SimError: Error, Sendable, Equatable {
+package struct SimError: Error, Sendable, Equatable {
     /// What was wrong.
-    public var message: String
+    package var message: String
     init(_ message: String) { self.message = message }
 }

@@ -5,24 +5,24 @@ import JSON
 /// 1 h), summarised as p50/p90/p99/p99.9/max.
 ///
 /// A value type; owned by the scenario on the loop thread.
-public struct LatencyHistogram {
+package struct LatencyHistogram {
     private var histogram = Histogram<UInt64>(
         lowestDiscernibleValue: 1_000, highestTrackableValue: 3_600_000_000_000, numberOfSignificantValueDigits: .three
     )
 
     /// An empty histogram.
-    public init() {}
+    package init() {}
 
     /// Records one latency (clamped to the trackable range).
-    public mutating func record(nanoseconds: UInt64) {
+    package mutating func record(nanoseconds: UInt64) {
         _ = histogram.record(min(max(nanoseconds, 1_000), 3_600_000_000_000))
     }
 
     /// How many values were recorded.
-    public var count: Int { Int(histogram.totalCount) }
+    package var count: Int { Int(histogram.totalCount) }
 
     /// The summary in microseconds.
-    public var summary: LatencySummary {
+    package var summary: LatencySummary {
         guard histogram.totalCount > 0 else { return LatencySummary() }
         func us(_ v: UInt64) -> Double { Double(v) / 1_000 }
         return LatencySummary(
@@ -35,24 +35,24 @@ public struct LatencyHistogram {
 }
 
 /// Percentiles of a latency distribution in microseconds. A value; safe anywhere.
-public struct LatencySummary: Sendable, Equatable {
+package struct LatencySummary: Sendable, Equatable {
     /// Number of samples.
-    public var count = 0
+    package var count = 0
     /// Median, µs.
-    public var p50 = 0.0
+    package var p50 = 0.0
     /// 90th percentile, µs.
-    public var p90 = 0.0
+    package var p90 = 0.0
     /// 99th percentile, µs.
-    public var p99 = 0.0
+    package var p99 = 0.0
     /// 99.9th percentile, µs.
-    public var p999 = 0.0
+    package var p999 = 0.0
     /// Largest sample, µs.
-    public var max = 0.0
+    package var max = 0.0
     /// Mean, µs.
-    public var mean = 0.0
+    package var mean = 0.0
 
     /// `{"count":…, "p50Us":…, …}`.
-    public var json: JSONValue {
+    package var json: JSONValue {
         .object(
             JSONObject([
                 ("count", .int(count)), ("p50Us", .double(p50)), ("p90Us", .double(p90)), ("p99Us", .double(p99)),
@@ -61,14 +61,14 @@ public struct LatencySummary: Sendable, Equatable {
     }
 
     /// `p50 212µs  p90 …`, for tables and progress lines.
-    public var line: String {
+    package var line: String {
         guard count > 0 else { return "no samples" }
         return "p50 \(Self.format(p50))  p90 \(Self.format(p90))  p99 \(Self.format(p99))  "
             + "p99.9 \(Self.format(p999))  max \(Self.format(max))  (n=\(count))"
     }
 
     /// Formats microseconds as `µs`, `ms` or `s`.
-    public static func format(_ us: Double) -> String {
+    package static func format(_ us: Double) -> String {
         if us < 1_000 { return "\(Int(us.rounded()))µs" }
         if us < 1_000_000 { return "\(Double(Int(us / 10)) / 100)ms" }
         return "\(Double(Int(us / 10_000)) / 100)s"

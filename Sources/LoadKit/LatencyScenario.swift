@@ -17,42 +17,42 @@ import WireClient
 /// that creates a session owns it, so `target` is the owner and the other two may name other nodes.
 ///
 /// Runs entirely on the calling thread (its own `LoadLoop`).
-public struct LatencyScenario {
+package struct LatencyScenario {
     /// Tunables.
-    public struct Options: Sendable {
+    package struct Options: Sendable {
         /// Sessions (each with one stream).
-        public var sessions = 200
+        package var sessions = 200
         /// Inputs per second in total.
-        public var rate = 2000.0
+        package var rate = 2000.0
         /// Seconds of load.
-        public var duration = 10.0
+        package var duration = 10.0
         /// Keep-alive connections for the POSTs.
-        public var connections = 16
+        package var connections = 16
         /// Seconds to wait for outstanding events after the last input.
-        public var grace = 2.0
+        package var grace = 2.0
         /// Print a progress line to stderr every second.
-        public var progress = true
+        package var progress = true
         /// Delete the sessions afterwards.
-        public var cleanup = true
+        package var cleanup = true
         /// Spin instead of sleeping between events (see `LoadLoop.busyPoll`), for the load phase.
-        public var busyPoll = false
+        package var busyPoll = false
         /// Send each input with an `Idempotency-Key` of its own (its number in the run), as the browser does.
-        public var idempotencyKeys = false
+        package var idempotencyKeys = false
         /// Sessions per event stream: 0, each session its own stream (`GET /api/sessions/{id}/events`); N,
         /// the sessions in groups of N, each group on one multiplexed stream (`GET /api/events?sessions=…`),
         /// as a browser's tabs share one connection.
-        public var tabs = 0
+        package var tabs = 0
         /// Where the inputs are POSTed (nil: the target the sessions are created on).
-        public var postTarget: Target?
+        package var postTarget: Target?
         /// Where the event streams are opened (nil: the target the sessions are created on).
-        public var streamTarget: Target?
+        package var streamTarget: Target?
         /// A file to write every measured latency to (nil: none), one line per input whose event
         /// arrived: `<scheduled send time, µs after the first> <latency, µs>`, in arrival order, after
         /// a `#` header line. For pooling runs exactly (percentiles of percentiles are not
         /// percentiles) and for seeing when in a run the slow inputs were.
-        public var samplesPath: String?
+        package var samplesPath: String?
         /// Defaults.
-        public init() {}
+        package init() {}
     }
 
     private final class Session {
@@ -65,7 +65,7 @@ public struct LatencyScenario {
     }
 
     /// Runs the scenario against `target`.
-    public static func run(target: Target, options: Options) throws -> LoadReport {
+    package static func run(target: Target, options: Options) throws -> LoadReport {
         let loop = try LoadLoop()
         defer { loop.close() }
         let pool = RequestPool(loop: loop, target: target, size: options.connections)

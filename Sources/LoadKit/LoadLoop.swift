@@ -13,7 +13,7 @@ import WireClient
 
 /// An epoll event loop with timers. Everything registered with it (connections, timers) is
 /// touched only on the thread that calls `run`; build and start it on that thread.
-public final class LoadLoop {
+package final class LoadLoop {
     private let epollFD: Int32
     private let timerFD: Int32
     private var connections: [LoadConnection?] = []
@@ -27,20 +27,20 @@ public final class LoadLoop {
     /// Poll instead of sleeping: `epoll_wait` with a zero timeout in a loop, timers checked on
     /// every turn. The thread spins at 100 % of its core, and in exchange the measurement no
     /// longer includes this process's own wake-ups (a timer firing late, a reply noticed late).
-    public var busyPoll = false
+    package var busyPoll = false
     /// Nanoseconds to sleep after a batch of socket events before waiting for the next (0: none). A socket
     /// that becomes readable while this thread sleeps (not in `epoll_wait`) is queued on the epoll without
     /// waking anyone, so a burst to many streams is read in a few batches instead of one wake-up per
     /// handful of sockets. On loopback the server's `write` runs the receiver's wake-up: a loader sharing
     /// the server's host that does not batch its reads charges the server for each of its wake-ups.
     /// Every event is seen at most this much later.
-    public var readBatchNanos: UInt64 = 0
+    package var readBatchNanos: UInt64 = 0
     /// How many times `epoll_wait` returned events of connections (timers not counted): the loop's wake-ups
     /// for sockets.
-    public private(set) var socketBatches = 0
+    package private(set) var socketBatches = 0
 
     /// Creates the epoll instance and its timer.
-    public init() throws {
+    package init() throws {
         epollFD = try Epoll.create()
         timerFD = try Epoll.timerCreate()
         Epoll.control(epollFD, Epoll.add, timerFD, events: Epoll.input)
@@ -57,7 +57,7 @@ public final class LoadLoop {
     /// Closes every registered connection (their `onClose` runs with `nil`) and drops every
     /// timer, which also releases what the timers' closures hold. The loop is finished
     /// afterwards: new connections fail with `.closed` and new timers are ignored.
-    public func close() {
+    package func close() {
         guard !isClosed else { return }
         isClosed = true
         for case let connection? in connections { connection.close() }
@@ -66,17 +66,17 @@ public final class LoadLoop {
     }
 
     /// Now, in monotonic nanoseconds.
-    public static func now() -> UInt64 { MonotonicClock.nanoseconds() }
+    package static func now() -> UInt64 { MonotonicClock.nanoseconds() }
 
     /// Runs `action` on the loop at `deadline` (monotonic nanoseconds), or at once if past.
-    public func schedule(at deadline: UInt64, _ action: @escaping () -> Void) {
+    package func schedule(at deadline: UInt64, _ action: @escaping () -> Void) {
         guard !isClosed else { return }
         timers.insert(deadline, action)
         if deadline < armedDeadline { arm(deadline) }
     }
 
     /// Runs `action` after `seconds`.
-    public func schedule(after seconds: Double, _ action: @escaping () -> Void) {
+    package func schedule(after seconds: Double, _ action: @escaping () -> Void) {
         schedule(at: Self.now() + UInt64(max(0, seconds) * 1e9), action)
     }
 
@@ -102,7 +102,7 @@ public final class LoadLoop {
     /// Runs until `condition` becomes true (checked after every batch of events and timers)
     /// or `timeout` seconds pass. Returns whether `condition` held.
     @discardableResult
-    public func run(timeout: Double = .infinity, until condition: () -> Bool = { false }) -> Bool {
+    package func run(timeout: Double = .infinity, until condition: () -> Bool = { false }) -> Bool {
         let end = timeout.isFinite ? Self.now() + UInt64(max(0, timeout) * 1e9) : UInt64.max
         while true {
             runDueTimers()

@@ -3,9 +3,9 @@ import JSON
 /// The result of one scenario run: ordered named values, printed as a human table or as JSON.
 ///
 /// A value; built on the loop thread, printed by the command.
-public struct LoadReport: Sendable {
+package struct LoadReport: Sendable {
     /// One row of the report.
-    public enum Value: Sendable {
+    package enum Value: Sendable {
         /// A count or other integer.
         case int(Int)
         /// A measurement with a unit shown in the table (`"req/s"`, `"MiB"`, …).
@@ -17,29 +17,29 @@ public struct LoadReport: Sendable {
     }
 
     /// The scenario's name (`latency`, `streams`, …).
-    public var scenario: String
+    package var scenario: String
     /// The rows in display order; keys are camelCase JSON keys.
-    public var rows: [(key: String, value: Value)] = []
+    package var rows: [(key: String, value: Value)] = []
 
     /// An empty report for `scenario`.
-    public init(scenario: String) { self.scenario = scenario }
+    package init(scenario: String) { self.scenario = scenario }
 
     /// Appends a row.
-    public mutating func add(_ key: String, _ value: Value) { rows.append((key, value)) }
+    package mutating func add(_ key: String, _ value: Value) { rows.append((key, value)) }
 
     /// The row named `key`, if any.
-    public subscript(key: String) -> Value? { rows.first { $0.key == key }?.value }
+    package subscript(key: String) -> Value? { rows.first { $0.key == key }?.value }
 
     /// The integer row named `key`, if any.
-    public func int(_ key: String) -> Int? { if case .int(let v)? = self[key] { return v } else { return nil } }
+    package func int(_ key: String) -> Int? { if case .int(let v)? = self[key] { return v } else { return nil } }
 
     /// The latency row named `key`, if any.
-    public func latency(_ key: String) -> LatencySummary? {
+    package func latency(_ key: String) -> LatencySummary? {
         if case .latency(let v)? = self[key] { return v } else { return nil }
     }
 
     /// The machine-readable form: `{"scenario":…, key: value…}`.
-    public var json: JSONValue {
+    package var json: JSONValue {
         var object = JSONObject([("scenario", .string(scenario))])
         for (key, value) in rows {
             switch value {
@@ -53,7 +53,7 @@ public struct LoadReport: Sendable {
     }
 
     /// The human table.
-    public var table: String {
+    package var table: String {
         let width = (rows.map(\.key.count).max() ?? 0) + 2
         var out = "== bff-load \(scenario) ==\n"
         for (key, value) in rows {

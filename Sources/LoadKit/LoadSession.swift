@@ -5,14 +5,14 @@ import WireClient
 /// raise the open-file limit, and pick `inputSeq` out of event data without a full JSON parse.
 ///
 /// Everything here runs on the loop's thread.
-public enum LoadSession {
+package enum LoadSession {
     /// Creates `count` sessions, at most `pool.size` at once, returning their ids; throws if fewer than all
     /// could be created within `timeout` seconds (default: 120, or 20 ms a session for more than 6,000). They are created from the target's `creationSources` (a
     /// connection each, round robin: many clients, as the server's per-client limits expect of a crowd of
     /// users), else through `pool`. A creation refused with `503` or `429` and a `Retry-After` is tried
     /// again after that many seconds (at most 5, with jitter), up to `maxAttempts` times, as a client
     /// should; `retried` counts those retries.
-    public static func create(
+    package static func create(
         _ count: Int, loop: LoadLoop, pool: RequestPool, timeout: Double? = nil, maxAttempts: Int = 10,
         retried: UnsafeMutablePointer<Int>? = nil
     ) throws -> [String] {
@@ -73,21 +73,21 @@ public enum LoadSession {
 
     /// How long a client waits before it asks again after `response`: its `Retry-After` (at most 5 s), ± 50 %
     /// so the clients refused together do not come back together; nil without a `Retry-After`.
-    public static func retryDelay(_ response: WireResponse) -> Double? {
+    package static func retryDelay(_ response: WireResponse) -> Double? {
         response.header("Retry-After").flatMap(Double.init).map { min(5, $0) * Double.random(in: 0.5...1.5) }
     }
 
     /// What deleting a run's sessions came to: `deleted` (`204`), `failed` (anything else, or no answer within
     /// the time-out: each counted once), `retried` (`503`/`429` with `Retry-After`, asked again), each delete's
     /// latency (sent → answered, the last attempt's), and the whole phase's seconds.
-    public struct DeleteOutcome {
-        public var deleted = 0
-        public var failed = 0
-        public var retried = 0
-        public var latency = LatencyHistogram()
-        public var seconds = 0.0
+    package struct DeleteOutcome {
+        package var deleted = 0
+        package var failed = 0
+        package var retried = 0
+        package var latency = LatencyHistogram()
+        package var seconds = 0.0
         /// The first few failures: the status and the problem's text, or the connection error.
-        public var failureSamples: [String] = []
+        package var failureSamples: [String] = []
     }
 
     /// Deletes `ids`, at most `pool.size` at once, waiting up to `timeout` seconds. A delete refused with `503`
@@ -95,7 +95,7 @@ public enum LoadSession {
     /// `maxAttempts` times, as a client should; anything else but `204` is a failure, and so is a delete not
     /// answered in time.
     @discardableResult
-    public static func delete(
+    package static func delete(
         _ ids: [String], loop: LoadLoop, pool: RequestPool, timeout: Double = 30, maxAttempts: Int = 10
     ) -> DeleteOutcome {
         var outcome = DeleteOutcome()
@@ -153,7 +153,7 @@ public enum LoadSession {
 
     /// Calls `line` once a second on the loop and writes its result to standard error, until
     /// the loop is closed (or released).
-    public static func startProgress(loop: LoadLoop, enabled: Bool, started: UInt64, line: @escaping () -> String) {
+    package static func startProgress(loop: LoadLoop, enabled: Bool, started: UInt64, line: @escaping () -> String) {
         guard enabled else { return }
         // The tick lives in the loop's timers: it must not keep the loop alive itself.
         func tick(_ loop: LoadLoop) {
@@ -165,13 +165,13 @@ public enum LoadSession {
     }
 
     /// The integer after `"inputSeq":` in `text`, if any.
-    public static func inputSeq(in text: String) -> Int? {
+    package static func inputSeq(in text: String) -> Int? {
         integer(after: "\"inputSeq\":", in: text)
     }
 
     /// The characters after `prefix` (e.g. `"session":"`) up to the next `"` in `text`, if any (an id, no
     /// escapes).
-    public static func string(after prefix: String, in text: String) -> String? {
+    package static func string(after prefix: String, in text: String) -> String? {
         scan(text, after: prefix) { bytes, start in
             guard let end = bytes[start...].firstIndex(of: UInt8(ascii: "\"")) else { return nil }
             return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
@@ -179,7 +179,7 @@ public enum LoadSession {
     }
 
     /// The integer after `key` (e.g. `"inputSeq":`) in `text`, if any.
-    public static func integer(after key: String, in text: String) -> Int? {
+    package static func integer(after key: String, in text: String) -> Int? {
         scan(text, after: key) { bytes, start in
             var j = start
             while j < bytes.count && bytes[j] == 0x20 { j += 1 }

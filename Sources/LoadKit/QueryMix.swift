@@ -12,9 +12,9 @@
 /// human and to GitHub (case-insensitive), a different string to a naive cache key.
 ///
 /// A value type; owned by one scenario on its loop thread.
-public struct QueryMix {
+package struct QueryMix {
     /// The vocabulary, most popular first.
-    public static let vocabulary = [
+    package static let vocabulary = [
         "swift", "react", "linux", "python", "rust", "kubernetes", "vapor", "hummingbird", "libevent", "nginx",
         "tensorflow", "django", "rails", "postgres", "redis", "sqlite", "docker", "terraform", "vim", "emacs",
         "swiftui", "combine", "nio", "grpc", "graphql", "webassembly", "llvm", "clang", "gcc", "zig",
@@ -22,14 +22,14 @@ public struct QueryMix {
         "pytorch", "jupyter", "pandas", "numpy", "scikit", "keras", "opencv", "ffmpeg", "gstreamer", "wayland",
     ]
     /// The largest `terms`: the 50 words and every ordered pair of two different words.
-    public static let maximumTerms = vocabulary.count * vocabulary.count
+    package static let maximumTerms = vocabulary.count * vocabulary.count
     private var rng: SplitMix64
     private let cumulative: [Double]
     private let variants: Double
 
     /// A mix with exponent `s` (1.0 is classic Zipf) over `terms` queries (50 … `maximumTerms`),
     /// typed as a variant with probability `variants`, seeded with `seed`.
-    public init(seed: UInt64 = 42, exponent s: Double = 1.0, terms: Int = vocabulary.count, variants: Double = 0) {
+    package init(seed: UInt64 = 42, exponent s: Double = 1.0, terms: Int = vocabulary.count, variants: Double = 0) {
         rng = SplitMix64(seed: seed)
         self.variants = max(0, min(1, variants))
         var sum = 0.0
@@ -42,7 +42,7 @@ public struct QueryMix {
     }
 
     /// The next query, as the user types it.
-    public mutating func nextQuery() -> String {
+    package mutating func nextQuery() -> String {
         let u = nextUniform()
         let index = cumulative.firstIndex { $0 >= u } ?? (cumulative.count - 1)
         let query = Self.term(rank: index)
@@ -51,7 +51,7 @@ public struct QueryMix {
     }
 
     /// The canonical query of 0-based popularity rank `rank`: a word, or past the 50 words a pair.
-    public static func term(rank: Int) -> String {
+    package static func term(rank: Int) -> String {
         let n = vocabulary.count
         guard rank >= n else { return vocabulary[rank] }
         let j = rank - n
@@ -62,7 +62,7 @@ public struct QueryMix {
 
     /// `query` typed another way (`kind` 0…3): capitalised, upper-cased, padded with spaces, or
     /// with its inner spaces doubled (padded when it has none).
-    public static func variant(of query: String, kind: Int) -> String {
+    package static func variant(of query: String, kind: Int) -> String {
         switch kind % 4 {
         case 0: return query.prefix(1).uppercased() + query.dropFirst()
         case 1: return query.uppercased()
@@ -73,17 +73,17 @@ public struct QueryMix {
     }
 
     /// A uniform number in [0, 1).
-    public mutating func nextUniform() -> Double { Double(rng.next() >> 11) / Double(1 << 53) }
+    package mutating func nextUniform() -> Double { Double(rng.next() >> 11) / Double(1 << 53) }
 
 }
 
 /// The SplitMix64 generator (a value; owned by its user).
-public struct SplitMix64: RandomNumberGenerator, Sendable {
+package struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
     /// A generator seeded with `seed`.
-    public init(seed: UInt64) { state = seed }
+    package init(seed: UInt64) { state = seed }
     /// The next 64 random bits.
-    public mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

@@ -5,9 +5,9 @@ import WireClient
 /// connection fails its in-flight request and is replaced on the next request.
 ///
 /// Touched only on its loop's thread.
-public final class RequestPool {
+package final class RequestPool {
     /// How a request ended.
-    public typealias Completion = (Result<WireResponse, WireError>) -> Void
+    package typealias Completion = (Result<WireResponse, WireError>) -> Void
 
     private struct Pending {
         var bytes: [UInt8]
@@ -29,10 +29,10 @@ public final class RequestPool {
     private let hostLine: [UInt8]
 
     /// Connections this pool may open (its requests in flight at most).
-    public var size: Int { slots.count }
+    package var size: Int { slots.count }
 
     /// A pool of up to `size` connections to `target`, opened lazily.
-    public init(loop: LoadLoop, target: Target, size: Int) {
+    package init(loop: LoadLoop, target: Target, size: Int) {
         self.loop = loop
         self.target = target
         slots = (0..<max(1, size)).map { _ in Slot() }
@@ -51,10 +51,10 @@ public final class RequestPool {
     }
 
     /// Requests waiting for a free connection.
-    public var queued: Int { queue.count - queueHead }
+    package var queued: Int { queue.count - queueHead }
 
     /// Sends a request when a connection is free; `completion` runs on the loop.
-    public func submit(
+    package func submit(
         _ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8]? = nil,
         completion: @escaping Completion
     ) {
@@ -83,7 +83,7 @@ public final class RequestPool {
     }
 
     /// Closes every connection; in-flight requests fail with `.closed`.
-    public func close() {
+    package func close() {
         for slot in slots { slot.connection?.close(.closed) }
     }
 

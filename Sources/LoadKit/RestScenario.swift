@@ -13,30 +13,30 @@ import WireClient
 /// the report says why non-2xx answers happened (`non2xxReasons`: each problem's `detail`, counted).
 ///
 /// Runs entirely on the calling thread (its own `LoadLoop`).
-public struct RestScenario {
+package struct RestScenario {
     /// Tunables.
-    public struct Options: Sendable {
+    package struct Options: Sendable {
         /// Keep-alive connections.
-        public var connections = 16
+        package var connections = 16
         /// Seconds of load.
-        public var duration = 10.0
+        package var duration = 10.0
         /// Requests per second in total; 0 for closed loop.
-        public var rate = 0.0
+        package var rate = 0.0
         /// Share of requests that go to the stateless search endpoint (0…1); 0 by default (see the type).
-        public var searchShare = 0.0
+        package var searchShare = 0.0
         /// Every search asks a query never asked before (`uniqueQuery`), so none is served from the
         /// server's cache and each costs it a call of its GitHub budget (an abusive client's load).
-        public var searchUnique = false
+        package var searchUnique = false
         /// Print a progress line to stderr every second.
-        public var progress = true
+        package var progress = true
         /// Delete the session afterwards.
-        public var cleanup = true
+        package var cleanup = true
         /// Defaults.
-        public init() {}
+        package init() {}
     }
 
     /// What a run with `searchShare` does to the target's GitHub budget, or nil for none.
-    public static func upstreamWarning(searchShare: Double) -> String? {
+    package static func upstreamWarning(searchShare: Double) -> String? {
         guard searchShare > 0 else { return nil }
         return "--search-share \(searchShare) sends about \(Int((searchShare * 100).rounded())) % of the requests to "
             + "GET /api/search/repositories: each query the server has not cached costs it a call of its GitHub "
@@ -46,12 +46,12 @@ public struct RestScenario {
 
     /// The `n`th query of a run whose queries are all distinct: `unique-<n>-<run>`, `run` drawn once
     /// per run (lowercase hex), so repeated runs against one server do not meet its cache either.
-    public static func uniqueQuery(_ n: Int, run: UInt64) -> String {
+    package static func uniqueQuery(_ n: Int, run: UInt64) -> String {
         "unique-\(n)-\(String(run, radix: 16))"
     }
 
     /// Runs the scenario against `target`.
-    public static func run(target: Target, options: Options) throws -> LoadReport {
+    package static func run(target: Target, options: Options) throws -> LoadReport {
         let warning = upstreamWarning(searchShare: options.searchShare)
         if let warning { StandardError.write("bff-load rest: warning: \(warning)\n") }
         let loop = try LoadLoop()

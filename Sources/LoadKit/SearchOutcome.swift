@@ -1,7 +1,7 @@
 import JSON
 
 /// What a user got from one search, as the event stream showed it.
-public enum SearchOutcome: String, CaseIterable, Sendable {
+package enum SearchOutcome: String, CaseIterable, Sendable {
     /// Results not marked stale, for a key (query, sort, page) that had not shown results before
     /// in this run: fetched from GitHub (inferred: the stream does not say where results came from).
     case fresh
@@ -18,7 +18,7 @@ public enum SearchOutcome: String, CaseIterable, Sendable {
     case failed
 
     /// True when the user saw results (fresh, cached or stale-marked).
-    public var showedResults: Bool {
+    package var showedResults: Bool {
         switch self {
         case .fresh, .cached, .stale: return true
         case .rateLimited, .failed: return false
@@ -31,31 +31,31 @@ public enum SearchOutcome: String, CaseIterable, Sendable {
 /// event that ends a search and must be remembered).
 ///
 /// A value; owned by one simulated user.
-public struct SearchStreamState: Sendable, Equatable {
+package struct SearchStreamState: Sendable, Equatable {
     /// `isLoading` as last seen.
-    public var isLoading = false
+    package var isLoading = false
     /// `stale` as last seen.
-    public var stale = false
+    package var stale = false
     /// `error.kind` as last seen (nil for `error: null`).
-    public var errorKind: String?
+    package var errorKind: String?
     /// `hasMore` as last seen.
-    public var hasMore = false
+    package var hasMore = false
     /// `retryAt` as last seen: non-nil while the session is rate limited. The view model then keeps
     /// `searchEnabled` and `loadMoreEnabled` false and ignores `submit`, `loadMore` and the search a
     /// sort change would start (no event follows them), as a user sees a disabled button.
-    public var retryAt: String?
+    package var retryAt: String?
 
     /// True while the view model refuses to search (a rate limit is in force).
-    public var isRateLimited: Bool { retryAt != nil }
+    package var isRateLimited: Bool { retryAt != nil }
 
     /// The initial state (the view model's own initial outputs).
-    public init() {}
+    package init() {}
 
     /// Merges the outputs of one event (`{"inputSeq":…,"outputs":{…}}`) or of a snapshot's
     /// `viewModels.search` object. Returns true when these outputs end a search: `isLoading` became
     /// false, or results or an error arrived while not loading.
     @discardableResult
-    public mutating func apply(outputs: JSONObject) -> Bool {
+    package mutating func apply(outputs: JSONObject) -> Bool {
         var ended = false
         if let loading = outputs["isLoading"]?.boolValue {
             if !loading { ended = true }
@@ -75,7 +75,7 @@ public struct SearchStreamState: Sendable, Equatable {
     /// Merges one `search` event's data; returns whether it ended a search (false for data that is
     /// not JSON or has no `outputs`).
     @discardableResult
-    public mutating func apply(eventData: String) -> Bool {
+    package mutating func apply(eventData: String) -> Bool {
         guard let value = try? JSONValue.parse(eventData), let outputs = value["outputs"]?.objectValue else {
             return false
         }
@@ -83,7 +83,7 @@ public struct SearchStreamState: Sendable, Equatable {
     }
 
     /// The outcome of the search that just ended, given whether its key had shown results before.
-    public func outcome(keySeenBefore: Bool) -> SearchOutcome {
+    package func outcome(keySeenBefore: Bool) -> SearchOutcome {
         if let errorKind { return errorKind == "rateLimited" ? .rateLimited : .failed }
         if stale { return .stale }
         return keySeenBefore ? .cached : .fresh
@@ -91,30 +91,30 @@ public struct SearchStreamState: Sendable, Equatable {
 }
 
 /// Counts of search outcomes, and the figures derived from them.
-public struct SearchOutcomeCounts: Sendable, Equatable {
+package struct SearchOutcomeCounts: Sendable, Equatable {
     /// Searches per outcome.
-    public private(set) var counts: [SearchOutcome: Int] = [:]
+    package private(set) var counts: [SearchOutcome: Int] = [:]
 
     /// No searches yet.
-    public init() {}
+    package init() {}
 
     /// Counts one search.
-    public mutating func record(_ outcome: SearchOutcome) { counts[outcome, default: 0] += 1 }
+    package mutating func record(_ outcome: SearchOutcome) { counts[outcome, default: 0] += 1 }
 
     /// Searches with `outcome`.
-    public subscript(outcome: SearchOutcome) -> Int { counts[outcome] ?? 0 }
+    package subscript(outcome: SearchOutcome) -> Int { counts[outcome] ?? 0 }
 
     /// Every search counted.
-    public var total: Int { counts.values.reduce(0, +) }
+    package var total: Int { counts.values.reduce(0, +) }
 
     /// Searches that showed results (fresh, cached or stale-marked).
-    public var showedResults: Int { counts.reduce(0) { $0 + ($1.key.showedResults ? $1.value : 0) } }
+    package var showedResults: Int { counts.reduce(0) { $0 + ($1.key.showedResults ? $1.value : 0) } }
 
     /// The share of searches that showed results (1 when there were none).
-    public var successRate: Double { total == 0 ? 1 : Double(showedResults) / Double(total) }
+    package var successRate: Double { total == 0 ? 1 : Double(showedResults) / Double(total) }
 
     /// Searches that showed results per upstream request (0 without upstream requests).
-    public func showedResultsPerUpstreamRequest(_ upstream: Int) -> Double {
+    package func showedResultsPerUpstreamRequest(_ upstream: Int) -> Double {
         upstream > 0 ? Double(showedResults) / Double(upstream) : 0
     }
 }

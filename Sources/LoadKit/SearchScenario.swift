@@ -15,38 +15,38 @@ import WireClient
 /// event that ends loading), the latency of cached searches, and searches that showed results
 /// per upstream request.
 ///
-public struct SearchScenario {
+package struct SearchScenario {
     /// Tunables.
-    public struct Options: Sendable {
+    package struct Options: Sendable {
         /// Sessions (each with one stream).
-        public var sessions = 20
+        package var sessions = 20
         /// Seconds of load.
-        public var duration = 10.0
+        package var duration = 10.0
         /// Seconds of load before `duration` whose searches are not counted (the cache fills; the
         /// upstream count starts after it too). 0: count from the start.
-        public var warmup = 0.0
+        package var warmup = 0.0
         /// Time between a session's actions.
-        public var think = ThinkTime.uniform(min: 10, max: 30)
+        package var think = ThinkTime.uniform(min: 10, max: 30)
         /// Queries in the Zipf vocabulary (50: the 50 words; more: a long tail of word pairs).
-        public var terms = QueryMix.vocabulary.count
+        package var terms = QueryMix.vocabulary.count
         /// Probability that a query is typed as a variant (case, spaces) of its canonical form.
-        public var variants = 0.0
+        package var variants = 0.0
         /// The GitHub simulator's base URL, for the upstream request count (`GET /_sim/stats`).
-        public var simURL: String?
+        package var simURL: String?
         /// Keep-alive connections for the POSTs.
-        public var connections = 8
+        package var connections = 8
         /// Random seed.
-        public var seed: UInt64 = 42
+        package var seed: UInt64 = 42
         /// Print a progress line to stderr every second.
-        public var progress = true
+        package var progress = true
         /// Delete the sessions afterwards.
-        public var cleanup = true
+        package var cleanup = true
         /// Defaults.
-        public init() {}
+        package init() {}
     }
 
     /// How long a simulated user waits between actions.
-    public enum ThinkTime: Sendable, Equatable {
+    package enum ThinkTime: Sendable, Equatable {
         /// Uniformly random in `min…max` seconds; each user's first action comes at a uniformly
         /// random time in `0…max`, so users do not act in lockstep.
         case uniform(min: Double, max: Double)
@@ -72,7 +72,7 @@ public struct SearchScenario {
     }
 
     /// Runs the scenario against `target`.
-    public static func run(target: Target, options: Options) throws -> LoadReport {
+    package static func run(target: Target, options: Options) throws -> LoadReport {
         let loop = try LoadLoop()
         defer { loop.close() }
         let pool = RequestPool(loop: loop, target: target, size: options.connections)

@@ -3,9 +3,9 @@
 #endif
 
 /// Writes to file descriptor 2 (progress lines, warnings). Stateless; any thread.
-public enum StandardError {
+package enum StandardError {
     /// Writes `text` as UTF-8 to standard error.
-    public static func write(_ text: String) {
+    package static func write(_ text: String) {
         var bytes = Array(text.utf8)
         _ = bytes.withUnsafeMutableBytes { Glibc.write(2, $0.baseAddress!, $0.count) }
     }

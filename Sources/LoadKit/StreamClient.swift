@@ -4,24 +4,24 @@ import WireClient
 /// then feeds the de-chunked body to WireClient's `SSEParser`.
 ///
 /// Touched only on its loop's thread.
-public final class StreamClient {
+package final class StreamClient {
     /// Monotonic nanoseconds when the connect started.
-    public let startedAt: UInt64
+    package let startedAt: UInt64
     /// The response head, once received.
-    public private(set) var head: WireResponse?
+    package private(set) var head: WireResponse?
     private var parser = SSEParser()
     private let connection: LoadConnection
     private var errorBody: [UInt8] = []
 
     /// Called for each event with its arrival time (monotonic nanoseconds).
-    public var onEvent: (SSEEvent, UInt64) -> Void = { _, _ in }
+    package var onEvent: (SSEEvent, UInt64) -> Void = { _, _ in }
     /// Called once with the response head (status 200 or an error status and its body).
-    public var onHead: (WireResponse) -> Void = { _ in }
+    package var onHead: (WireResponse) -> Void = { _ in }
     /// Called once when the stream closes; `nil` error when we closed it.
-    public var onClose: (WireError?) -> Void = { _ in }
+    package var onClose: (WireError?) -> Void = { _ in }
 
     /// Connects and requests `path` (relative to the target's base path).
-    public init(loop: LoadLoop, target: Target, path: String, headers: [(String, String)] = []) throws {
+    package init(loop: LoadLoop, target: Target, path: String, headers: [(String, String)] = []) throws {
         startedAt = LoadLoop.now()
         connection = try LoadConnection(loop: loop, target: target)
         var text = "GET \(target.basePath)\(path) HTTP/1.1\r\nHost: \(target.host):\(target.port)\r\n"
@@ -73,5 +73,5 @@ public final class StreamClient {
     }
 
     /// Closes the stream (`onClose` gets `nil`).
-    public func close() { connection.close() }
+    package func close() { connection.close() }
 }

@@ -12,49 +12,49 @@ import WireClient
 /// every process of the host), so whoever posted times the whole fan-out from its own post.
 ///
 /// Runs entirely on the calling thread (its own `LoadLoop`).
-public struct StreamsScenario {
+package struct StreamsScenario {
     /// Tunables.
-    public struct Options: Sendable {
+    package struct Options: Sendable {
         /// Streams (and sessions) to open.
-        public var streams = 1000
+        package var streams = 1000
         /// Server process id for RSS (else `/metrics`).
-        public var pid: Int32?
+        package var pid: Int32?
         /// Seconds to hold the streams open before measuring memory.
-        public var hold = 2.0
+        package var hold = 2.0
         /// Streams being established at once.
-        public var concurrency = 200
+        package var concurrency = 200
         /// Keep-alive connections for session creation.
-        public var connections = 16
+        package var connections = 16
         /// Seconds to wait for the broadcast to reach every stream.
-        public var broadcastTimeout = 30.0
+        package var broadcastTimeout = 30.0
         /// Observe one broadcast posted by someone else instead of posting one (see the type's doc): written
         /// (the arming time, monotonic ns) once the streams are held; nil: post the broadcast and its reset.
-        public var broadcastReadyFile: String?
+        package var broadcastReadyFile: String?
         /// Seconds an observer waits for the broadcast to start (the other loaders may still be establishing).
-        public var broadcastStartTimeout = 600.0
+        package var broadcastStartTimeout = 600.0
         /// An observer writes this file (the time, monotonic ns) once the broadcast reached every stream or
         /// `broadcastTimeout` passed.
-        public var broadcastSeenFile: String?
+        package var broadcastSeenFile: String?
         /// Keep the streams open after the broadcast until this file exists (at most `broadcastTimeout`
         /// more seconds), then close them and delete the sessions: with several loaders on one host, one
         /// loader's teardown then does not take the CPU the others' broadcasts still need.
-        public var teardownAfterFile: String?
+        package var teardownAfterFile: String?
         /// Where the streams are opened (nil: the target, where the sessions are created). In a cluster the
         /// node that creates a session runs it: another node's streams are fed through Redis.
-        public var streamTarget: Target?
+        package var streamTarget: Target?
         /// Print a progress line to stderr every second.
-        public var progress = true
+        package var progress = true
         /// Delete the sessions afterwards, `concurrency` at once (reported: `deleted`, `deleteFailed`, …).
-        public var cleanup = true
+        package var cleanup = true
         /// Seconds to sleep after each batch of socket events (`LoadLoop.readBatchNanos`; 0: none) while the
         /// streams are held and the broadcast is read; not while they are established or torn down.
-        public var readBatch = 0.0
+        package var readBatch = 0.0
         /// Defaults.
-        public init() {}
+        package init() {}
     }
 
     /// Runs the scenario against `target`.
-    public static func run(target: Target, options: Options) throws -> LoadReport {
+    package static func run(target: Target, options: Options) throws -> LoadReport {
         let limit = SystemProbe.raiseOpenFileLimit(to: options.streams + options.connections + 256)
         let loop = try LoadLoop()
         defer { loop.close() }

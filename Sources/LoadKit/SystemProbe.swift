@@ -8,9 +8,9 @@ import WireClient
 /// or the server's `/metrics`), metric sums, and the open-file limit.
 ///
 /// Stateless; call from the thread that runs the scenario (it makes blocking requests).
-public enum SystemProbe {
+package enum SystemProbe {
     /// Resident set size of `pid` in bytes, from `/proc/PID/status` (`VmRSS`).
-    public static func residentBytes(pid: Int32) -> Int? {
+    package static func residentBytes(pid: Int32) -> Int? {
         guard let text = readFile("/proc/\(pid)/status") else { return nil }
         for line in text.split(separator: "\n") where line.hasPrefix("VmRSS:") {
             let parts = line.split(separator: " ", omittingEmptySubsequences: true)
@@ -20,7 +20,7 @@ public enum SystemProbe {
     }
 
     /// The server's RSS: from `pid` when given, else `process_resident_memory_bytes` in `/metrics`.
-    public static func serverResidentBytes(target: Target, pid: Int32?) -> (bytes: Int, source: String)? {
+    package static func serverResidentBytes(target: Target, pid: Int32?) -> (bytes: Int, source: String)? {
         if let pid, let bytes = residentBytes(pid: pid) { return (bytes, "/proc/\(pid)/status") }
         if let value = metricSum(target: target, where: { $0 == "process_resident_memory_bytes" }) {
             return (Int(value), "/metrics")
@@ -30,7 +30,7 @@ public enum SystemProbe {
 
     /// The sum of the samples in the server's `/metrics` whose metric name satisfies `matches`;
     /// `nil` when `/metrics` is unavailable or nothing matched.
-    public static func metricSum(target: Target, where matches: (String) -> Bool) -> Double? {
+    package static func metricSum(target: Target, where matches: (String) -> Bool) -> Double? {
         guard let connection = try? target.connect(timeout: 3),
             let response = try? connection.request("GET", target.basePath + "/metrics"), response.status == 200
         else { return nil }
@@ -47,7 +47,7 @@ public enum SystemProbe {
 
     /// Raises the soft open-file limit to at least `needed` (up to the hard limit); returns the new soft limit.
     @discardableResult
-    public static func raiseOpenFileLimit(to needed: Int) -> Int {
+    package static func raiseOpenFileLimit(to needed: Int) -> Int {
         var limit = rlimit()
         getrlimit(openFilesResource, &limit)
         if limit.rlim_cur < rlim_t(needed) {
@@ -59,7 +59,7 @@ public enum SystemProbe {
     }
 
     /// CPU time (user + system) this process has used, in seconds.
-    public static func ownCPUSeconds() -> Double {
+    package static func ownCPUSeconds() -> Double {
         var usage = rusage()
         getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
         return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6

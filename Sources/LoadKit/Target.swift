@@ -8,19 +8,19 @@ import WireClient
 /// Where the load goes: an `http://host:port` URL resolved once to an IPv4 address.
 ///
 /// A value type; safe to pass between threads.
-public struct Target: Sendable, CustomStringConvertible {
+package struct Target: Sendable, CustomStringConvertible {
     /// The host as given (used in `Host` headers).
-    public let host: String
+    package let host: String
     /// The TCP port.
-    public let port: Int
+    package let port: Int
     /// The path prefix from the URL, without a trailing slash (usually empty).
-    public let basePath: String
+    package let basePath: String
     /// The resolved IPv4 address in network byte order.
     let address: in_addr
     /// Local IPv4 addresses the connections are made from, spread over them (empty: the kernel's
     /// choice). On loopback every 127/8 address is the machine's own, so one run can play many clients
     /// (`--source 127.0.0.2-127.0.0.40`): the server's per-client limits count them apart.
-    public private(set) var sources: [in_addr] = []
+    package private(set) var sources: [in_addr] = []
     /// Which source the next connection takes (shared by the copies of one target: round robin).
     private var nextSource = SourceTurn()
 
@@ -31,7 +31,7 @@ public struct Target: Sendable, CustomStringConvertible {
     }
 
     /// Parses `http://host[:port][/prefix]` and resolves the host.
-    public init(url: String) throws {
+    package init(url: String) throws {
         var rest = Substring(url)
         if rest.hasPrefix("http://") {
             rest = rest.dropFirst(7)
@@ -66,11 +66,11 @@ public struct Target: Sendable, CustomStringConvertible {
     }
 
     /// `http://host:port/prefix`.
-    public var description: String { "http://\(host):\(port)\(basePath)" }
+    package var description: String { "http://\(host):\(port)\(basePath)" }
 
     /// The same target, its connections made from `spec`: IPv4 addresses joined by `,`, each optionally
     /// a range `A-B` of one /24 (`127.0.0.2-127.0.0.9`); at most 65,536 in all.
-    public func from(sources spec: String) throws -> Target {
+    package func from(sources spec: String) throws -> Target {
         var out: [in_addr] = []
         for part in spec.split(separator: ",") {
             let ends = part.split(separator: "-", maxSplits: 1).map { String($0.filter { $0 != " " }) }
@@ -116,7 +116,7 @@ public struct Target: Sendable, CustomStringConvertible {
     func nextSourceAddress() -> in_addr? { sources.isEmpty ? nil : sources[nextSource.take() % sources.count] }
 
     /// A blocking WireClient connection to the target (for setup and probes).
-    public func connect(timeout: Double = 5) throws -> WireConnection {
+    package func connect(timeout: Double = 5) throws -> WireConnection {
         try WireConnection(host: host, port: port, timeout: timeout)
     }
 }

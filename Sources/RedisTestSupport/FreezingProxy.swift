@@ -10,9 +10,9 @@ import Glibc
 ///
 /// Threading: any thread; one thread per direction of each connection (blocking I/O, tests only). The
 /// connections are behind a `Lock`, each connection's state behind its own.
-public final class FreezingProxy: Sendable {
+package final class FreezingProxy: Sendable {
     /// The port clients connect to.
-    public let port: Int
+    package let port: Int
     private let target: Int
     private let listener: Int32
     private let pairs = Lock<[Pair]>([])
@@ -41,7 +41,7 @@ public final class FreezingProxy: Sendable {
     }
 
     /// A proxy to `127.0.0.1:targetPort`, accepting at once.
-    public init(targetPort: Int) throws {
+    package init(targetPort: Int) throws {
         target = targetPort
         listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var addr = Self.loopback(port: 0)
@@ -60,7 +60,7 @@ public final class FreezingProxy: Sendable {
     /// Freezes the server-to-client direction of every current connection whose client bytes so far
     /// satisfy `selected` (e.g. contain `SSUBSCRIBE`); returns how many it froze.
     @discardableResult
-    public func freeze(where selected: ([UInt8]) -> Bool) -> Int {
+    package func freeze(where selected: ([UInt8]) -> Bool) -> Int {
         let all = pairs.withLock { $0 }
         var n = 0
         for p in all {
@@ -78,7 +78,7 @@ public final class FreezingProxy: Sendable {
     /// the server late) of every current connection whose client bytes so far satisfy `selected` to
     /// `bytesPerTick` bytes every 0.1 s (a Redis that answers, but slowly); returns how many.
     @discardableResult
-    public func slowDown(
+    package func slowDown(
         toBytesPerTick bytesPerTick: Int, clientBytes: Bool = false, where selected: ([UInt8]) -> Bool
     ) -> Int {
         var n = 0
@@ -92,12 +92,12 @@ public final class FreezingProxy: Sendable {
     }
 
     /// True when `bytes` contain `text` (ASCII, case-insensitive): a helper for `freeze(where:)`.
-    public static func contains(_ bytes: [UInt8], _ text: String) -> Bool {
+    package static func contains(_ bytes: [UInt8], _ text: String) -> Bool {
         String(decoding: bytes, as: UTF8.self).uppercased().contains(text.uppercased())
     }
 
     /// Closes the listener and every connection.
-    public func stop() {
+    package func stop() {
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
         for p in pairs.withLock({ $0 }) {

@@ -11,14 +11,14 @@ import Glibc
 /// connected. Its files (nodes.conf) live in a temporary directory removed by `stop()`.
 ///
 /// Threading: for one test class (set up in `class setUp`, stopped in `class tearDown`); blocking calls.
-public final class RedisClusterProcesses: Sendable {
+package final class RedisClusterProcesses: Sendable {
     /// Every node, in creation order (`redis-cli` made the first `masters` nodes masters).
-    public let nodes: [RedisServerProcess]
+    package let nodes: [RedisServerProcess]
     /// The directory of their nodes.conf files.
-    public let directory: URL
+    package let directory: URL
 
     /// Starts and joins the cluster; throws when it does not come up within `timeout` seconds.
-    public init(masters: Int = 3, replicasPerMaster: Int = 1, timeout: Double = 30) throws {
+    package init(masters: Int = 3, replicasPerMaster: Int = 1, timeout: Double = 30) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("redis-cluster-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var ports = Set<Int>()
@@ -55,28 +55,28 @@ public final class RedisClusterProcesses: Sendable {
     }
 
     /// `redis+cluster://` with every node as a seed.
-    public var url: String { "redis+cluster://" + nodes.map { "127.0.0.1:\($0.port)" }.joined(separator: ",") }
+    package var url: String { "redis+cluster://" + nodes.map { "127.0.0.1:\($0.port)" }.joined(separator: ",") }
 
     /// The node listening on `port`.
-    public func node(port: Int) -> RedisServerProcess? { nodes.first { $0.port == port } }
+    package func node(port: Int) -> RedisServerProcess? { nodes.first { $0.port == port } }
 
     /// The ports of the masters that serve slots now (`CLUSTER NODES` of a running node), sorted.
-    public var masterPorts: [Int] {
+    package var masterPorts: [Int] {
         view().filter { $0.master && !$0.failed && !$0.slots.isEmpty }.map(\.port).sorted()
     }
 
     /// The node id of the node on `port` (`CLUSTER NODES`).
-    public func nodeID(port: Int) -> String? { view().first { $0.port == port }?.id }
+    package func nodeID(port: Int) -> String? { view().first { $0.port == port }?.id }
 
     /// The port of the replica of the master on `port` (the first one `CLUSTER NODES` lists).
-    public func replicaPort(of masterPort: Int) -> Int? {
+    package func replicaPort(of masterPort: Int) -> Int? {
         let v = view()
         guard let id = v.first(where: { $0.port == masterPort })?.id else { return nil }
         return v.first { !$0.master && $0.masterID == id }?.port
     }
 
     /// `CLUSTER NODES` as seen by a running node: per node its port, id, role, master id, slots text.
-    public func view() -> [(port: Int, id: String, master: Bool, failed: Bool, masterID: String, slots: String)] {
+    package func view() -> [(port: Int, id: String, master: Bool, failed: Bool, masterID: String, slots: String)] {
         guard let n = nodes.first(where: { $0.isRunning }) else { return [] }
         return n.cli("CLUSTER", "NODES").split(separator: "\n").compactMap { line in
             let f = line.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
@@ -92,12 +92,12 @@ public final class RedisClusterProcesses: Sendable {
     }
 
     /// The port of the master that serves `slot` (by `CLUSTER SLOTS` of a running node).
-    public func masterPort(ofSlot slot: Int) -> Int? {
+    package func masterPort(ofSlot slot: Int) -> Int? {
         slotMap().first { $0.slots.contains(slot) }?.port
     }
 
     /// Every slot range and the port of its master (`CLUSTER SLOTS` of a running node, read once).
-    public func slotMap() -> [(slots: ClosedRange<Int>, port: Int)] {
+    package func slotMap() -> [(slots: ClosedRange<Int>, port: Int)] {
         guard let n = nodes.first(where: { $0.isRunning }) else { return [] }
         let lines = n.cli("CLUSTER", "SLOTS").split(separator: "\n").map(String.init)
         var out: [(slots: ClosedRange<Int>, port: Int)] = []
@@ -118,7 +118,7 @@ public final class RedisClusterProcesses: Sendable {
     /// Waits until every running node says `cluster_state:ok` and every master has its replicas
     /// connected with their links up (a restarted node has rejoined as a replica).
     @discardableResult
-    public func waitUntilHealthy(timeout: Double = 30) -> Bool {
+    package func waitUntilHealthy(timeout: Double = 30) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if isHealthy { return true }
@@ -143,7 +143,7 @@ public final class RedisClusterProcesses: Sendable {
     }
 
     /// Kills every node and removes the directory.
-    public func stop() {
+    package func stop() {
         for n in nodes { n.kill() }
         try? FileManager.default.removeItem(at: directory)
     }

@@ -9,18 +9,18 @@ import Glibc
 /// `stop()`.
 ///
 /// Threading: for one test class (set up in `class setUp`, stopped in `class tearDown`); blocking calls.
-public final class RedisSentinelProcesses: Sendable {
+package final class RedisSentinelProcesses: Sendable {
     /// The name the sentinels monitor.
-    public let masterName: String
+    package let masterName: String
     /// The two data nodes: `data[0]` started as the master, `data[1]` as its replica.
-    public let data: [RedisServerProcess]
+    package let data: [RedisServerProcess]
     /// The three sentinels.
-    public let sentinels: [RedisServerProcess]
+    package let sentinels: [RedisServerProcess]
     /// Where the sentinels' config files are.
-    public let directory: URL
+    package let directory: URL
 
     /// Starts the set; throws when it is not ready within `timeout` seconds.
-    public init(masterName: String = "mymaster", timeout: Double = 30) throws {
+    package init(masterName: String = "mymaster", timeout: Double = 30) throws {
         self.masterName = masterName
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("redis-sentinel-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -56,24 +56,24 @@ public final class RedisSentinelProcesses: Sendable {
     }
 
     /// `redis+sentinel://s1,s2,s3/<name>`.
-    public var url: String {
+    package var url: String {
         "redis+sentinel://" + sentinels.map { "127.0.0.1:\($0.port)" }.joined(separator: ",") + "/\(masterName)"
     }
 
     /// The master's port as the first running sentinel reports it.
-    public var masterPort: Int? {
+    package var masterPort: Int? {
         guard let s = sentinels.first(where: \.isRunning) else { return nil }
         let lines = s.cli("SENTINEL", "get-master-addr-by-name", masterName).split(separator: "\n")
         return lines.count == 2 ? Int(lines[1]) : nil
     }
 
     /// The data node on `port`.
-    public func node(port: Int) -> RedisServerProcess? { data.first { $0.port == port } }
+    package func node(port: Int) -> RedisServerProcess? { data.first { $0.port == port } }
 
     /// Waits until the master (as the sentinels report it) has a replica whose link is up and every
     /// sentinel counts the two other sentinels and that replica as healthy.
     @discardableResult
-    public func waitUntilReady(timeout: Double = 30) -> Bool {
+    package func waitUntilReady(timeout: Double = 30) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if isReady { return true }
@@ -105,7 +105,7 @@ public final class RedisSentinelProcesses: Sendable {
     }
 
     /// Kills every sentinel and data node and removes the directory.
-    public func stop() {
+    package func stop() {
         for s in sentinels { s.kill() }
         for n in data { n.kill() }
         try? FileManager.default.removeItem(at: directory)

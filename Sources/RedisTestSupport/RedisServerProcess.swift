@@ -9,11 +9,11 @@ import RedisClient
 /// A real `redis-server` for tests: a free port on 127.0.0.1, no persistence, started and killed by
 /// the test. `start()` returns once the server has logged "Ready to accept connections" (read from
 /// its stdout: an event, not a sleep).
-public final class RedisServerProcess: Sendable {
+package final class RedisServerProcess: Sendable {
     /// The server's TCP port on 127.0.0.1.
-    public let port: Int
+    package let port: Int
     /// Extra `redis-server` arguments (`--requirepass …`).
-    public let extraArguments: [String]
+    package let extraArguments: [String]
     /// The whole command line after `redis-server` (a sentinel's starts with its config file).
     private let arguments: [String]
     /// The log line that says the server is ready.
@@ -22,12 +22,12 @@ public final class RedisServerProcess: Sendable {
     private let process = Lock<pid_t?>(nil)
 
     /// Picks a free port and starts the server there.
-    public convenience init(extraArguments: [String] = []) throws {
+    package convenience init(extraArguments: [String] = []) throws {
         try self.init(port: Self.freePort(), extraArguments: extraArguments)
     }
 
     /// Starts a server on `port` (a cluster node's bus port must be chosen with it).
-    public init(port: Int, extraArguments: [String] = []) throws {
+    package init(port: Int, extraArguments: [String] = []) throws {
         self.port = port
         self.extraArguments = extraArguments
         readyLine = "Ready to accept connections"
@@ -41,7 +41,7 @@ public final class RedisServerProcess: Sendable {
 
     /// Starts `redis-server` with exactly `arguments` (a sentinel: its config file, `--sentinel`, …),
     /// listening on `port`; `start()` returns once it logged `readyLine`.
-    public init(port: Int, arguments: [String], readyLine: String) throws {
+    package init(port: Int, arguments: [String], readyLine: String) throws {
         self.port = port
         self.extraArguments = []
         self.arguments = arguments
@@ -50,17 +50,17 @@ public final class RedisServerProcess: Sendable {
     }
 
     /// The server's process id (0 when not running).
-    public var pid: Int32 { process.withLock { $0 ?? 0 } }
+    package var pid: Int32 { process.withLock { $0 ?? 0 } }
     /// `redis://127.0.0.1:<port>`.
-    public var url: String { "redis://127.0.0.1:\(port)" }
+    package var url: String { "redis://127.0.0.1:\(port)" }
 
     /// Starts the server (again, on the same port) and waits until it accepts connections.
-    public func start() throws { try start(adding: []) }
+    package func start() throws { try start(adding: []) }
 
     /// Starts the server (again, on the same port) with `additional` arguments after its own (e.g.
     /// `--replicaof host port`: a killed Sentinel master back as the new master's replica), and waits
     /// until it accepts connections.
-    public func start(adding additional: [String]) throws {
+    package func start(adding additional: [String]) throws {
         let child = try Spawn.start("/usr/bin/redis-server", arguments + additional, stderr: .discard)
         process.withLock { $0 = child.pid }
         let out = child.stdout!
@@ -90,17 +90,17 @@ public final class RedisServerProcess: Sendable {
     }
 
     /// SIGKILLs the server and waits for it to exit.
-    public func kill() {
+    package func kill() {
         guard let pid = process.withLock({ $0.take() }) else { return }
         Glibc.kill(pid, SIGKILL)
         Spawn.wait(pid)
     }
 
     /// Sends `signal` (SIGSTOP, SIGCONT) to the server.
-    public func signal(_ signal: Int32) { Glibc.kill(pid, signal) }
+    package func signal(_ signal: Int32) { Glibc.kill(pid, signal) }
 
     /// Stops the server (`SIGSTOP`) and returns once the kernel reports it stopped (at most 5 s).
-    public func stop() {
+    package func stop() {
         signal(SIGSTOP)
         let deadline = Date().addingTimeInterval(5)
         while !isStopped, Date() < deadline { usleep(1000) }
@@ -110,7 +110,7 @@ public final class RedisServerProcess: Sendable {
     /// stopped (`SIGSTOP`, from a child shell) for `seconds`, then continued, and the stopped server right
     /// after it unless `continueServer` is false. Returns once this process runs again. Its event loops
     /// wait in `epoll_wait` meanwhile, as an idle loop does when its host stalls.
-    public func stallWithThisProcess(for seconds: Double, continueServer: Bool = true) throws {
+    package func stallWithThisProcess(for seconds: Double, continueServer: Bool = true) throws {
         let me = getpid()
         let script =
             "kill -STOP \(me); sleep \(seconds); kill -CONT \(me)" + (continueServer ? "; kill -CONT \(pid)" : "")
@@ -120,25 +120,25 @@ public final class RedisServerProcess: Sendable {
     }
 
     /// True while the server is stopped by `SIGSTOP` (its state in `/proc/<pid>/stat` is `T`).
-    public var isStopped: Bool { Self.isStopped(pid: pid) }
+    package var isStopped: Bool { Self.isStopped(pid: pid) }
 
     /// True while process `pid` is stopped by `SIGSTOP` (its state in `/proc/<pid>/stat` is `T`): a signal
     /// is delivered asynchronously, so tests that stop a process (a Redis, a node) wait for this.
-    public static func isStopped(pid: Int32) -> Bool {
+    package static func isStopped(pid: Int32) -> Bool {
         let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
         return stat.split(separator: ")").last?.split(separator: " ").first == "T"
     }
 
     /// True while the server process runs (not killed).
-    public var isRunning: Bool { process.withLock { $0 != nil } }
+    package var isRunning: Bool { process.withLock { $0 != nil } }
 
     /// Runs `redis-cli -p <port> args…` (blocking, for test set-up and checks) and returns its output,
     /// trimmed; "" when it could not run.
     @discardableResult
-    public func cli(_ args: String...) -> String { Self.cli(port: port, args) }
+    package func cli(_ args: String...) -> String { Self.cli(port: port, args) }
 
     /// `redis-cli -p port args…`, as `cli(_:)`.
-    public static func cli(port: Int, _ args: [String]) -> String {
+    package static func cli(port: Int, _ args: [String]) -> String {
         guard let r = try? Spawn.run("/usr/bin/redis-cli", ["-p", "\(port)"] + args) else { return "" }
         return r.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
@@ -146,7 +146,7 @@ public final class RedisServerProcess: Sendable {
     deinit { kill() }
 
     /// A port that was free a moment ago (bound to 0 and released).
-    public static func freePort() throws -> Int {
+    package static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var addr = sockaddr_in()
@@ -168,7 +168,7 @@ public final class RedisServerProcess: Sendable {
 /// An event loop on its own thread for a test; `stop()` in tearDown. The thread is detached: nothing
 /// joins it, and an unjoined, undetached thread is a leak ThreadSanitizer reports at exit (four per
 /// suite, which made `swift test --sanitize=thread` of the Redis suites exit 1).
-public func startedLoop() -> EventLoop {
+package func startedLoop() -> EventLoop {
     let loop = EventLoop(index: 0)
     pthread_detach(loop.startThread(name: "redis-test-loop"))
     return loop
@@ -176,7 +176,8 @@ public func startedLoop() -> EventLoop {
 
 /// Waits until `connection.state == state`, polling every 5 ms up to `seconds` (a reconnect has no
 /// event a test can await without hooking `onStateChange`; a poll with a deadline is the simple way).
-public func waitForState(_ connection: RedisConnection, _ state: RedisConnectionState, within seconds: Double = 5) async
+package func waitForState(_ connection: RedisConnection, _ state: RedisConnectionState, within seconds: Double = 5)
+    async
     -> Bool
 {
     let deadline = Date().addingTimeInterval(seconds)

@@ -9,9 +9,9 @@ import Glibc
 /// and stderr as asked, every other descriptor closed (as `Process` does), and its own process group.
 ///
 /// Threading: any thread; each call owns the descriptors it opens.
-public enum Spawn {
+package enum Spawn {
     /// Where a child's stdout or stderr goes.
-    public enum Output: Sendable {
+    package enum Output: Sendable {
         /// `/dev/null`.
         case discard
         /// A pipe the caller reads (`run` reads it to the end).
@@ -19,23 +19,23 @@ public enum Spawn {
     }
 
     /// What `run` found: the exit status (128 + the signal when a signal ended it) and the outputs.
-    public struct Result: Sendable {
-        public var status: Int32
-        public var output: String
-        public var errorOutput: String
+    package struct Result: Sendable {
+        package var status: Int32
+        package var output: String
+        package var errorOutput: String
     }
 
     /// A started child: its pid and, when captured, the read ends of its stdout and stderr pipes (the
     /// caller closes them).
-    public struct Child: Sendable {
-        public let pid: pid_t
-        public let stdout: Int32?
-        public let stderr: Int32?
+    package struct Child: Sendable {
+        package let pid: pid_t
+        package let stdout: Int32?
+        package let stderr: Int32?
     }
 
     /// Runs `path` with `arguments` to its end: `input` on its stdin (else `/dev/null`), stdout and stderr
     /// captured.
-    public static func run(_ path: String, _ arguments: [String], input: String? = nil) throws -> Result {
+    package static func run(_ path: String, _ arguments: [String], input: String? = nil) throws -> Result {
         var inputFDs: [Int32] = [-1, -1]
         if input != nil { guard cspawn_pipe(&inputFDs) == 0 else { throw POSIXError(.EMFILE) } }
         let child: Child
@@ -61,7 +61,7 @@ public enum Spawn {
     }
 
     /// Starts `path` with `arguments`: stdin from `stdin` (else `/dev/null`), stdout and stderr as asked.
-    public static func start(
+    package static func start(
         _ path: String, _ arguments: [String], stdin: Int32? = nil, stdout: Output = .capture,
         stderr: Output = .capture
     ) throws -> Child {
@@ -113,7 +113,7 @@ public enum Spawn {
 
     /// Runs `path` with `arguments` for `seconds` (a watcher such as `redis-cli monitor`), then ends it with
     /// SIGTERM: everything it wrote on stdout. Its output is read throughout (its pipe never fills).
-    public static func output(of path: String, _ arguments: [String], for seconds: Double) throws -> String {
+    package static func output(of path: String, _ arguments: [String], for seconds: Double) throws -> String {
         let child = try start(path, arguments, stderr: .discard)
         let out = child.stdout!
         var data: [UInt8] = []
@@ -143,7 +143,7 @@ public enum Spawn {
 
     /// Waits for `pid` to end: its exit status, or 128 + the signal that ended it.
     @discardableResult
-    public static func wait(_ pid: pid_t) -> Int32 {
+    package static func wait(_ pid: pid_t) -> Int32 {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 {
             guard errno == EINTR else { return -1 }

@@ -5,7 +5,7 @@ import RedisClient
 /// A `RedisClient` for `url` (any of the three forms) on `loop` with its `RedisShardedSubscriber`, both
 /// started (tests); returns once the client is ready (or after `within` seconds: check `isReady`).
 /// Short reconnect and failover times, so a test that stops Redis runs in seconds.
-public func startedClient(
+package func startedClient(
     _ url: String, on loop: EventLoop, commandTimeout: Double = 2, within seconds: Double = 10,
     node: (inout RedisConfiguration) -> Void = { _ in }, configure: (inout RedisClientOptions) -> Void = { _ in }
 ) async -> (RedisClient, RedisShardedSubscriber) {
@@ -27,7 +27,7 @@ public func startedClient(
 }
 
 /// Closes `subscriber` and its client on their loop and waits (tests).
-public func close(_ client: RedisClient, _ subscriber: RedisShardedSubscriber) async {
+package func close(_ client: RedisClient, _ subscriber: RedisShardedSubscriber) async {
     await withCheckedContinuation { (k: CheckedContinuation<Void, Never>) in
         client.loop.execute {
             subscriber.close()
@@ -39,7 +39,7 @@ public func close(_ client: RedisClient, _ subscriber: RedisShardedSubscriber) a
 
 /// Polls `condition` every 5 ms until it holds or `seconds` pass; true if it held (for states that have
 /// no event a test can await).
-public func eventually(within seconds: Double = 5, _ condition: () async -> Bool) async -> Bool {
+package func eventually(within seconds: Double = 5, _ condition: () async -> Bool) async -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
         if await condition() { return true }
@@ -51,7 +51,7 @@ public func eventually(within seconds: Double = 5, _ condition: () async -> Bool
 extension RedisClient {
     /// `send(_:key:)` routed by the command's first argument after its name (`args[1]`, a key for most
     /// commands; any slot for keyless ones on one Redis), from any task (tests).
-    public func send(_ args: [RedisArg]) async -> Result<RESPValue, RedisError> {
+    package func send(_ args: [RedisArg]) async -> Result<RESPValue, RedisError> {
         await send(args, key: args.count > 1 ? args[1] : nil)
     }
 }

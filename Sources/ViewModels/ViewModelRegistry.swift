@@ -1,5 +1,5 @@
 /// Who shares one instance of a registered view model.
-public enum ViewModelScope: Sendable, Equatable {
+public enum ViewModelScope: Sendable, Hashable {
     /// One instance per session: its own state, and the session's inputs go to it.
     case session
     /// One instance for the whole application (per node in a cluster, each fed the same notices), shown in
@@ -40,6 +40,9 @@ public struct ViewModelRegistry: Sendable {
     }
 
     private(set) var registrations: [Registration] = []
+    /// How many registrations each scope has: a session's array of view models is allocated at its exact
+    /// size (one per session, so a spare slot would cost every session its bytes).
+    private var counts: [ViewModelScope: Int] = [:]
 
     /// No view model yet.
     public init() {}
@@ -62,6 +65,7 @@ public struct ViewModelRegistry: Sendable {
         scope: ViewModelScope = .session, _ make: @escaping @Sendable (ViewModelContext) -> any ViewModel
     ) {
         registrations.append(Registration(scope: scope, make: make))
+        counts[scope, default: 0] += 1
     }
 
     /// True when something is registered in `scope`.
@@ -70,7 +74,7 @@ public struct ViewModelRegistry: Sendable {
     /// New instances of every view model of `scope`, in registration order.
     public func make(_ scope: ViewModelScope, _ context: ViewModelContext) -> [any ViewModel] {
         var out: [any ViewModel] = []
-        out.reserveCapacity(registrations.count)
+        out.reserveCapacity(counts[scope] ?? 0)
         for r in registrations where r.scope == scope { out.append(r.make(context)) }
         return out
     }

@@ -8,7 +8,7 @@ import Primitives
 /// skipped. Lines may end in CRLF or a bare LF (lenient, as most clients are).
 ///
 /// A value type owned by whoever feeds it (one thread at a time).
-public struct ChunkedDecoder: Sendable {
+package struct ChunkedDecoder: Sendable {
     private enum State: Sendable {
         case size(digits: Int)
         case extensionText
@@ -26,14 +26,14 @@ public struct ChunkedDecoder: Sendable {
     private var size = 0
 
     /// A decoder at the start of a chunked body.
-    public init() {}
+    package init() {}
 
     /// True once the last chunk and the trailer section have been consumed.
-    public var isDone: Bool { if case .done = state { return true } else { return false } }
+    package var isDone: Bool { if case .done = state { return true } else { return false } }
 
     /// Consumes bytes from the front of `bytes`, calling `emit` with payload slices, and returns
     /// how many bytes it consumed (fewer than `bytes.count` only when the body ended).
-    public mutating func feed(_ bytes: ArraySlice<UInt8>, emit: (ArraySlice<UInt8>) -> Void) throws(WireError) -> Int {
+    package mutating func feed(_ bytes: ArraySlice<UInt8>, emit: (ArraySlice<UInt8>) -> Void) throws(WireError) -> Int {
         var i = bytes.startIndex
         while i < bytes.endIndex {
             let byte = bytes[i]

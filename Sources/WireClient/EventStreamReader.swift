@@ -1,9 +1,9 @@
 /// Reads Server-Sent Events from a connection opened with `WireConnection.openEventStream`.
 ///
 /// Not thread-safe: it shares its connection's thread.
-public final class EventStreamReader {
+package final class EventStreamReader {
     /// The connection the stream runs on (close it to drop the stream).
-    public let connection: WireConnection
+    package let connection: WireConnection
 
     init(connection: WireConnection) {
         self.connection = connection
@@ -11,7 +11,7 @@ public final class EventStreamReader {
 
     /// The next event, waiting up to `timeout` seconds; `nil` at the end of the stream (the
     /// server ended the chunked body or closed). Throws `.timeout` when nothing arrived.
-    public func next(timeout: Double = 5) throws -> SSEEvent? {
+    package func next(timeout: Double = 5) throws -> SSEEvent? {
         let deadline = MonotonicClock.now() + timeout
         while true {
             if !connection.sseEvents.isEmpty { return connection.sseEvents.removeFirst() }
@@ -21,7 +21,7 @@ public final class EventStreamReader {
     }
 
     /// The next `count` events (throws `.timeout`, or `.closed` if the stream ends first).
-    public func next(_ count: Int, timeout: Double = 5) throws -> [SSEEvent] {
+    package func next(_ count: Int, timeout: Double = 5) throws -> [SSEEvent] {
         let deadline = MonotonicClock.now() + timeout
         var events: [SSEEvent] = []
         while events.count < count {
@@ -34,7 +34,7 @@ public final class EventStreamReader {
     }
 
     /// Events until one named `name` (inclusive), waiting up to `timeout` seconds in total.
-    public func next(until name: String, timeout: Double = 5) throws -> [SSEEvent] {
+    package func next(until name: String, timeout: Double = 5) throws -> [SSEEvent] {
         let deadline = MonotonicClock.now() + timeout
         var events: [SSEEvent] = []
         while true {
@@ -47,11 +47,11 @@ public final class EventStreamReader {
     }
 
     /// How many comment lines (keep-alives) the stream has carried so far.
-    public var commentCount: Int { connection.sse.commentCount }
+    package var commentCount: Int { connection.sse.commentCount }
     /// The last `retry:` value (milliseconds) the stream sent, if any.
-    public var retry: Int? { connection.sse.retry }
+    package var retry: Int? { connection.sse.retry }
     /// The last event id seen (what a browser would send as `Last-Event-ID`); empty if none.
-    public var lastEventID: String { connection.sse.lastEventID }
+    package var lastEventID: String { connection.sse.lastEventID }
     /// True when the connection closed in the middle of a chunk (not a clean end of stream).
-    public var truncated: Bool { connection.streamTruncated }
+    package var truncated: Bool { connection.streamTruncated }
 }

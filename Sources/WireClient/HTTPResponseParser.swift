@@ -8,9 +8,9 @@
 /// closes: call `finish()` on end of file.
 ///
 /// A value type owned by whoever feeds it (one thread at a time).
-public struct HTTPResponseParser: Sendable {
+package struct HTTPResponseParser: Sendable {
     /// What the parser found, in order.
-    public enum Event {
+    package enum Event {
         /// A complete response head (its `body` is empty).
         case head(WireResponse)
         /// Payload bytes of the current response's body.
@@ -27,21 +27,21 @@ public struct HTTPResponseParser: Sendable {
     }
 
     /// The largest response head accepted.
-    public static let maximumHeadSize = 64 * 1024
+    package static let maximumHeadSize = 64 * 1024
 
     private var state: State = .head
     private var headBytes: [UInt8] = []
     /// Set before a `HEAD` response arrives: the next response has no body whatever its headers say.
-    public var nextResponseHasNoBody = false
+    package var nextResponseHasNoBody = false
 
     /// A parser at the start of a connection.
-    public init() {}
+    package init() {}
 
     /// True between responses (no partial response buffered).
-    public var isIdle: Bool { if case .head = state { return headBytes.isEmpty } else { return false } }
+    package var isIdle: Bool { if case .head = state { return headBytes.isEmpty } else { return false } }
 
     /// Consumes all of `bytes`, calling `emit` for each head, body slice and end.
-    public mutating func feed(_ bytes: ArraySlice<UInt8>, emit: (Event) -> Void) throws(WireError) {
+    package mutating func feed(_ bytes: ArraySlice<UInt8>, emit: (Event) -> Void) throws(WireError) {
         var i = bytes.startIndex
         while i < bytes.endIndex {
             switch state {
@@ -83,7 +83,7 @@ public struct HTTPResponseParser: Sendable {
 
     /// Reports end of file: ends a body that lasts until close; throws `.closed` when the peer
     /// closed in the middle of a head or a framed body.
-    public mutating func finish(emit: (Event) -> Void) throws(WireError) {
+    package mutating func finish(emit: (Event) -> Void) throws(WireError) {
         switch state {
         case .head:
             if !headBytes.isEmpty { throw .closed }

@@ -9,13 +9,13 @@
 /// skipped; an unterminated last event is discarded at end of stream (it is never dispatched).
 ///
 /// A value type owned by whoever feeds it (one thread at a time).
-public struct SSEParser: Sendable {
+package struct SSEParser: Sendable {
     /// How many comment lines (`:` …) were seen, e.g. keep-alives.
-    public private(set) var commentCount = 0
+    package private(set) var commentCount = 0
     /// The last valid `retry:` value in milliseconds, if any.
-    public private(set) var retry: Int?
+    package private(set) var retry: Int?
     /// The last event id buffer (persists across events, as in `EventSource.lastEventId`).
-    public private(set) var lastEventID = ""
+    package private(set) var lastEventID = ""
 
     private var line: [UInt8] = []
     private var lastWasCR = false
@@ -25,13 +25,13 @@ public struct SSEParser: Sendable {
     private var eventType: [UInt8] = []
 
     /// A parser at the start of a stream.
-    public init() {}
+    package init() {}
 
     /// Consumes `bytes`, calling `emit` for every event completed by them.
     ///
     /// The load tool's path: copies each run of line bytes in one go up to the next CR or LF
     /// (a non-generic body, so no per-byte iterator calls through a generic witness).
-    public mutating func feed(_ bytes: ArraySlice<UInt8>, emit: (SSEEvent) -> Void) {
+    package mutating func feed(_ bytes: ArraySlice<UInt8>, emit: (SSEEvent) -> Void) {
         bytes.withUnsafeBufferPointer { buf in
             var i = 0
             let n = buf.count
@@ -59,7 +59,7 @@ public struct SSEParser: Sendable {
     }
 
     /// Consumes `bytes`, calling `emit` for every event completed by them.
-    public mutating func feed<Bytes: Sequence>(_ bytes: Bytes, emit: (SSEEvent) -> Void) where Bytes.Element == UInt8 {
+    package mutating func feed<Bytes: Sequence>(_ bytes: Bytes, emit: (SSEEvent) -> Void) where Bytes.Element == UInt8 {
         for byte in bytes {
             if lastWasCR {
                 lastWasCR = false
@@ -78,7 +78,7 @@ public struct SSEParser: Sendable {
     }
 
     /// Convenience: feeds `bytes` and returns the completed events.
-    public mutating func feed<Bytes: Sequence>(_ bytes: Bytes) -> [SSEEvent] where Bytes.Element == UInt8 {
+    package mutating func feed<Bytes: Sequence>(_ bytes: Bytes) -> [SSEEvent] where Bytes.Element == UInt8 {
         var events: [SSEEvent] = []
         feed(bytes) { events.append($0) }
         return events

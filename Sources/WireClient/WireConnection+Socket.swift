@@ -2,7 +2,7 @@ import Glibc
 
 extension WireConnection {
     /// Shrinks the kernel receive buffer (slow-reader tests: the server's queue fills sooner).
-    public func setReceiveBufferSize(_ bytes: Int32) {
+    package func setReceiveBufferSize(_ bytes: Int32) {
         socket.setReceiveBufferSize(bytes)
     }
 }

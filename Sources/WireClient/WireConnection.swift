@@ -3,7 +3,7 @@
 /// It speaks to servers over real loopback sockets with plain Glibc calls (no Foundation
 /// networking, no libevent), so tests see exactly the bytes a browser or curl would see. The
 /// incremental parsers it is built on (`HTTPResponseParser`, `ChunkedDecoder`, `SSEParser`)
-/// are public value types that the load tool reuses in its event loop.
+/// are package-visible value types that the load tool reuses in its event loop.
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -12,13 +12,13 @@
 /// into an event stream by `openEventStream`.
 ///
 /// Not thread-safe: one thread at a time may touch a connection and the reader it hands out.
-public final class WireConnection {
+package final class WireConnection {
     /// The host this connection was opened to (used in the `Host` header).
-    public let host: String
+    package let host: String
     /// The port this connection was opened to.
-    public let port: Int
+    package let port: Int
     /// How long `readResponse` and `request` wait for a response, in seconds.
-    public var timeout: Double
+    package var timeout: Double
 
     let socket: BlockingSocket
     private var parser = HTTPResponseParser()
@@ -37,7 +37,7 @@ public final class WireConnection {
 
     /// Connects to `host:port` (from the numeric address `source` when given: a client on `127.0.0.2`);
     /// `timeout` bounds connect, every send and every response wait.
-    public init(host: String = "127.0.0.1", port: Int, timeout: Double = 5, source: String? = nil) throws {
+    package init(host: String = "127.0.0.1", port: Int, timeout: Double = 5, source: String? = nil) throws {
         self.host = host
         self.port = port
         self.timeout = timeout
@@ -45,18 +45,18 @@ public final class WireConnection {
     }
 
     /// Sends raw bytes as they are (for hostile tests: slow headers, bad framing, pipelining).
-    public func send(raw: [UInt8]) throws {
+    package func send(raw: [UInt8]) throws {
         try socket.sendAll(raw)
     }
 
     /// Sends the UTF-8 bytes of `raw` as they are.
-    public func send(raw: String) throws {
+    package func send(raw: String) throws {
         try socket.sendAll(Array(raw.utf8))
     }
 
     /// Sends a request and reads its response. Adds `Host` and, when there is a body or the
     /// method is POST/PUT/PATCH, `Content-Length`, unless `headers` already has them.
-    public func request(
+    package func request(
         _ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8]? = nil
     ) throws -> WireResponse {
         try send(raw: requestBytes(method, path, headers: headers, body: body))
@@ -65,7 +65,7 @@ public final class WireConnection {
     }
 
     /// The bytes of a request as `request` would send them.
-    public func requestBytes(
+    package func requestBytes(
         _ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8]? = nil
     ) -> [UInt8] {
         var text = "\(method) \(path) HTTP/1.1\r\n"
@@ -82,7 +82,7 @@ public final class WireConnection {
 
     /// Reads the next complete response (body framed by `Content-Length`, chunked, or until
     /// close). Throws `.timeout` after `timeout` seconds, `.closed` if the peer closed first.
-    public func readResponse() throws -> WireResponse {
+    package func readResponse() throws -> WireResponse {
         let deadline = MonotonicClock.now() + timeout
         while true {
             if !completed.isEmpty { return completed.removeFirst() }
@@ -94,7 +94,7 @@ public final class WireConnection {
     /// Sends `GET path` with `Accept: text/event-stream` and reads the response head. On `200`
     /// the reader yields the stream's events; otherwise the returned response carries the whole
     /// body (e.g. a problem document) and the reader is at its end.
-    public func openEventStream(
+    package func openEventStream(
         _ path: String, headers: [(String, String)] = []
     ) throws -> (WireResponse, EventStreamReader) {
         var all = headers
@@ -119,13 +119,13 @@ public final class WireConnection {
     }
 
     /// Closes the socket; later calls throw `.closed`.
-    public func close() {
+    package func close() {
         socket.close()
     }
 
     /// Waits up to `timeout` seconds for the peer to close (read returns 0 or ECONNRESET).
     /// Bytes that arrive meanwhile are parsed as usual (responses and events are kept).
-    public func waitForClose(timeout: Double) -> Bool {
+    package func waitForClose(timeout: Double) -> Bool {
         let deadline = MonotonicClock.now() + timeout
         while !atEndOfFile {
             do {

@@ -3,7 +3,7 @@
 #endif
 
 /// Why a `WireConnection` call or a parser failed. A plain value: safe to pass between threads.
-public enum WireError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum WireError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Nothing (or not enough) arrived before the deadline.
     case timeout
     /// The peer closed the connection (or reset it) before the expected bytes arrived.
@@ -14,7 +14,7 @@ public enum WireError: Error, Equatable, Sendable, CustomStringConvertible {
     case system(String, Int32)
 
     /// A one-line description for test failures and logs.
-    public var description: String {
+    package var description: String {
         switch self {
         case .timeout: return "timed out"
         case .closed: return "connection closed by peer"

@@ -1,18 +1,18 @@
 /// One HTTP response as received: status line, headers in arrival order, and the de-framed body.
 ///
 /// A value type; safe to pass between threads.
-public struct WireResponse: Sendable, CustomStringConvertible {
+package struct WireResponse: Sendable, CustomStringConvertible {
     /// The status code, e.g. `200`.
-    public var status: Int
+    package var status: Int
     /// The reason phrase, e.g. `"OK"` (may be empty).
-    public var reason: String
+    package var reason: String
     /// The header fields in arrival order, names as sent.
-    public var headers: [(String, String)]
+    package var headers: [(String, String)]
     /// The body after removing the transfer framing (chunked or `Content-Length`).
-    public var body: [UInt8]
+    package var body: [UInt8]
 
     /// Creates a response value.
-    public init(status: Int, reason: String, headers: [(String, String)], body: [UInt8] = []) {
+    package init(status: Int, reason: String, headers: [(String, String)], body: [UInt8] = []) {
         self.status = status
         self.reason = reason
         self.headers = headers
@@ -20,12 +20,12 @@ public struct WireResponse: Sendable, CustomStringConvertible {
     }
 
     /// The value of the first header named `name` (case-insensitive), or `nil`.
-    public func header(_ name: String) -> String? {
+    package func header(_ name: String) -> String? {
         headers.first { Self.namesMatch($0.0, name) }?.1
     }
 
     /// All values of the headers named `name` (case-insensitive), in arrival order.
-    public func headerValues(_ name: String) -> [String] {
+    package func headerValues(_ name: String) -> [String] {
         headers.filter { Self.namesMatch($0.0, name) }.map(\.1)
     }
 
@@ -44,8 +44,8 @@ public struct WireResponse: Sendable, CustomStringConvertible {
     }
 
     /// The body decoded as UTF-8 (invalid sequences replaced).
-    public var text: String { String(decoding: body, as: UTF8.self) }
+    package var text: String { String(decoding: body, as: UTF8.self) }
 
     /// `"HTTP 200 OK"` plus the body's first 200 characters, for assertion messages.
-    public var description: String { "HTTP \(status) \(reason) \(String(text.prefix(200)))" }
+    package var description: String { "HTTP \(status) \(reason) \(String(text.prefix(200)))" }
 }
