@@ -14,6 +14,14 @@ export PYTHON="$PWD/.venv-tools/bin/python" PATH="$PWD/.venv-tools/bin:$PATH"
 # Logs in a folder of this run's own: several checkouts on one machine may run this at once, and
 # fixed /tmp paths let one run's log overwrite another's (a failure reported from the wrong run).
 logs="$(mktemp -d /tmp/bff-test.XXXXXX)"
+# Where the time goes: each phase's seconds, printed at the end (CI's budget is 20 minutes).
+timings=""
+phase_start=$SECONDS
+phase_done() {
+  timings+="$1 $((SECONDS - phase_start)) s; "
+  phase_start=$SECONDS
+}
+phase_done "install"
 if ! swift build --build-tests > "$logs/build.log" 2>&1; then
   grep -E "error:" "$logs/build.log" | head -40 >&2
   tail -n 40 "$logs/build.log" >&2
@@ -21,6 +29,7 @@ if ! swift build --build-tests > "$logs/build.log" 2>&1; then
   exit 1
 fi
 tail -n 1 "$logs/build.log"
+phase_done "build"
 # The exit status of swift test decides (a crashed run fails even if the suites that finished passed).
 set +e
 swift test --skip-build > "$logs/swift-test.log" 2>&1
@@ -33,6 +42,7 @@ if ((status != 0)); then
   exit 1
 fi
 swift_passed=$(grep -E "Executed [0-9]+ tests" "$logs/swift-test.log" | tail -n 1 | sed -E 's/.*Executed ([0-9]+) tests.*/\1/')
+phase_done "swift test"
 # The example package, built from its own folder against the libraries as an outside package would.
 echo "== Examples/Todo (swift build, swift test)"
 set +e
@@ -46,6 +56,7 @@ if ((status != 0)); then
   exit 1
 fi
 example_passed=$(grep -E "Executed [0-9]+ tests" "$logs/example.log" | tail -n 1 | sed -E 's/.*Executed ([0-9]+) tests.*/\1/')
+phase_done "example"
 checks_passed=0
 browser_passed=0
 ops_passed=0
@@ -59,7 +70,9 @@ for check in scripts/check-format.sh scripts/check-shell.sh scripts/check-openap
   else
     checks_passed=$((checks_passed + 1))
   fi
+  phase_done "$check"
 done
+echo "time: ${timings}total $SECONDS s"
 # One plain closing line for whoever reads the end of the log: every test and check that ran.
 # (Any failure above has already exited non-zero through set -e / pipefail.)
 echo "all checks passed (swift test: ${swift_passed}, example: ${example_passed}, browser: ${browser_passed}, ops: ${ops_passed}, other checks: ${checks_passed})"
