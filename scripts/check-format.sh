@@ -10,4 +10,4 @@ if [[ -n "$findings" ]]; then
     echo "check-format: $(echo "$findings" | wc -l) findings; run: swift format -i -r -p Sources Tests Package.swift Examples" >&2
     exit 1
 fi
-echo "check-format: no findings ($(find Sources Tests Examples -name '*.swift' | wc -l) files)"
+echo "check-format: no findings ($(find Sources Tests Examples -name '*.swift' -not -path '*/.build/*' | wc -l) files)"
