@@ -30,32 +30,30 @@ if ! swift build --build-tests > "$logs/build.log" 2>&1; then
 fi
 tail -n 1 "$logs/build.log"
 phase_done "build"
-# The exit status of swift test decides (a crashed run fails even if the suites that finished passed).
-set +e
-swift test --skip-build > "$logs/swift-test.log" 2>&1
-status=$?
-set -e
-grep -E "error:|Executed [0-9]+ tests" "$logs/swift-test.log" | grep -v "' passed (" | tail -n 20
-if ((status != 0)); then
-  echo "swift test failed (exit $status); the full log is $logs/swift-test.log" >&2
-  grep -E "error:|failed|Fatal|signal" "$logs/swift-test.log" | head -50 >&2
-  exit 1
-fi
-swift_passed=$(grep -E "Executed [0-9]+ tests" "$logs/swift-test.log" | tail -n 1 | sed -E 's/.*Executed ([0-9]+) tests.*/\1/')
+# Runs an XCTest command (`$3`…) with its output in $logs/$2.log; on success sets `passed` to the tests
+# it executed. Its exit status decides (a crashed run fails even if the suites that finished passed).
+xctest() {
+  local name=$1 log="$logs/$2.log"
+  shift 2
+  set +e
+  "$@" > "$log" 2>&1
+  local status=$?
+  set -e
+  grep -E "error:|Executed [0-9]+ tests" "$log" | grep -v "' passed (" | tail -n 20
+  if ((status != 0)); then
+    echo "$name failed (exit $status); the full log is $log" >&2
+    grep -E "error:|failed|Fatal|signal" "$log" | head -50 >&2
+    exit 1
+  fi
+  passed=$(grep -E "Executed [0-9]+ tests" "$log" | tail -n 1 | sed -E 's/.*Executed ([0-9]+) tests.*/\1/')
+}
+xctest "swift test" swift-test swift test --skip-build
+swift_passed=$passed
 phase_done "swift test"
 # The example package, built from its own folder against the libraries as an outside package would.
 echo "== Examples/Todo (swift build, swift test)"
-set +e
-(cd Examples/Todo && swift build --build-tests && swift test --skip-build) > "$logs/example.log" 2>&1
-status=$?
-set -e
-grep -E "error:|Executed [0-9]+ tests" "$logs/example.log" | grep -v "' passed (" | tail -n 5
-if ((status != 0)); then
-  echo "Examples/Todo failed (exit $status); the full log is $logs/example.log" >&2
-  grep -E "error:|failed" "$logs/example.log" | head -30 >&2
-  exit 1
-fi
-example_passed=$(grep -E "Executed [0-9]+ tests" "$logs/example.log" | tail -n 1 | sed -E 's/.*Executed ([0-9]+) tests.*/\1/')
+xctest "Examples/Todo" example bash -c 'cd Examples/Todo && swift build --build-tests && swift test --skip-build'
+example_passed=$passed
 phase_done "example"
 checks_passed=0
 browser_passed=0

@@ -31,24 +31,24 @@ public final class TestApplication {
 
     /// An answer: its status, headers and body (parsed as JSON when it is JSON).
     public struct Answer {
-        public let status: Int
-        public let headers: [(String, String)]
-        public let body: [UInt8]
+        /// What the handler answered (status 0, nothing else, when it never answered).
+        private let response: HTTPResponse
+        public var status: Int { response.status }
+        public var headers: [(String, String)] { response.headers }
+        public var body: [UInt8] { response.body }
         /// The body as JSON (nil when it is not).
         public var json: JSONValue? { try? JSONValue.parse(body) }
         /// The value of header `name` (case-insensitive).
-        public func header(_ name: String) -> String? {
-            headers.first { $0.0.lowercased() == name.lowercased() }?.1
-        }
+        public func header(_ name: String) -> String? { response.header(name) }
+
+        init(_ response: HTTPResponse?) { self.response = response ?? HTTPResponse(status: 0) }
     }
 
     /// Any request; `body` is sent as JSON when given.
     @discardableResult
     public func request(_ method: HTTPMethod, _ path: String, json body: JSONValue? = nil) -> Answer {
         let headers = body == nil ? [] : [("Content-Type", "application/json")]
-        let r = client.request(method, path, headers: headers, body: body?.bytes ?? [])
-        guard let response = r.response else { return Answer(status: 0, headers: [], body: []) }
-        return Answer(status: response.status, headers: response.headers, body: response.body)
+        return Answer(client.request(method, path, headers: headers, body: body?.bytes ?? []).response)
     }
 
     /// Creates a session (`POST /api/sessions`); its id.

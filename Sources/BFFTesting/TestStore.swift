@@ -104,15 +104,11 @@ public final class TestStore<Feature: ViewModelFeature> {
         store.close()
     }
 
+    /// The events since the last statement are exactly `expected` (none when it states no change).
     private func expect(_ expected: ViewModelEvent, file: StaticString, line: UInt) {
-        let nothing = expected.outputs.isEmpty && expected.signals.isEmpty
-        let got = events
+        let want = expected.outputs.isEmpty && expected.signals.isEmpty ? [] : [expected]
+        if events != want { fail("expected \(want), got \(events)", file, line) }
         events = []
-        if nothing, !got.isEmpty {
-            fail("expected no change, got \(got)", file, line)
-        } else if !nothing, got != [expected] {
-            fail("expected \(expected), got \(got)", file, line)
-        }
     }
 
     private func assertNoEvents(_ when: String, file: StaticString, line: UInt) {

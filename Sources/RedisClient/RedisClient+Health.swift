@@ -64,19 +64,20 @@ extension RedisClient {
     func countReplicas(of master: RedisAddress) {
         guard let c = connectionIfAny(to: master), c.state == .ready else { return }
         shortMasters[master]?.readAt = monotonicNanos()
-        c.send(["ROLE"]) { [weak self] r in
-            guard let n = Self.connectedReplicas(role: r) else { return }
-            self?.setReplicaCount(n, of: master)
-        }
+        readReplicas(of: master, on: c) {}
     }
 
-    /// The replicas a master's `ROLE` reply lists (`master`, offset, one entry per online replica); nil
-    /// for any other reply.
-    static func connectedReplicas(role reply: Result<RESPValue, RedisError>) -> Int? {
-        guard case .success(let v) = reply, let a = v.array, a.count >= 3, a[0].string == "master",
-            let replicas = a[2].array
-        else { return nil }
-        return replicas.count
+    /// Sends `ROLE` on `connection` (one to `master`), records the replicas its answer lists (`master`,
+    /// offset, one entry per online replica), then calls `done` on the loop, whatever the answer was.
+    func readReplicas(of master: RedisAddress, on connection: RedisConnection, then done: @escaping () -> Void) {
+        connection.send(["ROLE"]) { [weak self] r in
+            if case .success(let v) = r, let a = v.array, a.count >= 3, a[0].string == "master",
+                let replicas = a[2].array
+            {
+                self?.setReplicaCount(replicas.count, of: master)
+            }
+            done()
+        }
     }
 
     /// `master` had fewer replicas than a command wanted: its replicas are read every second until it has

@@ -92,9 +92,8 @@ extension RedisClient {
         guard batch.connected == nil, !options.replicaAcksStrict else {
             return sendWait(batch, on: connection, at: address)
         }
-        connection.send(["ROLE"], timeout: topology.node.commandTimeout) { [weak self] r in
+        readReplicas(of: address, on: connection) { [weak self] in
             guard let self else { return }
-            if let n = Self.connectedReplicas(role: r) { self.setReplicaCount(n, of: address) }
             batch.connected = self.replicaCounts[address]
             self.sendWait(batch, on: connection, at: address)
         }

@@ -40,9 +40,6 @@ public struct ViewModelRegistry: Sendable {
     }
 
     private(set) var registrations: [Registration] = []
-    /// How many registrations each scope has: a session's array of view models is allocated at its exact
-    /// size (one per session, so a spare slot would cost every session its bytes).
-    private var counts: [ViewModelScope: Int] = [:]
 
     /// No view model yet.
     public init() {}
@@ -65,7 +62,6 @@ public struct ViewModelRegistry: Sendable {
         scope: ViewModelScope = .session, _ make: @escaping @Sendable (ViewModelContext) -> any ViewModel
     ) {
         registrations.append(Registration(scope: scope, make: make))
-        counts[scope, default: 0] += 1
     }
 
     /// True when something is registered in `scope`.
@@ -73,8 +69,9 @@ public struct ViewModelRegistry: Sendable {
 
     /// New instances of every view model of `scope`, in registration order.
     public func make(_ scope: ViewModelScope, _ context: ViewModelContext) -> [any ViewModel] {
+        // At its exact size: a session keeps this array, so a spare slot would cost every session its bytes.
         var out: [any ViewModel] = []
-        out.reserveCapacity(counts[scope] ?? 0)
+        out.reserveCapacity(registrations.reduce(0) { $1.scope == scope ? $0 + 1 : $0 })
         for r in registrations where r.scope == scope { out.append(r.make(context)) }
         return out
     }
