@@ -1,6 +1,6 @@
 /*
  * c-greeting: the greeting subset of the bff contract as the smallest single-threaded libevent evhttp
- * program, the baseline `scripts/bench-latency.sh` measures bff's input-to-output latency against
+ * program, the baseline `bench/latency.sh` measures bff's input-to-output latency against
  * (the same `bff-load latency` run against both, in the same run of the script).
  *
  * What it answers (enough for `bff-load latency`, nothing more):

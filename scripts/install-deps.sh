@@ -6,7 +6,7 @@
 #                                      cluster tests, debootstrap for the image runtime check)
 set -euo pipefail
 pkgs=(libevent-dev libhiredis-dev libsqlite3-dev pkg-config libcurl4-openssl-dev ca-certificates)
-# (wrk is installed by scripts/bench-http.sh, which alone uses it)
+# (wrk is installed by bench/http.sh, which alone uses it)
 if [[ "${1:-}" == "--test" ]]; then pkgs+=(chromium chromium-driver python3-venv gcc redis-server haproxy debootstrap); fi
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

@@ -58,7 +58,7 @@ phase_done "example"
 checks_passed=0
 browser_passed=0
 ops_passed=0
-for check in scripts/check-format.sh scripts/check-shell.sh scripts/check-openapi.sh scripts/check-dockerfile.sh scripts/check-image-runtime.sh scripts/check-bench-c.sh Tests/browser/run.sh Tests/ops/run.sh scripts/fuzz-contract-live.sh; do
+for check in .ci/check-format.sh .ci/check-shell.sh .ci/check-openapi.sh .ci/check-dockerfile.sh .ci/check-image-runtime.sh .ci/check-bench-c.sh Tests/browser/run.sh Tests/ops/run.sh .ci/fuzz-contract-live.sh; do
   echo "== $check"
   bash "$check" 2>&1 | tee "$logs/check.log"
   if [[ $check == Tests/browser/run.sh ]]; then

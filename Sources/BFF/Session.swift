@@ -13,7 +13,7 @@ import ViewModels
 /// the configuration, cluster mode's custodian and the idempotency keys take a word each (no keys
 /// allocate nothing), the id and the ended flag are kept once (in `handle`), and the first
 /// stream needs no array. Its size sits at the top of a glibc malloc chunk, so one more stored word costs
-/// every session a whole size class (`MODE=single scripts/massif-streams.sh` shows it).
+/// every session a whole size class (`MODE=single bench/massif-streams.sh` shows it).
 final class Session {
     /// The session's id (kept once, in `handle`).
     var id: String { handle.id }

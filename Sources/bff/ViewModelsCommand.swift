@@ -5,7 +5,7 @@ import ViewModels
 
 /// `bff view-models`: prints the view models this server hosts, as JSON — each one's name, scope, input
 /// names and state outputs, in snapshot order: `{"viewModels": [{"name", "scope", "inputs", "outputs"}]}`.
-/// `scripts/check-openapi.sh` checks `Public/openapi.yaml` against it, so the schema follows the code.
+/// `.ci/check-openapi.sh` checks `Public/openapi.yaml` against it, so the schema follows the code.
 enum ViewModelsCommand {
     static func main() {
         let registry = ViewModelRegistry.product(search: NoSearch(), pageSize: 30)

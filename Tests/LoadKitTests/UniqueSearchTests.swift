@@ -21,7 +21,7 @@ private final class RecordingSearch: RepositorySearching, @unchecked Sendable {
 
 /// `rest --search-unique`: every search asks a query never asked before (in the run and in earlier
 /// runs), so a cache in front of GitHub cannot serve any of them: the abusive client of the fair-share
-/// benchmark (`scripts/bench-fair-share.sh`).
+/// benchmark (`bench/fair-share.sh`).
 final class UniqueSearchTests: XCTestCase {
     private func server(_ search: RecordingSearch) throws -> Target {
         var configuration = AppConfiguration()

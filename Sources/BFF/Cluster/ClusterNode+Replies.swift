@@ -12,7 +12,7 @@ import RedisClient
 /// travel on the session's own shard: while another shard fails over, inputs forwarded to sessions
 /// elsewhere are answered as usual (with one reply channel per loop, every forwarded input of that loop
 /// waited for its answer in vain while the channel's shard was being replaced — 503 "did not answer",
-/// found by `scripts/bench-redis-ha.sh`). A failed-over master's slots, channels included, are served by
+/// found by `bench/redis-ha.sh`). A failed-over master's slots, channels included, are served by
 /// its replica: the channels stay; a new master (a reshard to a new node) gets them when the topology
 /// changes.
 ///

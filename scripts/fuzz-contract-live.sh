@@ -1,5 +1,0 @@
-#!/usr/bin/env bash
-# Contract fuzzing (schemathesis) against a live bff backed by the GitHub simulator.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-exec scripts/with-servers.sh scripts/fuzz-contract.sh
