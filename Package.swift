@@ -80,16 +80,23 @@ let package = Package(
         ),
         .target(name: "GitHubSimulator", dependencies: ["EventHTTP", "JSON", "Primitives"]),
 
-        // MARK: The application (composition of the layers above)
+        // MARK: The host: sessions, streams and the cluster backend for any registered view models
         .target(
             name: "BFF",
             dependencies: [
-                "EventHTTP", "Primitives", "JSON", "ViewModels", "Features", "GitHubSearch", "GitHubLive",
-                "ClusterStore",
-                "ClusterRedis",
-                "RedisClient", .product(name: "Logging", package: "swift-log"),
+                "EventHTTP", "Primitives", "JSON", "ViewModels", "ClusterStore", "ClusterRedis", "RedisClient",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
+
+        // MARK: The product: the host with the search view models, GitHub and the upstream the cluster shares
+        .target(
+            name: "SearchApp",
+            dependencies: [
+                "BFF", "Features", "ViewModels", "GitHubSearch", "GitHubLive", "EventHTTP", "ClusterStore",
+                "ClusterRedis", "RedisClient", "Primitives", "JSON", .product(name: "Logging", package: "swift-log"),
             ]
         ),
 
@@ -97,10 +104,12 @@ let package = Package(
         .target(
             name: "BFFKit",
             dependencies: ["BFF", "ViewModels", "JSON", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "HTTPTesting", dependencies: ["EventHTTP"]),
         .target(
             name: "BFFTesting",
             dependencies: [
-                "BFFKit", "BFF", "EventHTTP", "ViewModels", "JSON", .product(name: "Logging", package: "swift-log"),
+                "BFFKit", "BFF", "EventHTTP", "HTTPTesting", "ViewModels", "JSON",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
 
@@ -118,8 +127,8 @@ let package = Package(
         .executableTarget(
             name: "bff",
             dependencies: [
-                "BFF", "Features", "ViewModels", "GitHubSearch", "EventHTTP", "ClusterRedis", "RedisClient",
-                "EventLoop", "JSON",
+                "BFF", "SearchApp", "Features", "ViewModels", "GitHubSearch", "EventHTTP", "ClusterRedis",
+                "RedisClient", "EventLoop", "JSON",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -143,7 +152,9 @@ let package = Package(
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(
             name: "EventHTTPTests",
-            dependencies: ["EventHTTP", "WireClient", "JSON", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "EventHTTP", "HTTPTesting", "WireClient", "JSON", .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
         .target(name: "RedisTestSupport", dependencies: ["RedisClient", "EventLoop", "CSpawn"]),
@@ -161,7 +172,8 @@ let package = Package(
         .testTarget(
             name: "BFFTests",
             dependencies: [
-                "BFF", "EventHTTP", "WireClient", "JSON", "GitHubSimulator", "GitHubSearch", "GitHubLive",
+                "BFF", "SearchApp", "EventHTTP", "HTTPTesting", "WireClient", "JSON", "GitHubSimulator", "GitHubSearch",
+                "GitHubLive",
                 "RedisTestSupport", "ClusterStore", "ClusterRedis", "RedisClient", "ViewModels", "Features",
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -169,7 +181,8 @@ let package = Package(
         .testTarget(
             name: "LoadKitTests",
             dependencies: [
-                "LoadKit", "BFF", "Features", "ViewModels", "WireClient", "EventHTTP", "GitHubSearch", "JSON",
+                "LoadKit", "BFF", "SearchApp", "Features", "ViewModels", "WireClient", "EventHTTP", "GitHubSearch",
+                "JSON",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -3,7 +3,7 @@ import Glibc
 import Prometheus
 
 /// The application's metrics, in its own Prometheus registry (one per application instance).
-final class AppMetrics: Sendable {
+package final class AppMetrics: Sendable {
     let registry: PrometheusCollectorRegistry
     let factory: PrometheusMetricsFactory
     let sessions: Meter
@@ -11,7 +11,7 @@ final class AppMetrics: Sendable {
     let inputs: CoreMetrics.Counter
     /// Upstream (GitHub) calls refused because their client had spent its share of the rate window
     /// (`--upstream-client-share`; in cluster mode counted over every node).
-    let upstreamClientRefusals: CoreMetrics.Counter
+    package let upstreamClientRefusals: CoreMetrics.Counter
     let events: CoreMetrics.Counter
     let coalesced: CoreMetrics.Counter
     /// `bff_event_loop_threads`: the event loops this process runs (see `CPUBudget`).

@@ -1,5 +1,4 @@
 import EventHTTP
-import GitHubSearch
 import JSON
 import ViewModels
 
@@ -9,8 +8,6 @@ extension Application {
         registerSessionRoutes()
         registerMultiplexedRoute()
         registerOperationRoutes()
-        registerSearchRoutes()
-        if configuration.testHooks { registerTestHooks() }
         if configuration.benchRoutes {
             let response = HTTPResponse(
                 status: 200, headers: [("Content-Type", "application/json")],
@@ -56,32 +53,5 @@ extension Application {
                         body: body))
             }
         }
-    }
-
-    /// `POST /api/_test/status` (only with `--test-hooks`): sets the shared status (and, with
-    /// `"blockedUntil": <seconds since 1970>`, the app-wide search block every session follows), e.g.
-    /// `{"reachable": false, "message": "…", "rateLimit": {"limit": 30, "remaining": 0, "resetAt": 1790000000}}`.
-    /// It goes where the gateway's reports go (`statusReport`): in cluster mode to every node, as a status
-    /// GitHub caused would.
-    private func registerTestHooks() {
-        server.router.add(.POST, "/api/_test/status") { [unowned self] req, res in
-            res.send(self.applyTestStatus(req.body))
-        }
-    }
-
-    private func applyTestStatus(_ body: [UInt8]) -> HTTPResponse {
-        guard let v = try? JSONValue.parse(body), case .object(let o) = v else {
-            return .problem(status: 400, detail: "expected a JSON object {\"reachable\", \"message\", \"rateLimit\"}")
-        }
-        var s = UpstreamStatus(reachable: o["reachable"]?.boolValue ?? true, message: o["message"]?.stringValue)
-        if let r = o["rateLimit"]?.objectValue, let limit = r["limit"]?.intValue,
-            let remaining = r["remaining"]?.intValue,
-            let reset = r["resetAt"]?.intValue
-        {
-            s.rateLimit = RateLimit(limit: limit, remaining: remaining, resetAt: reset, resource: "search")
-        }
-        s.blockedUntil = o["blockedUntil"]?.intValue
-        (statusReport.withLock { $0 } ?? statusUpdater)(s)
-        return .json(202, ["accepted": true])
     }
 }

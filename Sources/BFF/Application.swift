@@ -1,13 +1,12 @@
-/// BFF: the application — sessions, their event streams, and the composition of the layers.
+/// BFF: the host — sessions, their event streams, the session backend (this process, or a cluster node
+/// on Redis) — for whatever view models are registered.
 ///
-/// This module is the composition root's library half: `Application` builds the HTTP server, the
-/// session layer (one `LoopSessions` per event loop), the app-wide view models and the routes, from an
-/// `AppConfiguration`, the registered view models (`ViewModelRegistry`) and an optional injected
-/// `RepositorySearching` (the stateless search route). `bff`'s main only reads flags, builds the
-/// GitHub model, and calls this; tests build the application the same way.
+/// `Application` builds the HTTP server, the session layer (one `LoopSessions` per event loop), the
+/// app-wide view models and the session routes from an `AppConfiguration` and a `ViewModelRegistry`.
+/// It knows no view model by name and nothing of GitHub: the product (`SearchApp`) registers its view
+/// models, adds its own routes and posts its notices (`post(_:toSessions:standing:)`).
 import Dispatch
 import EventHTTP
-import GitHubSearch
 import Glibc
 import JSON
 import Logging
@@ -25,9 +24,7 @@ public final class Application: Sendable {
     public let configuration: AppConfiguration
     public let server: HTTPServer
     let logger: Logger
-    let metrics: AppMetrics
-    /// The stateless search route's model (`GET /api/search/repositories`; nil: no such route).
-    let search: (any RepositorySearching)?
+    package let metrics: AppMetrics
     /// What the session layer shares (configuration, metrics, clock, view-model factory, hazards).
     let env: SessionEnvironment
     let loopSessions: [LoopSessions]
@@ -38,15 +35,14 @@ public final class Application: Sendable {
 
     /// Builds the application (nothing listens until `start()`) hosting the view models of `viewModels`:
     /// those of scope `.session` made for each session, in registration order, those of scope `.app` once.
-    /// `search` serves the stateless search route (nil: none). `clock` is the session layer's time (tests
-    /// pass a manual one).
+    /// `clock` is the session layer's time (tests pass a manual one). Add routes of your own to
+    /// `server.router` before `start()`.
     public init(
-        configuration: AppConfiguration, search: (any RepositorySearching)?, viewModels: ViewModelRegistry,
-        logger: Logger, clock: SessionClock = .monotonic
+        configuration: AppConfiguration, viewModels: ViewModelRegistry, logger: Logger,
+        clock: SessionClock = .monotonic
     ) {
         self.configuration = configuration
         self.logger = logger
-        self.search = search
         let metrics = AppMetrics()
         self.metrics = metrics
         server = HTTPServer(configuration: configuration.http, logger: logger, metricsFactory: metrics.factory)
@@ -106,37 +102,23 @@ public final class Application: Sendable {
     }
 
     /// Work to finish once the server has stopped (set by the composition root before `start()`).
-    let finishAfterShutdown = Lock<(@Sendable () async -> Void)?>(nil)
+    package let finishAfterShutdown = Lock<(@Sendable () async -> Void)?>(nil)
 
-    /// Where the test hook's status goes (set by the composition root): the way the gateway's reports go,
-    /// so in cluster mode through the status board to every node, as a status GitHub caused would. nil (an
-    /// application built without the live composition): `statusUpdater`, this process only.
-    let statusReport = Lock<(@Sendable (UpstreamStatus) -> Void)?>(nil)
-
-    /// The `blockedUntil` last sent to the loops (`.none`: nothing yet), shared by every `statusUpdater`.
-    private let lastBlockFannedOut = Lock<Int??>(.none)
-
-    /// A function any thread may call to report GitHub's status: a notice to the app-wide view models,
-    /// and to every session's view models (a rate limit disables searching in every session, including
-    /// sessions that have not searched yet).
-    public var statusUpdater: @Sendable (UpstreamStatus) -> Void {
-        // (every updater shares `lastBlockFannedOut`: the loops hear of the block only when it changes)
+    /// Hands `notice` to every app-wide view model (on loop 0) and, when `toSessions`, to every
+    /// session's view models on every loop (`ViewModel.receive`). `standing`: sessions created later
+    /// receive it too, when they start, until the next notice to sessions. Any thread.
+    public func post(_ notice: any Sendable, toSessions: Bool, standing: Bool) {
         let appWide = self.appWide
-        let loops = loopSessions
-        return { [weak self] status in
-            appWide.loop.execute {
-                for vm in appWide.value { vm.receive(status) }
-            }
-            // Most reports only move the remaining budget: the loops hear of the block only when it changes.
-            guard let self else { return }
-            let changed = self.lastBlockFannedOut.withLock { last in
-                defer { last = .some(status.blockedUntil) }
-                return last != .some(status.blockedUntil)
-            }
-            guard changed else { return }
-            for sl in loops { sl.loop.execute { sl.noticed(status, standing: status.blockedUntil != nil) } }
+        appWide.loop.execute {
+            for vm in appWide.value { vm.receive(notice) }
         }
+        guard toSessions else { return }
+        for sl in loopSessions { sl.loop.execute { sl.noticed(notice, standing: standing) } }
     }
+
+    /// The cluster node this application's sessions live on (nil in one process): for the product's
+    /// parts that share the node's Redis connections.
+    package var clusterNode: ClusterNode? { backend as? ClusterNode }
 
     /// Live sessions on this process.
     public var sessions: Int { env.sessions }

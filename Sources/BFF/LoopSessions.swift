@@ -1,5 +1,4 @@
 import EventHTTP
-import GitHubSearch
 import JSON
 import ViewModels
 

@@ -1,6 +1,7 @@
 @_exported import BFFKit
 import EventHTTP
 import Foundation
+import HTTPTesting
 import Logging
 import XCTest
 
@@ -25,7 +26,7 @@ public final class TestApplication {
         configure(&c)
         var logger = Logger(label: "bff-testing")
         logger.logLevel = .warning
-        app = Application(configuration: c, search: nil, viewModels: viewModels, logger: logger)
+        app = Application(configuration: c, viewModels: viewModels, logger: logger)
         client = InProcessClient(server: app.server)
     }
 

@@ -27,7 +27,7 @@ final class ConnectionState {
     /// Its index in the loop's list of connections the sweep checks (-1: not in it).
     var sweepIndex = -1
     /// The responder of the request being handled, if any.
-    var current: ResponderCore?
+    var current: EvhttpResponder?
     private var inputCallback: OpaquePointer?
     /// Write watch of a streaming response, checked by the sweep (no buffer callback, no timer):
     /// the bytes the stream added to the output buffer since the watch started, how many of them the

@@ -1,9 +1,9 @@
 /// The handle a handler answers through: exactly one `send` or one `startStream`.
 ///
-/// A `Sendable` value that refers to the request's `ResponderCore` (on the socket path, a complete
-/// response goes in one piece straight into the connection's output buffer where evhttp's rules
-/// allow; with a `ResponseSink` — `HTTPResponder(recordingTo:loop:method:)`, `InProcessClient` — it is
-/// recorded instead). A handler that computes its answer on another loop carries the handle there and
+/// A `Sendable` value that refers to the request's `ResponderCore`: on the socket path an
+/// `EvhttpResponder` (a complete response goes in one piece straight into the connection's output
+/// buffer where evhttp's rules allow); without a connection a `SinkResponder`
+/// (`HTTPResponder(recordingTo:loop:method:)`, what BFFTesting's `InProcessClient` records). A handler that computes its answer on another loop carries the handle there and
 /// back; only on `loop` may it be used.
 ///
 /// Threading: every member but `loop` on `loop` only, checked: off `loop` it traps
@@ -18,7 +18,7 @@ public struct HTTPResponder: Sendable {
 
     /// A responder without a connection: what it sends goes to `sink` (in-process tests). On `loop`.
     public init(recordingTo sink: any ResponseSink, loop: EventLoop, method: HTTPMethod) {
-        reference = LoopBoundReference(ResponderCore(recordingTo: sink, loop: loop, method: method), loop: loop)
+        reference = LoopBoundReference<ResponderCore>(SinkResponder(sink: sink, loop: loop, method: method), loop: loop)
     }
 
     /// The loop that owns the connection. Any thread.

@@ -250,9 +250,9 @@ final class LoopHTTP: @unchecked Sendable {
         conn?.requestStarted()
         let knownMethod = HTTPMethod(command: evhttp_request_get_command(req))
         let method = knownMethod ?? .CONNECT  // no route handles CONNECT: unknown methods get 405 below
-        let core = ResponderCore(request: req, owner: self, connection: conn, method: method, startNanos: start)
+        let core = EvhttpResponder(request: req, owner: self, connection: conn, method: method, startNanos: start)
         conn?.current = core
-        let responder = HTTPResponder(LoopBoundReference(onLoop: core, loop: loop))
+        let responder = HTTPResponder(LoopBoundReference<ResponderCore>(onLoop: core, loop: loop))
         if conn?.overLimit == true {
             return responder.send(
                 HTTPResponse.problem(

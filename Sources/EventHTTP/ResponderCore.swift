@@ -1,38 +1,25 @@
 import CLibevent
 
 /// What answers one request, behind its `HTTPResponder` handle (and its `HTTPStream` handle once it
-/// streams): exactly one `send` or one `startStream`.
+/// streams): exactly one `send` or one `startStream`. This base class holds what every responder
+/// keeps (the route, the method, the stream's state and its close observer); where the bytes go is its
+/// subclass's job: `EvhttpResponder` writes to an evhttp connection, `SinkResponder` hands them to a
+/// `ResponseSink` (the socketless seam `InProcessClient` in BFFTesting uses). A stream's state lives
+/// here too: a streaming response costs no second object, and there is no responder ⇄ stream cycle
+/// to break.
 ///
-/// It writes to an evhttp connection — a complete response in one piece straight into the
-/// connection's output buffer (`RawReply`) where evhttp's rules allow, otherwise (HEAD, 1xx, 204,
-/// 304, while draining, a stream's head, …) through evhttp's header list and `evhttp_send_reply` —
-/// or — the socketless test seam — to a `ResponseSink` such as
-/// `RecordingResponse` (`HTTPResponder(recordingTo:loop:method:)`, used by `InProcessClient`).
-/// One final class with an optional sink rather than a protocol for handlers to take: the socket
-/// path stays statically dispatched and pays one nil check. A stream's state lives here too: a
-/// streaming response costs no second object, and there is no responder ⇄ stream cycle to break.
-///
-/// Threading: owned by the loop that owns the connection, and not `Sendable`: other threads hold it
-/// only through the handles, whose `LoopBoundReference` traps off `loop`. Sending after the peer left
-/// is a no-op.
-final class ResponderCore {
-    /// The loop that owns the connection.
+/// Threading: owned by the loop that owns the request, and not `Sendable`: other threads hold it only
+/// through the handles, whose `LoopBoundReference` traps off `loop`. Sending after the peer left is a
+/// no-op.
+class ResponderCore {
+    /// The loop that owns the request.
     let loop: EventLoop
-    private var request: OpaquePointer?
-    /// nil for a responder with a sink (no connection, no evhttp).
-    private unowned(unsafe) let owner: LoopHTTP?
-    private let connection: ConnectionState?
-    /// Where the response goes instead of evhttp (tests); nil on the socket path.
-    private let sink: (any ResponseSink)?
-    /// For a sink responder: true until the response is complete (or the stream ended).
-    private var sinkOpen = false
-    let startNanos: UInt64
     let isHead: Bool
     var route: String = "unmatched"
     var routeIndex = RequestMetrics.unmatchedRoute
     let method: HTTPMethod
     /// A stream was started (it stays true; `streamClosed` says when the stream is over).
-    private(set) var streaming = false
+    fileprivate(set) var streaming = false
     /// True after the stream's `end()` or after the peer left (`HTTPStream.isClosed`).
     private(set) var streamClosed = false
     /// Who is told when the peer leaves a stream: a closure (`onClose`) or an object
@@ -44,45 +31,82 @@ final class ResponderCore {
         case object(any HTTPStreamCloseObserver)
     }
 
+    init(loop: EventLoop, method: HTTPMethod) {
+        self.loop = loop
+        self.method = method
+        self.isHead = method == .HEAD
+    }
+
+    /// The handle of this responder (for a sink's callbacks). On `loop` only.
+    var handle: HTTPResponder { HTTPResponder(LoopBoundReference(onLoop: self, loop: loop)) }
+
+    /// True once the response was sent, or the peer is gone.
+    var isClosed: Bool { fatalError("a ResponderCore subclass answers") }
+
+    /// Sends a complete response. Later calls are ignored.
+    func send(_ response: HTTPResponse) { fatalError("a ResponderCore subclass answers") }
+
+    /// Starts a chunked streaming response; true when it started (false when the peer is already gone
+    /// or a response was sent).
+    func startStream(status: Int, headers: [(String, String)]) -> Bool {
+        fatalError("a ResponderCore subclass answers")
+    }
+
+    /// One chunk of the stream (only while it is open).
+    func writeChunk(_ bytes: UnsafeRawBufferPointer) { fatalError("a ResponderCore subclass answers") }
+
+    /// Bytes written but not yet taken by the peer.
+    var queuedBytes: Int { 0 }
+
+    /// Finishes the stream (only while it is open).
+    func endStream() { fatalError("a ResponderCore subclass answers") }
+
+    /// Marks that a stream started (by a subclass, once its head is out).
+    final func markStreaming() { streaming = true }
+
+    /// The stream is over (ended, or its peer left): its observer is dropped, and told when `notify`.
+    final func markStreamClosed(notify: Bool) {
+        guard streaming, !streamClosed else { return }
+        streamClosed = true
+        // The observer will not be told any more: drop it (and whatever it holds) either way.
+        let observer = closeObserver
+        closeObserver = nil
+        guard notify else { return }
+        switch observer {
+        case .closure(let cb)?: cb()
+        case .object(let o)?: o.httpStreamPeerLeft()
+        case nil: break
+        }
+    }
+}
+
+/// A responder that writes to an evhttp connection: a complete response in one piece straight into
+/// the connection's output buffer (`RawReply`) where evhttp's rules allow, otherwise (HEAD, 1xx, 204,
+/// 304, while draining, a stream's head, …) through evhttp's header list and `evhttp_send_reply`.
+///
+/// Threading: the connection's loop only.
+final class EvhttpResponder: ResponderCore {
+    private var request: OpaquePointer?
+    private unowned(unsafe) let owner: LoopHTTP
+    private let connection: ConnectionState?
+    let startNanos: UInt64
+
     init(request: OpaquePointer, owner: LoopHTTP, connection: ConnectionState?, method: HTTPMethod, startNanos: UInt64)
     {
         self.request = request
         self.owner = owner
-        self.loop = owner.loop
         self.connection = connection
-        self.method = method
-        self.isHead = method == .HEAD
         self.startNanos = startNanos
-        self.sink = nil
+        super.init(loop: owner.loop, method: method)
     }
 
-    /// A responder without a connection: what it sends goes to `sink` (in-process tests).
-    init(recordingTo sink: any ResponseSink, loop: EventLoop, method: HTTPMethod) {
-        self.sink = sink
-        self.sinkOpen = true
-        self.loop = loop
-        self.owner = nil
-        self.connection = nil
-        self.method = method
-        self.isHead = method == .HEAD
-        self.startNanos = 0
-    }
+    override var isClosed: Bool { request == nil }
 
-    /// True once the response was sent, or the peer is gone.
-    var isClosed: Bool { sink == nil ? request == nil : !sinkOpen }
-
-    /// Sends a complete response. Later calls are ignored.
-    func send(_ response: HTTPResponse) {
-        if let sink {
-            guard sinkOpen, !streaming else { return }
-            sinkOpen = false
-            return sink.responder(handle, sent: response, route: route)
-        }
+    override func send(_ response: HTTPResponse) {
         guard let req = request, !streaming else { return }
         request = nil
         // In one piece when evhttp's rules allow (RawReply); draining adds `Connection: close`,
         // which evhttp must see in the output headers to close: its way.
-        let owner = owner.unsafelyUnwrapped
         if !isHead, let common = owner.rawCommonHeaders, owner.server.state != .draining,
             RawReply.send(response, to: req, commonHeaders: common, date: &owner.date)
         {
@@ -105,34 +129,23 @@ final class ResponderCore {
             // here on the stack; no status that must not have one (1xx, 204, 304).
             let status = response.status
             if status >= 200 && status != 204 && status != 304 && response.header("Content-Length") == nil {
-                ResponderCore.withDecimal(response.body.count) { _ = evhttp_add_header(out, "Content-Length", $0) }
+                EvhttpResponder.withDecimal(response.body.count) { _ = evhttp_add_header(out, "Content-Length", $0) }
             }
         }
         HTTPStatus.withReason(response.status) { evhttp_send_reply(req, Int32(response.status), $0, nil) }
         finished(status: response.status)
     }
 
-    /// The handle of this responder (for a sink's callbacks). On `loop` only.
-    var handle: HTTPResponder { HTTPResponder(LoopBoundReference(onLoop: self, loop: loop)) }
-
-    /// Starts a chunked streaming response; true when it started (false when the peer is already gone
-    /// or a response was sent).
-    func startStream(status: Int, headers: [(String, String)]) -> Bool {
-        if let sink {
-            guard sinkOpen, !streaming else { return false }
-            sink.responder(handle, startedStream: status, headers: headers, route: route)
-            streaming = true
-            return true
-        }
-        guard let req = request, !streaming, let owner else { return false }
+    override func startStream(status: Int, headers: [(String, String)]) -> Bool {
+        guard let req = request, !streaming else { return false }
         addHeaders(evhttp_request_get_output_headers(req), headers)
         HTTPStatus.withReason(status) { evhttp_send_reply_start(req, Int32(status), $0) }
         // The head is in the output buffer now. The request would keep its header copies (a
         // strdup'ed name, value and list entry each) as long as the stream lasts: drop them, except
         // `Connection`, which evhttp reads again when the response ends.
-        ResponderCore.dropHeaders(evhttp_request_get_output_headers(req))
-        ResponderCore.dropHeaders(evhttp_request_get_input_headers(req))
-        streaming = true
+        EvhttpResponder.dropHeaders(evhttp_request_get_output_headers(req))
+        EvhttpResponder.dropHeaders(evhttp_request_get_input_headers(req))
+        markStreaming()
         connection?.startCloseWatch()
         owner.metrics.openStreams.increment()
         owner.record(route: route, routeIndex: routeIndex, method: method, status: status, startNanos: startNanos)
@@ -163,7 +176,6 @@ final class ResponderCore {
     }
 
     private func addHeaders(_ out: UnsafeMutablePointer<evkeyvalq>?, _ headers: [(String, String)]) {
-        let owner = owner.unsafelyUnwrapped
         for (n, v) in owner.config.commonHeaders { addHeader(out, n, v) }
         for (n, v) in headers { addHeader(out, n, v) }
         if owner.server.state == .draining { evhttp_add_header(out, "Connection", "close") }
@@ -178,18 +190,14 @@ final class ResponderCore {
 
     private func finished(status: Int) {
         connection?.requestFinished()
-        owner.unsafelyUnwrapped.record(
+        owner.record(
             route: route, routeIndex: routeIndex, method: method, status: status, startNanos: startNanos)
     }
 
     // MARK: streaming (through HTTPStream)
 
-    func writeChunk(_ bytes: UnsafeRawBufferPointer) {
-        if let sink {
-            if sinkOpen { sink.responder(handle, wrote: bytes) }
-            return
-        }
-        guard let req = request, let owner else { return }
+    override func writeChunk(_ bytes: UnsafeRawBufferPointer) {
+        guard let req = request else { return }
         let before = connection?.outputLength ?? 0
         // evhttp's way when direct chunks are off, or if the direct way found no memory for the chunk
         if !owner.directChunks || clibevent_stream_chunk(req, bytes.baseAddress, bytes.count) == 0 {
@@ -201,19 +209,13 @@ final class ResponderCore {
         connection?.waitToWriteOnlyIfPending()
     }
 
-    var queuedBytes: Int {
-        guard sink == nil, request != nil, let evcon = connection?.evcon else { return 0 }
+    override var queuedBytes: Int {
+        guard request != nil, let evcon = connection?.evcon else { return 0 }
         return evbuffer_get_length(bufferevent_get_output(evhttp_connection_get_bufferevent(evcon)))
     }
 
-    func endStream() {
-        if let sink {
-            guard sinkOpen else { return }
-            sinkOpen = false
-            markStreamClosed(notify: false)
-            return sink.responderEnded(handle)
-        }
-        guard let req = request, let owner else { return }
+    override func endStream() {
+        guard let req = request else { return }
         request = nil
         evhttp_send_reply_end(req)
         if streaming { owner.metrics.openStreams.decrement() }
@@ -223,7 +225,7 @@ final class ResponderCore {
 
     /// The connection is going away under this response.
     func connectionClosed(freeRequest: Bool) {
-        guard let req = request, let owner else { return }
+        guard let req = request else { return }
         request = nil
         if freeRequest { evhttp_request_free(req) }
         if streaming && !streamClosed {
@@ -231,19 +233,44 @@ final class ResponderCore {
             markStreamClosed(notify: true)
         }
     }
+}
 
-    /// The stream is over (ended, or its peer left): its observer is dropped, and told when `notify`.
-    func markStreamClosed(notify: Bool) {
-        guard streaming, !streamClosed else { return }
-        streamClosed = true
-        // The observer will not be told any more: drop it (and whatever it holds) either way.
-        let observer = closeObserver
-        closeObserver = nil
-        guard notify else { return }
-        switch observer {
-        case .closure(let cb)?: cb()
-        case .object(let o)?: o.httpStreamPeerLeft()
-        case nil: break
-        }
+/// A responder without a connection: what it sends goes to a `ResponseSink` (the socketless seam).
+///
+/// Threading: its loop only (in-process, the thread playing that loop).
+final class SinkResponder: ResponderCore {
+    private let sink: any ResponseSink
+    /// True until the response is complete (or the stream ended).
+    private var open = true
+
+    init(sink: any ResponseSink, loop: EventLoop, method: HTTPMethod) {
+        self.sink = sink
+        super.init(loop: loop, method: method)
+    }
+
+    override var isClosed: Bool { !open }
+
+    override func send(_ response: HTTPResponse) {
+        guard open, !streaming else { return }
+        open = false
+        sink.responder(handle, sent: response, route: route)
+    }
+
+    override func startStream(status: Int, headers: [(String, String)]) -> Bool {
+        guard open, !streaming else { return false }
+        sink.responder(handle, startedStream: status, headers: headers, route: route)
+        markStreaming()
+        return true
+    }
+
+    override func writeChunk(_ bytes: UnsafeRawBufferPointer) {
+        if open { sink.responder(handle, wrote: bytes) }
+    }
+
+    override func endStream() {
+        guard open else { return }
+        open = false
+        markStreamClosed(notify: false)
+        sink.responderEnded(handle)
     }
 }

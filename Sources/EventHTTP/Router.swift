@@ -86,8 +86,9 @@ public final class Router: Sendable {
         }
     }
 
-    /// Routes one request through the current table (`InProcessClient`; the loops use their table).
-    func dispatch(_ request: consuming HTTPRequest, knownMethod: HTTPMethod?, to responder: HTTPResponder) {
+    /// Routes one request through the current table (HTTPTesting's `InProcessClient`; the loops use
+    /// their table).
+    package func dispatch(_ request: consuming HTTPRequest, knownMethod: HTTPMethod?, to responder: HTTPResponder) {
         table().dispatch(request, knownMethod: knownMethod, to: responder)
     }
 }

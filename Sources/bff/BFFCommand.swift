@@ -3,6 +3,7 @@ import BFF
 import EventHTTP
 import Glibc
 import Logging
+import SearchApp
 
 /// `bff`: reads flags and environment, builds the live application, serves until SIGTERM/SIGINT.
 struct BFFCommand: ParsableCommand {

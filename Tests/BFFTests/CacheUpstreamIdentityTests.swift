@@ -4,6 +4,7 @@ import GitHubSearch
 import JSON
 import Logging
 import RedisTestSupport
+import SearchApp
 import WireClient
 import XCTest
 

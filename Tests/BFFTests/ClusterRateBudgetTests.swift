@@ -6,6 +6,7 @@ import Primitives
 import XCTest
 
 @testable import BFF
+@testable import SearchApp
 
 /// `ClusterRateBudget` (the node's side of the cluster-wide bucket): which client's share it asks for,
 /// which answer it gives, and that it fails open.

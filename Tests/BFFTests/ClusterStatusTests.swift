@@ -7,6 +7,7 @@ import RedisTestSupport
 import XCTest
 
 @testable import BFF
+@testable import SearchApp
 
 /// `ClusterStatus` on an in-memory board, its wall clock and timers driven by hand: a block's end is
 /// applied at its time unless a newer post came first.

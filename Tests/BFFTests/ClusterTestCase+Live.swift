@@ -1,5 +1,6 @@
 import BFF
 import Logging
+import SearchApp
 import WireClient
 import XCTest
 

@@ -2,6 +2,7 @@ import EventHTTP
 import GitHubSearch
 import JSON
 import Logging
+import SearchApp
 import WireClient
 import XCTest
 

@@ -1,8 +1,10 @@
 import BFF
 import EventHTTP
 import Features
+import HTTPTesting
 import JSON
 import Logging
+import SearchApp
 import XCTest
 
 /// The session routes in-process (`InProcessClient`): create → input → state, errors as problem
@@ -14,9 +16,8 @@ final class InProcessSessionTests: XCTestCase {
         c.http.publicDirectory = nil
         var logger = Logger(label: "test")
         logger.logLevel = .warning
-        let app = Application(
-            configuration: c, search: UnexpectedSearch(),
-            viewModels: .product(search: UnexpectedSearch(), pageSize: c.searchPageSize), logger: logger)
+        let app = Application.searchApp(
+            configuration: c, search: UnexpectedSearch(), logger: logger)
         return (app, InProcessClient(server: app.server))
     }
 

@@ -3,6 +3,7 @@ import EventHTTP
 import GitHubSimulator
 import JSON
 import Logging
+import SearchApp
 import WireClient
 import XCTest
 

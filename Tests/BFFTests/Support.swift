@@ -3,6 +3,7 @@ import Foundation
 import GitHubSearch
 import JSON
 import Logging
+import SearchApp
 import WireClient
 import XCTest
 
@@ -75,9 +76,8 @@ final class LiveApp: @unchecked Sendable {
         configure(&c)
         var quiet = Logger(label: "test")
         quiet.logLevel = .warning
-        app = Application(
-            configuration: c, search: search, viewModels: .product(search: search, pageSize: c.searchPageSize),
-            logger: logger ?? quiet, clock: clock)
+        app = Application.searchApp(
+            configuration: c, search: search, logger: logger ?? quiet, clock: clock)
         try app.start()
     }
 

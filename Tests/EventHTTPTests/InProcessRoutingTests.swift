@@ -1,4 +1,5 @@
 import EventHTTP
+import HTTPTesting
 import JSON
 import Logging
 import XCTest

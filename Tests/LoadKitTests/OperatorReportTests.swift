@@ -4,6 +4,7 @@ import Foundation
 import GitHubSearch
 import LoadKit
 import Logging
+import SearchApp
 import XCTest
 
 /// A search that is always rate limited, counting its calls: the server's GitHub budget is spent.
@@ -35,9 +36,8 @@ final class OperatorReportTests: XCTestCase {
         configuration.http.publicDirectory = files.path
         var quiet = Logger(label: "loadkit-report-test")
         quiet.logLevel = .error
-        let app = Application(
-            configuration: configuration, search: search,
-            viewModels: .product(search: search, pageSize: configuration.searchPageSize), logger: quiet)
+        let app = Application.searchApp(
+            configuration: configuration, search: search, logger: quiet)
         try app.start()
         addTeardownBlock { app.shutdown() }
         return (app, try Target(url: "http://127.0.0.1:\(app.port)"))

@@ -4,6 +4,7 @@ import Foundation
 import GitHubSearch
 import LoadKit
 import Logging
+import SearchApp
 import XCTest
 
 /// An explicitly stubbed search: every query answers one empty page from "cache" at once.
@@ -32,10 +33,8 @@ final class RealServerTests: XCTestCase {
         configuration.testHooks = true
         configuration.shutdownGracePeriod = 0.2
         search = EmptySearch()
-        app = Application(
-            configuration: configuration, search: search,
-            viewModels: .product(search: search, pageSize: configuration.searchPageSize),
-            logger: Logger(label: "loadkit-test"))
+        app = Application.searchApp(
+            configuration: configuration, search: search, logger: Logger(label: "loadkit-test"))
         try app.start()
         target = try Target(url: "http://127.0.0.1:\(app.port)")
     }
@@ -127,10 +126,8 @@ final class RealServerTests: XCTestCase {
         configuration.http.threads = 1
         configuration.http.maxConnectionsPerClient = 8
         configuration.shutdownGracePeriod = 0.2
-        let limited = Application(
-            configuration: configuration, search: EmptySearch(),
-            viewModels: .product(search: EmptySearch(), pageSize: configuration.searchPageSize),
-            logger: Logger(label: "loadkit-test"))
+        let limited = Application.searchApp(
+            configuration: configuration, search: EmptySearch(), logger: Logger(label: "loadkit-test"))
         try limited.start()
         defer { limited.shutdown() }
         var o = LatencyScenario.Options()

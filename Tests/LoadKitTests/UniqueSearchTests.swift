@@ -4,6 +4,7 @@ import Foundation
 import GitHubSearch
 import LoadKit
 import Logging
+import SearchApp
 import XCTest
 
 /// A search that records every query it is asked (the application in these tests has no cache in
@@ -30,9 +31,8 @@ final class UniqueSearchTests: XCTestCase {
         configuration.shutdownGracePeriod = 0.2
         var quiet = Logger(label: "loadkit-unique-test")
         quiet.logLevel = .error
-        let app = Application(
-            configuration: configuration, search: search,
-            viewModels: .product(search: search, pageSize: configuration.searchPageSize), logger: quiet)
+        let app = Application.searchApp(
+            configuration: configuration, search: search, logger: quiet)
         try app.start()
         addTeardownBlock { app.shutdown() }
         return try Target(url: "http://127.0.0.1:\(app.port)")

@@ -18,8 +18,8 @@ import ViewModels
 ///
 /// Threading: `clients[i]`, `subscribers[i]`, `stores[i]`, `feeds[i]`, `perLoop[i]` belong to loop i
 /// (their `LoopBound` state traps elsewhere); `unreadyReason`, `degradation` and the metrics any thread.
-final class ClusterNode: SessionBackend {
-    let settings: ClusterSettings
+package final class ClusterNode: SessionBackend {
+    package let settings: ClusterSettings
     let env: SessionEnvironment
     /// The session layer's loops (the same as `Application.loopSessions`).
     let loopSessions: [LoopSessions]
@@ -31,8 +31,8 @@ final class ClusterNode: SessionBackend {
     let ledgers: [RedisClientLedger]
     let perLoop: [LoopBound<ClusterLoopState>]
     /// Lease holder names: node id + boot nonce + loop, unique per process incarnation.
-    let holders: [String]
-    let metrics: ClusterMetrics
+    package let holders: [String]
+    package let metrics: ClusterMetrics
     let logger: Logger
     /// Per loop: the sharded channels owners answer its forwarded inputs on, one in a slot of each master
     /// (`ClusterNode+Replies.swift`); any thread (a copy of each loop's list).
@@ -48,9 +48,9 @@ final class ClusterNode: SessionBackend {
     let loopHealth: Lock<[LoopRedisHealth]>
 
     /// Each loop's client (routing by key).
-    var clients: [RedisClient] { group.clients }
+    package var clients: [RedisClient] { group.clients }
     /// Each loop's subscriber (sharded, classic and pattern subscriptions, probed).
-    var subscribers: [RedisShardedSubscriber] { group.subscribers }
+    package var subscribers: [RedisShardedSubscriber] { group.subscribers }
 
     init(settings: ClusterSettings, env: SessionEnvironment, loops loopSessions: [LoopSessions]) {
         let (configuration, logger, loops) = (env.configuration, env.logger, loopSessions.map(\.loop))
@@ -539,12 +539,12 @@ final class StreamedSession {
 }
 
 /// Cluster mode's meters (in the application's registry, so `/metrics` shows them).
-final class ClusterMetrics: Sendable {
+package final class ClusterMetrics: Sendable {
     let roundTrip: CoreMetrics.Timer
     let takeovers: CoreMetrics.Counter
     let handOvers: CoreMetrics.Counter
     let crossNodeInputs: CoreMetrics.Counter
-    let redisErrors: CoreMetrics.Counter
+    package let redisErrors: CoreMetrics.Counter
     let fenced: CoreMetrics.Counter
     /// Times a loop found its liveness key on a master gone (paused past the lease TTL, a failover lost it,
     /// a slot moved): its leases there were then checked one by one.
@@ -555,7 +555,7 @@ final class ClusterMetrics: Sendable {
     /// cluster mode, so single-process `/metrics` is unchanged.
     let moved: CoreMetrics.Counter
     /// Calls to GitHub the cluster-wide token bucket refused (this node's searches answered rate-limited).
-    let budgetRefusals: CoreMetrics.Counter
+    package let budgetRefusals: CoreMetrics.Counter
     /// The shared search cache's answers to this node's misses, by outcome (`SearchCacheOutcome`).
     private let searchCache: [String: CoreMetrics.Counter]
     /// What the Redis clients saw (failovers, redirections, resubscriptions, probe failures, …).
@@ -564,7 +564,7 @@ final class ClusterMetrics: Sendable {
     var redisProblems: Meter { redis.problems }
 
     /// The `outcome` label values of `bff_cluster_search_cache_total`.
-    static let searchCacheOutcomes = ["hit", "miss", "waited", "lock_timeout", "stale", "unavailable"]
+    package static let searchCacheOutcomes = ["hit", "miss", "waited", "lock_timeout", "stale", "unavailable"]
 
     init(factory f: MetricsFactory) {
         roundTrip = CoreMetrics.Timer(label: "bff_redis_round_trip", dimensions: [], factory: f)
@@ -590,5 +590,5 @@ final class ClusterMetrics: Sendable {
     func redisEvent(_ event: RedisClientEvent) { redis.count(event) }
 
     /// Counts one answer of the shared search cache (`outcome` one of `searchCacheOutcomes`).
-    func searchCache(_ outcome: String) { searchCache[outcome]?.increment() }
+    package func searchCache(_ outcome: String) { searchCache[outcome]?.increment() }
 }

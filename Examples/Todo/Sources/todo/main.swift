@@ -14,7 +14,7 @@ configuration.http.publicDirectory =
 
 let signals = ShutdownSignals()  // before any thread starts
 let app = Application(
-    configuration: configuration, search: nil, viewModels: viewModels, logger: Logger(label: "todo"))
+    configuration: configuration, viewModels: viewModels, logger: Logger(label: "todo"))
 try app.start()
 print("todo listening on http://127.0.0.1:\(app.port)")
 fflush(nil)

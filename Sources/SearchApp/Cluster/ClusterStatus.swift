@@ -1,3 +1,4 @@
+import BFF
 import ClusterRedis
 import ClusterStore
 import EventHTTP
@@ -8,7 +9,7 @@ import Synchronization
 
 /// Cluster mode's `status`: what this node's gateway reports is posted to the `RedisStatusBoard`
 /// (`<prefix>:status:{github}`, SET + SPUBLISH in one script) and every node, this one included, applies
-/// what the board announces through `Application.statusUpdater` (the `status` view model and every
+/// what the board announces through `StatusFanOut` (the `status` view model and every
 /// session's `blockedUntil`). So a rate limit or an outage seen by one node shows on every node.
 ///
 /// Ordering: a node applies its own reports only as they come back from Redis, so every node applies

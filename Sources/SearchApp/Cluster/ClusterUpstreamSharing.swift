@@ -1,9 +1,11 @@
+import BFF
 import ClusterRedis
 import ClusterStore
 import EventHTTP
 import GitHubLive
 import GitHubSearch
 import Logging
+import Primitives
 
 /// Cluster mode's `UpstreamSharing`: every node's gateway asks the cluster-wide token bucket before a
 /// call (`ClusterRateBudget`), every node's cache sits over the shared Redis cache
@@ -34,8 +36,8 @@ final class ClusterUpstreamSharing: UpstreamSharing {
         return (ClusterCacheLabel(cache: nodeCache, shared: shared), { await nodeCache.flush() })
     }
 
-    func connect(_ app: Application, status sink: StatusSink) {
-        guard let node = app.backend as? ClusterNode else {  // built together by `Application.live`
+    func connect(_ app: Application, status sink: StatusSink, apply: StatusFanOut) {
+        guard let node = app.clusterNode else {  // built together by `Application.live`
             preconditionFailure("cluster sharing without a cluster node")
         }
         let keys = ClusterKeys(prefix: node.settings.keyPrefix)
@@ -51,7 +53,7 @@ final class ClusterUpstreamSharing: UpstreamSharing {
             shared.connect(redisCache, holder: node.holders[0], metrics: node.metrics)
         }
         // Every node's `status` follows the board; this node's reports reach it through the board.
-        let board = ClusterStatus(cluster: node, apply: app.statusUpdater, logger: logger)
+        let board = ClusterStatus(cluster: node, apply: { apply.apply($0) }, logger: logger)
         sink.connect { board.report($0) }
     }
 }

@@ -1,9 +1,11 @@
+import BFF
 import ClusterStore
 import EventHTTP
 import Foundation
 import GitHubLive
 import GitHubSearch
 import Logging
+import Primitives
 
 /// Cluster mode's shared search cache, layered *under* each node's `SearchCache` (which keeps its
 /// memory/SQLite entries, single flight within the node, stale-while-revalidate and stale-if-error):

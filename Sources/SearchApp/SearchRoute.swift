@@ -1,3 +1,4 @@
+import BFF
 import EventHTTP
 import Features
 import GitHubSearch
@@ -5,10 +6,8 @@ import JSON
 import ViewModels
 
 extension Application {
-    /// `GET /api/search/repositories`: the cached search model for curl users and load tests (only for
-    /// an application built with a search model).
-    func registerSearchRoutes() {
-        guard let search else { return }
+    /// `GET /api/search/repositories`: the cached search model for curl users and load tests.
+    func serveStatelessSearch(_ search: any RepositorySearching) {
         server.router.add(.GET, "/api/search/repositories") { req, res in
             let request: SearchRequest
             switch Application.searchRequest(from: req.query, maxPerPage: SearchRequest.maximumPageSize) {
@@ -102,5 +101,32 @@ extension Application {
                 return .problem(status: 502, detail: "GitHub answered unexpectedly: \(m)", extra: ["kind": "upstream"])
             }
         }
+    }
+
+    /// `POST /api/_test/status` (only with `--test-hooks`): sets the shared status (and, with
+    /// `"blockedUntil": <seconds since 1970>`, the app-wide search block every session follows), e.g.
+    /// `{"reachable": false, "message": "…", "rateLimit": {"limit": 30, "remaining": 0, "resetAt": 1790000000}}`.
+    /// It goes into `sink`, where the gateway's reports go: in cluster mode to every node, as a status
+    /// GitHub caused would.
+    func serveStatusTestHook(into sink: StatusSink) {
+        server.router.add(.POST, "/api/_test/status") { req, res in
+            res.send(Application.applyTestStatus(req.body, to: sink))
+        }
+    }
+
+    private static func applyTestStatus(_ body: [UInt8], to sink: StatusSink) -> HTTPResponse {
+        guard let v = try? JSONValue.parse(body), case .object(let o) = v else {
+            return .problem(status: 400, detail: "expected a JSON object {\"reachable\", \"message\", \"rateLimit\"}")
+        }
+        var s = UpstreamStatus(reachable: o["reachable"]?.boolValue ?? true, message: o["message"]?.stringValue)
+        if let r = o["rateLimit"]?.objectValue, let limit = r["limit"]?.intValue,
+            let remaining = r["remaining"]?.intValue,
+            let reset = r["resetAt"]?.intValue
+        {
+            s.rateLimit = RateLimit(limit: limit, remaining: remaining, resetAt: reset, resource: "search")
+        }
+        s.blockedUntil = o["blockedUntil"]?.intValue
+        sink.forward(s)
+        return .json(202, ["accepted": true])
     }
 }

@@ -1,3 +1,10 @@
+/// SearchApp: the product — the GitHub repository search BFF, composed from the host (`BFF`), the
+/// product's view models (`Features`: search, greeting, status) and GitHub (`GitHubLive`), with what
+/// the cluster's nodes share of GitHub (rate budget, search cache, status) through Redis.
+///
+/// `Application.live` is the production composition `bff serve` runs; `Application.searchApp` the same
+/// product over an injected search model (tests, the load tool's in-process server).
+import BFF
 import ClusterRedis
 import ClusterStore
 import EventHTTP
@@ -5,6 +12,8 @@ import Features
 import GitHubLive
 import GitHubSearch
 import Logging
+import Primitives
+import ViewModels
 
 /// How the live application reaches GitHub and caches its answers.
 public struct GitHubSettings: Sendable {
@@ -34,6 +43,18 @@ public struct GitHubSettings: Sendable {
 }
 
 extension Application {
+    /// The product over an injected search model: the product's view models, the stateless search
+    /// route, and with `testHooks` the status test hook; GitHub's status reaches the view models only
+    /// through the test hook (tests, the load tool's in-process server).
+    public static func searchApp(
+        configuration: AppConfiguration, search: any RepositorySearching, logger: Logger,
+        clock: SessionClock = .monotonic
+    ) -> Application {
+        let (app, sink, fanOut) = compose(configuration: configuration, search: search, logger: logger, clock: clock)
+        sink.connect { fanOut.apply($0) }
+        return app
+    }
+
     /// The production composition: GitHub gateway → cache decorator → application, with the
     /// gateway's reachability and rate limit feeding the shared `status` view model. How GitHub's budget,
     /// the search cache and the status are shared (`UpstreamSharing`: by nobody, or by the cluster through
@@ -56,14 +77,47 @@ extension Application {
             logger: logger, onStatus: { sink.forward($0) }, sharedBudget: sharing.rateBudget,
             onClientRefusal: { metrics.withLock { $0 }?.upstreamClientRefusals.increment() })
         let (search, flush) = sharing.search(over: gateway, cache: CacheMaker(github: github, logger: logger))
-        let app = Application(
-            configuration: configuration, search: search,
-            viewModels: .product(search: search, pageSize: configuration.searchPageSize), logger: logger)
+        let (app, _, fanOut) = compose(configuration: configuration, search: search, logger: logger, sink: sink)
         metrics.withLock { $0 = app.metrics }
         app.finishAfterShutdown.withLock { $0 = flush }
-        sharing.connect(app, status: sink)
-        app.statusReport.withLock { $0 = { sink.forward($0) } }  // the test hook's status: as the gateway's
+        sharing.connect(app, status: sink, apply: fanOut)
         return app
+    }
+
+    /// The application with the product's view models and routes; the test hook's status goes into
+    /// `sink`, as the gateway's reports do (in cluster mode to the status board, so to every node).
+    private static func compose(
+        configuration: AppConfiguration, search: any RepositorySearching, logger: Logger,
+        clock: SessionClock = .monotonic, sink: StatusSink = StatusSink()
+    ) -> (Application, StatusSink, StatusFanOut) {
+        let app = Application(
+            configuration: configuration,
+            viewModels: .product(search: search, pageSize: configuration.searchPageSize), logger: logger,
+            clock: clock)
+        app.serveStatelessSearch(search)
+        if configuration.testHooks { app.serveStatusTestHook(into: sink) }
+        return (app, sink, StatusFanOut(app: app))
+    }
+}
+
+/// Applies GitHub's status reports to the application: every report to the app-wide view models (the
+/// `status` view model), and to every session's view models only when the app-wide search block
+/// changes (a rate limit disables searching in every session, including those that have not searched
+/// yet; most reports only move the remaining budget). Any thread.
+final class StatusFanOut: Sendable {
+    private weak let app: Application?
+    /// The `blockedUntil` last sent to the sessions (`.none`: nothing yet).
+    private let lastBlockFannedOut = Lock<Int??>(.none)
+
+    init(app: Application) { self.app = app }
+
+    func apply(_ status: UpstreamStatus) {
+        guard let app else { return }
+        let changed = lastBlockFannedOut.withLock { last in
+            defer { last = .some(status.blockedUntil) }
+            return last != .some(status.blockedUntil)
+        }
+        app.post(status, toSessions: changed, standing: status.blockedUntil != nil)
     }
 }
 
@@ -96,9 +150,9 @@ protocol UpstreamSharing {
     func search(over gateway: GitHubGateway, cache: CacheMaker) -> (
         any RepositorySearching, @Sendable () async -> Void
     )
-    /// Connects what needs the application (its loops, Redis connections, `statusUpdater`); `status`
-    /// forwards the gateway's reports.
-    func connect(_ app: Application, status: StatusSink)
+    /// Connects what needs the application (its loops, Redis connections); `status` forwards the
+    /// gateway's reports, `apply` applies a status to this application.
+    func connect(_ app: Application, status: StatusSink, apply: StatusFanOut)
 }
 
 /// One process: the gateway's own limiter, a cache over the gateway, status straight to the application.
@@ -112,7 +166,7 @@ struct SingleProcessUpstream: UpstreamSharing {
         return (nodeCache, { await nodeCache.flush() })
     }
 
-    func connect(_ app: Application, status: StatusSink) { status.connect(app.statusUpdater) }
+    func connect(_ app: Application, status: StatusSink, apply: StatusFanOut) { status.connect { apply.apply($0) } }
 }
 
 /// Forwards status reports to a target connected after construction (the gateway is built before

@@ -1,16 +1,7 @@
-/// Where a responder without a connection sends its output (the socketless test seam).
-///
-/// Threading: called on the responder's loop.
-public protocol ResponseSink: AnyObject {
-    /// A complete response; `route` is the pattern that matched (or "unmatched"/"static").
-    func responder(_ responder: HTTPResponder, sent response: HTTPResponse, route: String)
-    /// A streaming response started.
-    func responder(_ responder: HTTPResponder, startedStream status: Int, headers: [(String, String)], route: String)
-    /// A chunk of a streaming response.
-    func responder(_ responder: HTTPResponder, wrote bytes: UnsafeRawBufferPointer)
-    /// The streaming response ended.
-    func responderEnded(_ responder: HTTPResponder)
-}
+/// HTTPTesting: requests through a server's router and handlers in process, no sockets
+/// (`InProcessClient`, `RecordingResponse`), for the route, encoding and session tests of this package
+/// and of packages built on it.
+import EventHTTP
 
 /// What a handler answered, recorded instead of written to a socket.
 ///
