@@ -18,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.1.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.0"..<"5.0.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.1.0"),
     ],
     targets: [
@@ -76,9 +77,15 @@ let package = Package(
         // MARK: GitHub gateway, cache and simulator
         .target(
             name: "GitHubLive",
-            dependencies: ["GitHubSearch", "CSQLite", "Primitives", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "GitHubSearch", "CSQLite", "Primitives", .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
-        .target(name: "GitHubSimulator", dependencies: ["EventHTTP", "JSON", "Primitives"]),
+        .target(
+            name: "GitHubSimulator",
+            dependencies: ["EventHTTP", "JSON", "Primitives", .product(name: "Crypto", package: "swift-crypto")]
+        ),
 
         // MARK: The host: sessions, streams and the cluster backend for any registered view models
         .target(
@@ -166,7 +173,10 @@ let package = Package(
         .testTarget(name: "ViewModelsTests", dependencies: ["ViewModels", "Features", "GitHubSearch", "JSON"]),
         .testTarget(
             name: "GitHubLiveTests",
-            dependencies: ["GitHubLive", "GitHubSearch", "GitHubSimulator", "EventHTTP", "WireClient", "JSON"],
+            dependencies: [
+                "GitHubLive", "GitHubSearch", "GitHubSimulator", "EventHTTP", "HTTPTesting", "WireClient", "JSON",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// Which upstream a cached search page came from: GitHub's base URL and the token it was asked with
@@ -19,7 +20,8 @@ public struct UpstreamIdentity: Sendable, Equatable, CustomStringConvertible {
         var url = Substring(baseURL)
         while url.hasSuffix("/") { url = url.dropLast() }
         let token = token ?? ""
-        key = String(SHA256.hex(Array("bff-upstream-v1\n\(url)\n\(token)".utf8)).prefix(16))
+        let digest = SHA256.hash(data: Array("bff-upstream-v1\n\(url)\n\(token)".utf8))
+        key = String(digest.map { String(format: "%02x", $0) }.joined().prefix(16))
         description = "\(UpstreamIdentity.withoutUserinfo(url)) (token: \(token.isEmpty ? "no" : "yes"))"
     }
 

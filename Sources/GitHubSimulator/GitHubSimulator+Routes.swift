@@ -3,7 +3,9 @@ import Foundation
 
 extension GitHubSimulator {
     /// Mounts the simulator on `router`: `GET /search/repositories`, `GET /_sim/stats`,
-    /// `GET|POST /_sim/faults`, `POST /_sim/reset`.
+    /// `GET|POST /_sim/faults`, `POST /_sim/reset`, and the sign-in flow's `GET|POST
+    /// /login/oauth/authorize`, `POST /login/oauth/access_token`, `GET /user`,
+    /// `DELETE /applications/{client_id}/token`.
     ///
     /// Handlers run on the connection's loop; `handle` does the work there (a search over 5000
     /// repositories takes well under a millisecond to a few ms), latency is a loop timer, and a hang
@@ -30,5 +32,10 @@ extension GitHubSimulator {
         router.add(.GET, "/_sim/faults", handler)
         router.add(.POST, "/_sim/faults", handler)
         router.add(.POST, "/_sim/reset", handler)
+        router.add(.GET, "/login/oauth/authorize", handler)
+        router.add(.POST, "/login/oauth/authorize", handler)
+        router.add(.POST, "/login/oauth/access_token", handler)
+        router.add(.GET, "/user", handler)
+        router.add(.DELETE, "/applications/:client_id/token", handler)
     }
 }

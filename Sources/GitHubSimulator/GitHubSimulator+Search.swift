@@ -7,17 +7,23 @@ extension GitHubSimulator {
     func search(_ request: SimRequest, now: Double) -> SimOutcome {
         let f = faults
         let authorization = request.header("Authorization")
-        let authenticated = token != nil && authorization == "Bearer \(token!)"
+        // A token the sign-in flow issued spends its own budget; one it no longer knows is refused.
+        let bearer = SimOAuth.bearer(request)
+        let userToken = bearer.flatMap { oauth.login(ofToken: $0) != nil ? $0 : nil }
+        let appToken = token != nil && authorization == "Bearer \(token!)"
+        let authenticated = appToken || userToken != nil
         let bump: (inout Stats) -> Void = {
             $0.requests += 1
             if authenticated { $0.authenticated += 1 }
+            if userToken != nil { $0.signedIn += 1 }
         }
         let delay = f.latencyMs
         if f.hang {
             record(bump)
             return .hang
         }
-        if let token, let authorization, authorization != "Bearer \(token)" {
+        let unknownUserToken = userToken == nil && bearer?.hasPrefix(SimOAuth.tokenPrefix) == true
+        if unknownUserToken || (userToken == nil && token != nil && authorization != nil && !appToken) {
             record(bump)
             return .respond(
                 .json(401, ["message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"]),
@@ -38,7 +44,7 @@ extension GitHubSimulator {
             return .respond(.json(f.serverErrorStatus, ["message": "Server Error"]), delayMilliseconds: delay)
         }
         // The budget: a fixed window that starts with the first request after the last reset.
-        let (budget, remaining, reset, allowed) = consume(now: now, forced: f.primaryRateLimit)
+        let (budget, remaining, reset, allowed) = consume(now: now, forced: f.primaryRateLimit, token: userToken)
         var headers: [(String, String)] = [
             ("X-RateLimit-Limit", String(budget)), ("X-RateLimit-Remaining", String(remaining)),
             ("X-RateLimit-Reset", String(reset)), ("X-RateLimit-Used", String(budget - remaining)),
@@ -82,7 +88,7 @@ extension GitHubSimulator {
             let etag = GitHubSimulator.etag(response.body)
             response.headers.append(("ETag", etag))
             if request.header("If-None-Match") == etag {
-                refund()  // like GitHub, a 304 to a conditional request costs no budget
+                refund(token: userToken)  // like GitHub, a 304 to a conditional request costs no budget
                 response.status = 304
                 response.body = []
                 response.headers =

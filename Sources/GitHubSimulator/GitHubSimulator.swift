@@ -1,7 +1,8 @@
-/// GitHubSimulator: a local stand-in for GitHub's `GET /search/repositories`, for tests, the
-/// offline demo and benchmarks. A deterministic corpus, GitHub's query syntax and paging, a real
-/// per-minute rate budget, and fault switches; the core answers requests without sockets
-/// (`handle`), and `install(on:)` mounts it on an EventHTTP router.
+/// GitHubSimulator: a local stand-in for GitHub's `GET /search/repositories` and its "Sign in with
+/// GitHub" web flow (`SimOAuth`), for tests, the offline demo and benchmarks. A deterministic corpus,
+/// GitHub's query syntax and paging, a real per-minute rate budget (one per signed-in token, one
+/// shared by the rest), and fault switches; the core answers requests without sockets (`handle`), and
+/// `install(on:)` mounts it on an EventHTTP router.
 
 import Foundation
 import JSON
@@ -24,6 +25,9 @@ package final class GitHubSimulator: Sendable {
         package var token: String?
         /// Fault switches at start.
         package var faults = SimFaults()
+        /// The one OAuth app the sign-in flow knows (`SimOAuth`).
+        package var oauthClientID = "sim-client-id"
+        package var oauthClientSecret = "sim-client-secret"
         /// Creates the default configuration.
         package init() {}
     }
@@ -40,6 +44,8 @@ package final class GitHubSimulator: Sendable {
         package var authenticated = 0
         /// Conditional searches answered 304 (free of budget, as on GitHub).
         package var notModified = 0
+        /// Searches that carried a token the sign-in flow issued (each spends that token's budget).
+        package var signedIn = 0
         /// All zero.
         package init() {}
     }
@@ -47,12 +53,16 @@ package final class GitHubSimulator: Sendable {
     /// The corpus searched.
     package let corpus: Corpus
     let token: String?
+    /// The sign-in flow's codes and tokens.
+    let oauth: SimOAuth
     /// The switches, the budget window and the counters.
     private struct State {
         var faultState: SimFaults
         var limit: Int
         var windowReset = 0.0
         var used = 0
+        /// The budget windows of tokens the sign-in flow issued (at most `SimOAuth.maxTokens`).
+        var tokenWindows: [String: (reset: Double, used: Int)] = [:]
         var counters = Stats()
     }
     private let state: Lock<State>
@@ -64,6 +74,7 @@ package final class GitHubSimulator: Sendable {
     package init(configuration: Configuration = Configuration()) {
         corpus = Corpus(seed: configuration.seed, count: configuration.repositories)
         token = configuration.token
+        oauth = SimOAuth(clientID: configuration.oauthClientID, clientSecret: configuration.oauthClientSecret)
         initialFaults = configuration.faults
         initialLimit = max(0, configuration.rateLimit)
         state = Lock(State(faultState: configuration.faults, limit: max(0, configuration.rateLimit)))
@@ -101,7 +112,17 @@ package final class GitHubSimulator: Sendable {
         case ("POST", "/_sim/reset"):
             reset()
             return .respond(SimResponse(status: 204), delayMilliseconds: 0)
-        case (_, "/search/repositories"), (_, "/_sim/stats"), (_, "/_sim/faults"), (_, "/_sim/reset"):
+        case ("GET", "/login/oauth/authorize"): return .respond(oauth.authorizePage(request), delayMilliseconds: 0)
+        case ("POST", "/login/oauth/authorize"):
+            return .respond(oauth.authorize(request, now: now), delayMilliseconds: 0)
+        case ("POST", "/login/oauth/access_token"):
+            return .respond(oauth.exchange(request, now: now), delayMilliseconds: 0)
+        case ("GET", "/user"): return .respond(oauth.user(request), delayMilliseconds: faults.latencyMs)
+        case ("DELETE", let path) where path.hasPrefix("/applications/") && path.hasSuffix("/token"):
+            let clientID = String(path.dropFirst("/applications/".count).dropLast("/token".count))
+            return .respond(oauth.revoke(request, clientIDInPath: clientID), delayMilliseconds: 0)
+        case (_, "/search/repositories"), (_, "/_sim/stats"), (_, "/_sim/faults"), (_, "/_sim/reset"),
+            (_, "/login/oauth/authorize"), (_, "/login/oauth/access_token"), (_, "/user"):
             return .respond(.json(405, ["message": "Method Not Allowed"]), delayMilliseconds: 0)
         default:
             return .respond(
@@ -113,29 +134,49 @@ package final class GitHubSimulator: Sendable {
     /// Updates the counters under the lock.
     func record(_ change: (inout Stats) -> Void) { state.withLock { change(&$0.counters) } }
 
-    /// Spends one unit of the budget. Returns the limit, what remains, the reset time (epoch
-    /// seconds) and whether the request may proceed; `forced` refuses as if the budget were spent.
-    func consume(now: Double, forced: Bool) -> (limit: Int, remaining: Int, reset: Int, allowed: Bool) {
+    /// Spends one unit of the budget: the shared one, or with `token` (one the sign-in flow issued) that
+    /// token's own. Returns the limit, what remains, the reset time (epoch seconds) and whether the
+    /// request may proceed; `forced` refuses as if the budget were spent.
+    func consume(now: Double, forced: Bool, token: String? = nil) -> (
+        limit: Int, remaining: Int, reset: Int, allowed: Bool
+    ) {
         state.withLock { s in
-            if now >= s.windowReset {
-                s.windowReset = (now + 60).rounded(.up)
-                s.used = 0
+            var (reset, used) = token.flatMap { s.tokenWindows[$0] } ?? (s.windowReset, s.used)
+            if now >= reset {
+                reset = (now + 60).rounded(.up)
+                used = 0
             }
-            if forced { return (s.limit, 0, Int(s.windowReset), false) }
-            guard s.used < s.limit else { return (s.limit, 0, Int(s.windowReset), false) }
-            s.used += 1
-            return (s.limit, s.limit - s.used, Int(s.windowReset), true)
+            let allowed = !forced && used < s.limit
+            if allowed { used += 1 }
+            if let token {
+                if s.tokenWindows.count >= SimOAuth.maxTokens {
+                    s.tokenWindows = s.tokenWindows.filter { $0.value.reset > now }
+                }
+                s.tokenWindows[token] = (reset, used)
+            } else {
+                (s.windowReset, s.used) = (reset, used)
+            }
+            return (s.limit, allowed ? s.limit - used : 0, Int(reset), allowed)
         }
     }
 
-    /// Gives back one unit of the budget (a 304 is free).
-    func refund() { state.withLock { $0.used = max(0, $0.used - 1) } }
+    /// Gives back one unit of the budget it was taken from (a 304 is free).
+    func refund(token: String? = nil) {
+        state.withLock { s in
+            if let token, let w = s.tokenWindows[token] {
+                s.tokenWindows[token] = (w.reset, max(0, w.used - 1))
+            } else if token == nil {
+                s.used = max(0, s.used - 1)
+            }
+        }
+    }
 
     var statsJSON: JSONValue {
         let s = stats
         return [
             "requests": .int(s.requests), "served": .int(s.served), "rateLimited": .int(s.rateLimited),
-            "authenticated": .int(s.authenticated), "notModified": .int(s.notModified),
+            "authenticated": .int(s.authenticated), "notModified": .int(s.notModified), "signedIn": .int(s.signedIn),
+            "oauth": oauth.statsJSON,
         ]
     }
 

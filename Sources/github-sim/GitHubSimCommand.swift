@@ -44,6 +44,16 @@ struct GitHubSimCommand: ParsableCommand {
     )
     var token: String?
 
+    @Option(
+        name: .customLong("oauth-client-id"),
+        help: "The client id of the one OAuth app the sign-in flow (/login/oauth/…) knows.")
+    var oauthClientID = "sim-client-id"
+
+    @Option(
+        name: .customLong("oauth-client-secret"),
+        help: "That app's client secret (checked by the code exchange). Prefer GITHUB_SIM_CLIENT_SECRET.")
+    var oauthClientSecret: String?
+
     @Option(name: .customLong("latency-ms"), help: "Delay every search answer by this many milliseconds.")
     var latencyMs = 0
 
@@ -94,6 +104,9 @@ struct GitHubSimCommand: ParsableCommand {
         configuration.repositories = repositories
         configuration.rateLimit = rateLimit
         configuration.token = token ?? ProcessInfo.processInfo.environment["GITHUB_SIM_TOKEN"]
+        configuration.oauthClientID = oauthClientID
+        configuration.oauthClientSecret =
+            oauthClientSecret ?? ProcessInfo.processInfo.environment["GITHUB_SIM_CLIENT_SECRET"] ?? "sim-client-secret"
         configuration.faults.latencyMs = latencyMs
         configuration.faults.serverError = serverError
         configuration.faults.serverErrorStatus = serverErrorStatus
