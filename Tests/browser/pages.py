@@ -47,7 +47,10 @@ def output(driver, view_model, name):
 
 
 def row_ids(driver):
-    return [row.get_attribute("data-repo-id") for row in driver.find_elements(By.CSS_SELECTOR, "#results > li.repo")]
+    """The result rows' repository ids, read in one script: element by element, a row the page replaced
+    between the look-up and the read raised StaleElementReferenceException."""
+    return driver.execute_script(
+        "return Array.from(document.querySelectorAll('#results > li.repo'), r => r.getAttribute('data-repo-id'))")
 
 
 def search(driver, query):
