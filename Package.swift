@@ -74,6 +74,9 @@ let package = Package(
         .target(name: "ViewModels", dependencies: ["JSON"]),
         .target(name: "Features", dependencies: ["ViewModels", "JSON", "GitHubSearch"]),
 
+        // MARK: Sign-in rules (return paths, PKCE, the login cookie, the cross-site rule, pending sign-ins)
+        .target(name: "SignIn", dependencies: ["Primitives", .product(name: "Crypto", package: "swift-crypto")]),
+
         // MARK: GitHub gateway, cache and simulator
         .target(
             name: "GitHubLive",
@@ -157,6 +160,7 @@ let package = Package(
         .testTarget(name: "PrimitivesTests", dependencies: ["Primitives"]),
         .testTarget(name: "BFFTestingTests", dependencies: ["BFFTesting"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
+        .testTarget(name: "SignInTests", dependencies: ["SignIn"]),
         .testTarget(
             name: "EventHTTPTests",
             dependencies: [
