@@ -1,7 +1,8 @@
 /// SignIn: the rules of "Sign in with GitHub" that need no socket and no store: where a login may
 /// send the browser back to (`ReturnTo`), PKCE (`PKCE`), the login cookie (`LoginCookie`), the
-/// cross-site rule for unsafe requests (`CrossSiteRule`) and the table of pending sign-ins
-/// (`PendingSignIns`). Values and pure functions, plus one lock-guarded table; any thread.
+/// cross-site rule for unsafe requests (`CrossSiteRule`), the table of pending sign-ins
+/// (`PendingSignIns`), and the token at rest (`TokenSealer`: AES-GCM under `BFF_SECRET_KEY`). Values
+/// and pure functions, plus one lock-guarded table; any thread.
 import Crypto
 import Foundation
 import Primitives
