@@ -424,3 +424,17 @@ enum SessionScripts {
         return redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
         """)
 }
+
+/// Scripts that read the session store for operators (`bff session-owner`): sent with `EVAL`, never
+/// preloaded (a node does not run them).
+package enum SessionInspectionScripts {
+    /// The PTTL of the liveness key (prefix ARGV[1]) of the holder named by session KEYS[1]'s lease; -2
+    /// when there is no lease or no such key. Reads only. The lease is `holder|fence`
+    /// (`SessionScripts.create`, `acquire`), the liveness key `ClusterKeys.live(holder:tag:)`.
+    package static let leaseHolderLivenessPTTL = """
+        #!lua flags=no-writes,allow-cross-slot-keys
+        local v = redis.call('HGET', KEYS[1], 'lease')
+        if not v then return -2 end
+        return redis.call('PTTL', ARGV[1] .. string.sub(v, 1, string.find(v, '|[^|]*$') - 1))
+        """
+}

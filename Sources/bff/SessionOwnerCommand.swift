@@ -27,15 +27,6 @@ struct SessionOwnerCommand: ParsableCommand {
             with "-" (one in 64 does) goes after "--": bff session-owner --redis-url URL -- -AbC….
             """)
 
-    /// Lua: the PTTL of the liveness key (prefix ARGV[1]) of the holder named by session KEYS[1]'s lease, -2
-    /// if there is no lease or no such key. Reads only.
-    static let livePTTL = """
-        #!lua flags=no-writes,allow-cross-slot-keys
-        local v = redis.call('HGET', KEYS[1], 'lease')
-        if not v then return -2 end
-        return redis.call('PTTL', ARGV[1] .. string.sub(v, 1, string.find(v, '|[^|]*$') - 1))
-        """
-
     @Argument(help: "The session id (the `id` of POST /api/sessions, or from a URL or log line).") var id: String
     @Option(
         help: """
@@ -90,7 +81,10 @@ struct SessionOwnerCommand: ParsableCommand {
             return ClusterKeys.liveTag { client.master(forSlot: $0) == master } ?? ClusterKeys.unshardedLiveTag
         }
         let commands: [[RedisArg]] = [
-            ["EVAL", RedisArg(Self.livePTTL), "1", key, RedisArg(keys.livePrefix(tag: tag))],
+            [
+                "EVAL", RedisArg(SessionInspectionScripts.leaseHolderLivenessPTTL), "1", key,
+                RedisArg(keys.livePrefix(tag: tag)),
+            ],
             ["HMGET", key, "seq", "inputSeq", "fence"], ["TTL", key],
             ["ZRANGE", RedisArg(keys.streams(id)), "0", "-1", "WITHSCORES"], ["TIME"],
         ]
