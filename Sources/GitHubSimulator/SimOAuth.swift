@@ -1,4 +1,5 @@
 import Crypto
+import EventHTTP
 import Foundation
 import JSON
 import Primitives
@@ -29,12 +30,32 @@ final class SimOAuth: Sendable {
         let expires: Double
     }
 
+    /// A table that forgets its oldest entries past `capacity`.
+    struct Bounded<Value> {
+        let capacity: Int
+        private(set) var entries: [String: Value] = [:]
+        /// Keys in insertion order (keys are random: each once); a removed key stays until swept.
+        private var order: [String] = []
+
+        init(capacity: Int) { self.capacity = capacity }
+
+        subscript(key: String) -> Value? { entries[key] }
+        var count: Int { entries.count }
+
+        mutating func insert(_ value: Value, for key: String) {
+            entries[key] = value
+            order.append(key)
+            while entries.count > capacity, !order.isEmpty { entries[order.removeFirst()] = nil }
+            if order.count > 2 * capacity { order = order.filter { entries[$0] != nil } }
+        }
+
+        mutating func remove(_ key: String) -> Value? { entries.removeValue(forKey: key) }
+    }
+
     struct State {
-        var codes: [String: Grant] = [:]
-        var codeOrder: [String] = []
+        var codes = Bounded<Grant>(capacity: SimOAuth.maxCodes)
         /// token → login
-        var tokens: [String: String] = [:]
-        var tokenOrder: [String] = []
+        var tokens = Bounded<String>(capacity: SimOAuth.maxTokens)
         var authorized = 0
         var denied = 0
         var issued = 0
@@ -117,13 +138,7 @@ final class SimOAuth: Sendable {
             let grant = Grant(
                 login: login, redirectURI: redirect, challenge: p["code_challenge"], expires: now + Self.codeLifetime)
             state.withLock { s in
-                s.codes[code] = grant
-                s.codeOrder.append(code)
-                if s.codeOrder.count > Self.maxCodes {
-                    let dropped = s.codeOrder.count - Self.maxCodes
-                    for c in s.codeOrder.prefix(dropped) { s.codes[c] = nil }
-                    s.codeOrder.removeFirst(dropped)
-                }
+                s.codes.insert(grant, for: code)
                 s.authorized += 1
             }
             back = [("code", code)]
@@ -174,7 +189,7 @@ final class SimOAuth: Sendable {
             return refuse("incorrect_client_credentials", "The client_id and/or client_secret passed are incorrect.")
         }
         // The code is spent by any attempt to use it, good or bad (a replay finds it gone).
-        guard let code = p["code"], let grant = state.withLock({ $0.codes.removeValue(forKey: code) }),
+        guard let code = p["code"], let grant = state.withLock({ $0.codes.remove(code) }),
             grant.expires > now
         else {
             return refuse("bad_verification_code", "The code passed is incorrect or expired.")
@@ -189,13 +204,7 @@ final class SimOAuth: Sendable {
         }
         let token = Self.tokenPrefix + Self.random(24)
         state.withLock { s in
-            s.tokens[token] = grant.login
-            s.tokenOrder.append(token)
-            if s.tokenOrder.count > Self.maxTokens {
-                let dropped = s.tokenOrder.count - Self.maxTokens
-                for t in s.tokenOrder.prefix(dropped) { s.tokens[t] = nil }
-                s.tokenOrder.removeFirst(dropped)
-            }
+            s.tokens.insert(grant.login, for: token)
             s.issued += 1
         }
         return answer([("access_token", token), ("token_type", "bearer"), ("scope", "")])
@@ -223,8 +232,7 @@ final class SimOAuth: Sendable {
             return .json(422, ["message": "Invalid request. \"access_token\" wasn't supplied."])
         }
         let removed = state.withLock { s in
-            guard s.tokens.removeValue(forKey: token) != nil else { return false }
-            s.tokenOrder.removeAll { $0 == token }
+            guard s.tokens.remove(token) != nil else { return false }
             s.revoked += 1
             return true
         }
@@ -276,16 +284,14 @@ final class SimOAuth: Sendable {
             }
     }
 
-    /// `application/x-www-form-urlencoded` items.
+    /// `application/x-www-form-urlencoded` items (decoded as a query string is).
     static func formItems(_ body: [UInt8]) -> [(String, String)] {
         guard !body.isEmpty, let text = String(validating: body, as: UTF8.self) else { return [] }
         return text.split(separator: "&").map { pair in
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            func decode(_ s: Substring) -> String {
-                let spaced = s.replacingOccurrences(of: "+", with: " ")
-                return spaced.removingPercentEncoding ?? spaced
-            }
-            return (decode(parts[0]), parts.count > 1 ? decode(parts[1]) : "")
+            let name = PercentDecoding.decode(parts[0], plusIsSpace: true) ?? String(parts[0])
+            let value = parts.count > 1 ? (PercentDecoding.decode(parts[1], plusIsSpace: true) ?? String(parts[1])) : ""
+            return (name, value)
         }
     }
 
