@@ -5,7 +5,8 @@ import Prometheus
 /// The application's metrics, in its own Prometheus registry (one per application instance).
 package final class AppMetrics: Sendable {
     let registry: PrometheusCollectorRegistry
-    let factory: PrometheusMetricsFactory
+    /// Where the product makes its own metrics (they appear in the same `/metrics`).
+    package let factory: PrometheusMetricsFactory
     let sessions: Meter
     let streams: Meter
     let inputs: CoreMetrics.Counter
@@ -18,7 +19,10 @@ package final class AppMetrics: Sendable {
     let eventLoopThreads: Meter
     /// `bff_event_loop_lag_seconds`: how late each loop ran a timer due every 0.5 s (`LoopSessions.lagProbe`).
     let loopLag: CoreMetrics.Timer
-    /// `bff_sessions_ended_total` by reason (the reasons are the contract's: deleted, expired, shutdown).
+    /// `bff_signin_cross_site_refusals_total`: unsafe requests with the login cookie refused as cross-site.
+    let crossSiteRefusals: CoreMetrics.Counter
+    /// `bff_sessions_ended_total` by reason (the contract's: deleted, expired, shutdown, signed-out; and
+    /// unused).
     private let ended: [String: CoreMetrics.Counter]
 
     init() {
@@ -38,6 +42,7 @@ package final class AppMetrics: Sendable {
         events = CoreMetrics.Counter(label: "bff_events_total", factory: f)
         coalesced = CoreMetrics.Counter(label: "bff_coalesced_state_frames_total", factory: f)
         eventLoopThreads = Meter(label: "bff_event_loop_threads", factory: f)
+        crossSiteRefusals = CoreMetrics.Counter(label: "bff_signin_cross_site_refusals_total", factory: f)
         loopLag = CoreMetrics.Timer(label: "bff_event_loop_lag_seconds", factory: f)
         var ended: [String: CoreMetrics.Counter] = [:]
         clientRefusalCounters = Dictionary(
@@ -48,7 +53,7 @@ package final class AppMetrics: Sendable {
                         label: "bff_client_session_refusals_total", dimensions: [("limit", $0)], factory: f)
                 )
             })
-        for reason in ["deleted", "expired", "unused", "shutdown"] {
+        for reason in ["deleted", "expired", "unused", "shutdown", "signed-out"] {
             ended[reason] = CoreMetrics.Counter(
                 label: "bff_sessions_ended_total", dimensions: [("reason", reason)], factory: f)
         }

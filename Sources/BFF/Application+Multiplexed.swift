@@ -20,6 +20,7 @@ extension Application {
             return res.send(HTTPResponse(status: 200, headers: [("Content-Type", "text/event-stream")]))
         }
         let ids = sessions.map(\.id)
+        let login = loginKey(of: req)
         let stream = MultiplexedStream(sessions: sessions, host: loopSessions[req.loop.index], responder: res) {
             failure in
             if failure == .notFound, ids.count > 1 {
@@ -28,7 +29,8 @@ extension Application {
             res.send(Application.response(to: failure, sessionID: ids[0]))
         }
         for (member, session) in zip(stream.members, sessions) {
-            backend.openStream(member, sessionID: session.id, lastEventID: session.lastEventID) { [unowned member] in
+            backend.openStream(member, sessionID: session.id, login: login, lastEventID: session.lastEventID) {
+                [unowned member] in
                 member.refused($0)
             }
         }

@@ -1,5 +1,6 @@
 import EventHTTP
 import JSON
+import SignIn
 import ViewModels
 
 /// The session routes: each parses and validates its request, asks the session backend
@@ -9,33 +10,32 @@ extension Application {
     func registerSessionRoutes() {
         let router = server.router
         router.add(.POST, "/api/sessions") { [unowned self] req, res in
-            let timeout = Int(self.configuration.sessionIdleTimeout)
-            self.backend.create(at: self.loopSessions[req.loop.index], client: req.client) { result in
-                res.sendFromAnyLoop(
-                    result.map { id in
-                        let location = "/api/sessions/\(id)"
-                        return .json(
-                            201,
-                            [
-                                "id": .string(id), "events": .string(location + "/events"),
-                                "state": .string(location + "/state"), "expiresInSeconds": .int(timeout),
-                            ], headers: [("Location", location), ("Cache-Control", "no-store")])
-                    }, sessionID: nil)
+            if self.refusedCrossSite(req, res) { return }
+            guard let signIn = self.signIn, let cookie = signIn.cookieValue(of: req) else {
+                return self.createSession(req, res, person: nil, clearCookie: nil)
+            }
+            // A session of the login the cookie names, or, for a login that ended, an anonymous one and
+            // the cookie cleared.
+            signIn.logins.person(forLoginKey: LoginCookie.key(of: cookie)) { person in
+                let clear = person == nil ? signIn.cookie(for: req).clear : nil
+                req.loop.runOrExecute { self.createSession(req, res, person: person, clearCookie: clear) }
             }
         }
         router.add(.DELETE, "/api/sessions/:id") { [unowned self] req, res in
+            if self.refusedCrossSite(req, res) { return }
             let id = req.parameters["id"] ?? ""
-            self.backend.delete(id, at: self.loopSessions[req.loop.index]) { result in
+            self.backend.delete(id, login: self.loginKey(of: req), at: self.loopSessions[req.loop.index]) { result in
                 res.sendFromAnyLoop(result.map { HTTPResponse(status: 204) }, sessionID: id)
             }
         }
         router.add(.GET, "/api/sessions/:id/state") { [unowned self] req, res in
             let id = req.parameters["id"] ?? ""
             let host = self.loopSessions[req.loop.index]
-            if let json = self.backend.currentState(of: id, at: host) {
+            let login = self.loginKey(of: req)
+            if let json = self.backend.currentState(of: id, login: login, at: host) {
                 return res.send(HTTPResponse(status: 200, headers: Application.stateHeaders, body: json))
             }
-            self.backend.state(of: id, at: host) { result in
+            self.backend.state(of: id, login: login, at: host) { result in
                 res.sendFromAnyLoop(
                     result.map { HTTPResponse(status: 200, headers: Application.stateHeaders, body: $0) }, sessionID: id
                 )
@@ -45,6 +45,39 @@ extension Application {
         router.add(.POST, "/api/sessions/:id/:viewModel/:input") { [unowned self] req, res in self.postInput(req, res) }
     }
 
+    /// The key of the login `req` carries a cookie of (nil: none, or sign-in is off).
+    func loginKey(of req: HTTPRequest) -> String? { signIn?.loginKey(of: req) }
+
+    /// Answers `403` and returns true when `req` is an unsafe request with the login cookie from another
+    /// site (`CrossSiteRule`); nothing else is done for it.
+    package func refusedCrossSite(_ req: HTTPRequest, _ res: HTTPResponder) -> Bool {
+        guard let signIn, signIn.refusesCrossSite(req) else { return false }
+        metrics.crossSiteRefusals.increment()
+        res.send(SignInGate.crossSiteRefusal)
+        return true
+    }
+
+    /// Creates a session (of `person`'s login when given) and answers `201`; `clearCookie`: a
+    /// `Set-Cookie` that clears a login cookie naming no live login.
+    private func createSession(_ req: HTTPRequest, _ res: HTTPResponder, person: SignedInPerson?, clearCookie: String?)
+    {
+        let timeout = Int(configuration.sessionIdleTimeout)
+        backend.create(at: loopSessions[req.loop.index], client: req.client, person: person) { result in
+            res.sendFromAnyLoop(
+                result.map { id in
+                    let location = "/api/sessions/\(id)"
+                    var headers = [("Location", location), ("Cache-Control", "no-store")]
+                    if let clearCookie { headers.append(("Set-Cookie", clearCookie)) }
+                    return .json(
+                        201,
+                        [
+                            "id": .string(id), "events": .string(location + "/events"),
+                            "state": .string(location + "/state"), "expiresInSeconds": .int(timeout),
+                        ], headers: headers)
+                }, sessionID: nil)
+        }
+    }
+
     /// The headers of `GET /state` (built once: no array per request).
     static let stateHeaders: [(String, String)] = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]
 
@@ -52,7 +85,7 @@ extension Application {
         let id = req.parameters["id"] ?? ""
         let host = loopSessions[req.loop.index]
         if req.method == .HEAD {  // the stream's head only: the session must exist
-            return backend.state(of: id, at: host) { result in
+            return backend.state(of: id, login: loginKey(of: req), at: host) { result in
                 res.sendFromAnyLoop(
                     result.map { _ in HTTPResponse(status: 200, headers: [("Content-Type", "text/event-stream")]) },
                     sessionID: id)
@@ -61,12 +94,13 @@ extension Application {
         let lastEventID = req.header("Last-Event-ID").flatMap { Int($0.trimmingHTTPWhitespace()) }
         // Which loop runs the session is the backend's business; the stream lives on the request's loop.
         let stream = SessionStream(sessionID: id, host: host, responder: res)
-        backend.openStream(stream, sessionID: id, lastEventID: lastEventID) { failure in
+        backend.openStream(stream, sessionID: id, login: loginKey(of: req), lastEventID: lastEventID) { failure in
             res.send(Application.response(to: failure, sessionID: id))
         }
     }
 
     private func postInput(_ req: HTTPRequest, _ res: HTTPResponder) {
+        if refusedCrossSite(req, res) { return }
         let value: JSONValue
         switch InputBody.parse(req) {
         case .failure(let error): return res.send(error)
@@ -79,7 +113,7 @@ extension Application {
         let id = req.parameters["id"] ?? ""
         let input = SessionInput(
             sessionID: id, viewModel: req.parameters["viewModel"] ?? "", input: req.parameters["input"] ?? "",
-            value: value, idempotencyKey: key)
+            value: value, idempotencyKey: key, login: loginKey(of: req))
         backend.input(input, at: loopSessions[req.loop.index]) { result in
             res.sendFromAnyLoop(result.map { Application.response(to: $0, sessionID: id) }, sessionID: id)
         }

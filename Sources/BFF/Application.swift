@@ -32,16 +32,23 @@ public final class Application: Sendable {
     let appWide: LoopBoundReference<[any ViewModel]>
     /// Where sessions live and how a request reaches one (the session layer's one seam).
     let backend: any SessionBackend
+    /// Sign-in on the session routes (which login a request carries, the cross-site rule); nil: off,
+    /// every session anonymous and no cookie read.
+    package let signIn: SignInGate?
 
     /// Builds the application (nothing listens until `start()`) hosting the view models of `viewModels`:
     /// those of scope `.session` made for each session, in registration order, those of scope `.app` once.
-    /// `clock` is the session layer's time (tests pass a manual one). Add routes of your own to
+    /// `clock` is the session layer's time (tests pass a manual one). `signIn`: the logins a session may
+    /// belong to (one process only: cluster mode keeps no logins yet, so both together stop with a
+    /// precondition; `bff` refuses the combination with a sentence first). Add routes of your own to
     /// `server.router` before `start()`.
     public init(
         configuration: AppConfiguration, viewModels: ViewModelRegistry, logger: Logger,
-        clock: SessionClock = .monotonic
+        clock: SessionClock = .monotonic, signIn: SignInSettings? = nil
     ) {
+        precondition(signIn == nil || configuration.cluster == nil, "sign-in is not available in cluster mode yet")
         self.configuration = configuration
+        self.signIn = signIn.map(SignInGate.init)
         self.logger = logger
         let metrics = AppMetrics()
         self.metrics = metrics
@@ -52,8 +59,8 @@ public final class Application: Sendable {
         self.appWide = LoopBoundReference(appWide, madeFor: loop0)
         let env = SessionEnvironment(
             configuration: configuration, metrics: metrics, logger: logger, clock: clock, loops: server.loops.count,
-            makeViewModels: { executor, client in
-                viewModels.make(.session, ViewModelContext(executor: executor, client: client))
+            makeViewModels: { executor, client, person in
+                viewModels.make(.session, ViewModelContext(executor: executor, client: client, person: person))
             })
         self.env = env
         let shared = JSONObject(appWide.map { ($0.name, .object($0.snapshot)) })
@@ -115,6 +122,16 @@ public final class Application: Sendable {
         guard toSessions else { return }
         for sl in loopSessions { sl.loop.execute { sl.noticed(notice, standing: standing) } }
     }
+
+    /// Hands `notice` to the view models of every session of the login `loginKey` names
+    /// (`SignedInPerson.loginKey`), on every loop: e.g. that person's own rate limit. Any thread.
+    public func post(_ notice: any Sendable, toLogin loginKey: String) {
+        for sl in loopSessions { sl.loop.execute { sl.noticed(notice, login: loginKey) } }
+    }
+
+    /// Ends every session of the login `loginKey` names; their streams get `event: end` `signed-out`
+    /// (the person signed out, or their token was refused). Any thread.
+    public func endSessions(ofLogin loginKey: String) { backend.endSessions(ofLogin: loginKey) }
 
     /// The cluster node this application's sessions live on (nil in one process): for the product's
     /// parts that share the node's Redis connections.

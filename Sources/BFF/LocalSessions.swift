@@ -1,4 +1,5 @@
 import EventHTTP
+import ViewModels
 
 /// The single-process session backend (the default): every session lives in this process, on the loop
 /// its id names (`SessionID`), and every request for it runs there, in arrival order. Reads of a
@@ -18,6 +19,9 @@ final class LocalSessions: SessionBackend {
     }
 
     func start() {}
+    func endSessions(ofLogin key: String) {
+        for sl in loops { sl.loop.runOrExecute { sl.endSessions(ofLogin: key) } }
+    }
     func prepareShutdown() {}
     var unreadyReason: String? { nil }
     var degradation: [String] { [] }
@@ -44,7 +48,7 @@ final class LocalSessions: SessionBackend {
     }
 
     func create(
-        at host: LoopSessions, client: ClientAddress,
+        at host: LoopSessions, client: ClientAddress, person: SignedInPerson?,
         reply: @escaping @Sendable (Result<String, SessionFailure>) -> Void
     ) {
         let counted: ClientAddress
@@ -55,24 +59,25 @@ final class LocalSessions: SessionBackend {
         let id = SessionID.make(loop: host.loop.index)
         host.add(
             Session(
-                id: id, owner: host, viewModels: env.makeViewModels(host.executor, client.description), now: env.now(),
-                client: counted))
+                id: id, owner: host, viewModels: env.makeViewModels(host.executor, client.description, person),
+                now: env.now(), client: counted, login: person?.loginKey))
         reply(.success(id))
     }
 
     /// The snapshot the owner published, read from this loop (no hop); nil when it changed since.
-    func currentState(of id: String, at host: LoopSessions) -> [UInt8]? {
-        snapshots.currentSnapshot(of: id, reader: host.loop.index, now: env.now())?.json
+    func currentState(of id: String, login: String?, at host: LoopSessions) -> [UInt8]? {
+        snapshots.currentSnapshot(of: id, login: login, reader: host.loop.index, now: env.now())?.json
     }
 
     func state(
-        of id: String, at host: LoopSessions, reply: @escaping @Sendable (Result<[UInt8], SessionFailure>) -> Void
+        of id: String, login: String?, at host: LoopSessions,
+        reply: @escaping @Sendable (Result<[UInt8], SessionFailure>) -> Void
     ) {
-        if let json = currentState(of: id, at: host) { return reply(.success(json)) }
+        if let json = currentState(of: id, login: login, at: host) { return reply(.success(json)) }
         // Changed since last encoded (or unknown): the owner encodes and publishes it.
         let env = self.env
         onOwner(of: id, reply: reply) { owner in
-            guard let s = owner.sessions[id] else { return .failure(.notFound) }
+            guard let s = owner.sessions[id], s.handle.admits(login) else { return .failure(.notFound) }
             s.lastActivity = env.now()
             return .success(s.encodedSnapshot().json)
         }
@@ -81,7 +86,9 @@ final class LocalSessions: SessionBackend {
     func input(_ input: SessionInput, at host: LoopSessions, reply: @escaping @Sendable (InputResult) -> Void) {
         let env = self.env
         onOwner(of: input.sessionID, reply: reply) { owner in
-            guard let s = owner.sessions[input.sessionID] else { return .failure(.notFound) }
+            guard let s = owner.sessions[input.sessionID], s.handle.admits(input.login) else {
+                return .failure(.notFound)
+            }
             return .success(
                 s.offer(
                     viewModel: input.viewModel, input: input.input, value: input.value,
@@ -89,17 +96,19 @@ final class LocalSessions: SessionBackend {
         }
     }
 
-    func delete(_ id: String, at host: LoopSessions, reply: @escaping @Sendable (Result<Void, SessionFailure>) -> Void)
-    {
+    func delete(
+        _ id: String, login: String?, at host: LoopSessions,
+        reply: @escaping @Sendable (Result<Void, SessionFailure>) -> Void
+    ) {
         onOwner(of: id, reply: reply) { owner in
-            guard owner.sessions[id] != nil else { return .failure(.notFound) }
+            guard let s = owner.sessions[id], s.handle.admits(login) else { return .failure(.notFound) }
             owner.remove(id, reason: "deleted")
             return .success(())
         }
     }
 
     func openStream(
-        _ stream: any SessionEventSink, sessionID id: String, lastEventID: Int?,
+        _ stream: any SessionEventSink, sessionID id: String, login: String?, lastEventID: Int?,
         refuse: @escaping (SessionFailure) -> Void
     ) {
         guard let owner = owner(of: id) else { return refuse(.notFound) }
@@ -109,7 +118,9 @@ final class LocalSessions: SessionBackend {
         let answer = LoopBoundReference(RefusalBox(refuse), loop: stream.host.loop)
         owner.loop.runOrExecute {
             let limit = env.configuration.maxStreamsPerSession
-            guard let s = owner.sessions[id] else { return answer.run { $0.refuse(.notFound) } }
+            guard let s = owner.sessions[id], s.handle.admits(login) else {
+                return answer.run { $0.refuse(.notFound) }
+            }
             guard s.streams.count < limit else {
                 return answer.run { $0.refuse(.tooManyStreams(limit: limit, clusterWide: false)) }
             }

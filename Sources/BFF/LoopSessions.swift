@@ -96,6 +96,18 @@ final class LoopSessions: Sendable {
         }
     }
 
+    /// Hands `notice` to the view models of every session of the login `key` names (on the loop).
+    func noticed(_ notice: any Sendable, login key: String) {
+        for s in sessions.values where s.login == key {
+            for vm in s.viewModels { vm.receive(notice) }
+        }
+    }
+
+    /// Ends every session of the login `key` names (`signed-out`), on the loop.
+    func endSessions(ofLogin key: String) {
+        for (id, s) in sessions where s.login == key { remove(id, reason: "signed-out") }
+    }
+
     /// Starts the loop's timers (on the loop).
     func startTimers() {
         let c = env.configuration

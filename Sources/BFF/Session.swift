@@ -49,15 +49,20 @@ final class Session {
     /// The `Idempotency-Key`s of recent inputs, with the `inputSeq` each got and when (one word; nil, no
     /// allocation, until a keyed input comes and again once the last key expired).
     private var idempotency: IdempotencyMemory?
+    /// The key of the login the session belongs to (nil: anonymous), kept in `handle`.
+    var login: String? { handle.login }
     /// True once the session ended (kept in `handle`, which other loops read).
     var isEnded: Bool { handle.ended.load(ordering: .relaxed) }
 
-    init(id: String, owner: LoopSessions, viewModels: [ViewModel], now: Double, client: ClientAddress? = nil) {
+    init(
+        id: String, owner: LoopSessions, viewModels: [ViewModel], now: Double, client: ClientAddress? = nil,
+        login: String? = nil
+    ) {
         self.owner = owner
         countedClient = client
         self.viewModels = viewModels
         bucket = TokenBucket(burst: owner.env.configuration.inputBurst, now: now)
-        handle = SessionHandle(id: id, now: now)
+        handle = SessionHandle(id: id, now: now, login: login)
         startedAt = now
         // One closure for all of them (its context is one allocation per session).
         let observe: (String, ViewModelEvent) -> Void = { [unowned self] name, event in

@@ -1,5 +1,6 @@
 import EventHTTP
 import JSON
+import ViewModels
 
 /// Where sessions live and how a request reaches one: the session layer's one seam.
 ///
@@ -37,32 +38,44 @@ protocol SessionBackend: Sendable {
     /// each, for `/readyz`'s body; empty when all is well. Any thread.
     var degradation: [String] { get }
 
-    /// Creates a session of `client` (its per-client limits apply) on `host`'s loop; `reply` gets its id.
+    /// Creates a session of `client` (its per-client limits apply) on `host`'s loop, belonging to
+    /// `person`'s login when one signed in; `reply` gets its id.
+    ///
+    /// Every later operation names the login its request carries (`login`: the key of its cookie, nil
+    /// without one); a session that belongs to a login answers `notFound` to any other, as if it did not
+    /// exist. Anonymous sessions answer everyone.
     func create(
-        at host: LoopSessions, client: ClientAddress,
+        at host: LoopSessions, client: ClientAddress, person: SignedInPerson?,
         reply: @escaping @Sendable (Result<String, SessionFailure>) -> Void)
 
     /// The session's snapshot as JSON when it can be had at once on `host`'s loop, with no hop and no
     /// round trip (marking the session active), else nil: then `state(of:at:reply:)` answers. `GET /state`
     /// is the hottest route; this keeps its usual case free of a callback.
-    func currentState(of id: String, at host: LoopSessions) -> [UInt8]?
+    func currentState(of id: String, login: String?, at host: LoopSessions) -> [UInt8]?
 
     /// The session's snapshot as JSON (`GET /state`), marking it active.
     func state(
-        of id: String, at host: LoopSessions, reply: @escaping @Sendable (Result<[UInt8], SessionFailure>) -> Void)
+        of id: String, login: String?, at host: LoopSessions,
+        reply: @escaping @Sendable (Result<[UInt8], SessionFailure>) -> Void)
 
     /// Offers one input; `reply` gets what became of it once it is durable (accepted) or refused.
     func input(_ input: SessionInput, at host: LoopSessions, reply: @escaping @Sendable (InputResult) -> Void)
 
     /// Ends and forgets the session (its streams get `event: end` `deleted`).
-    func delete(_ id: String, at host: LoopSessions, reply: @escaping @Sendable (Result<Void, SessionFailure>) -> Void)
+    func delete(
+        _ id: String, login: String?, at host: LoopSessions,
+        reply: @escaping @Sendable (Result<Void, SessionFailure>) -> Void)
+
+    /// Ends every session of the login `key` names that runs here (its streams get `event: end`
+    /// `signed-out`): the person signed out, or their token was refused. Any thread.
+    func endSessions(ofLogin key: String)
 
     /// Attaches `stream` (a sink on the request's loop: a session's own stream, or one member of a
     /// multiplexed stream) to session `id`: the backend starts it with a replay from `lastEventID` or a
     /// snapshot and then feeds it every later event, or calls `refuse` (once, on the stream's host loop)
     /// when it cannot.
     func openStream(
-        _ stream: any SessionEventSink, sessionID id: String, lastEventID: Int?,
+        _ stream: any SessionEventSink, sessionID id: String, login: String?, lastEventID: Int?,
         refuse: @escaping (SessionFailure) -> Void)
 }
 
@@ -74,6 +87,8 @@ struct SessionInput: Sendable {
     var input: String
     var value: JSONValue
     var idempotencyKey: String?
+    /// The login the request carries (the key of its cookie), checked against the session's.
+    var login: String? = nil
 }
 
 /// What became of an input: the session's own answer (`InputOutcome`), or why no session could take it.

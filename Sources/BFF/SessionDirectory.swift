@@ -18,14 +18,17 @@ final class EncodedSnapshot: HazardObject {
 /// Threading: every member is atomic or immutable; the snapshot cell is written by the owner only.
 final class SessionHandle: HazardObject {
     let id: String
+    /// The key of the login the session belongs to (`LoginCookie.key(of:)`); nil: anonymous.
+    let login: String?
     private let activity: Atomic<UInt64>
     /// Set by the owner when the session ends (a reader holding the handle then answers 404).
     let ended = Atomic<Bool>(false)
     /// The current encoded snapshot; empty after a change until the owner encodes the new one.
     let snapshot = HazardCell()
 
-    init(id: String, now: Double) {
+    init(id: String, now: Double, login: String? = nil) {
         self.id = id
+        self.login = login
         activity = Atomic(now.bitPattern)
     }
 
@@ -34,6 +37,10 @@ final class SessionHandle: HazardObject {
         get { Double(bitPattern: activity.load(ordering: .relaxed)) }
         set { activity.store(newValue.bitPattern, ordering: .relaxed) }
     }
+
+    /// True when a request carrying login `key` (nil: none) may reach the session: an anonymous
+    /// session admits everyone, a login's session only that login.
+    func admits(_ key: String?) -> Bool { login == nil || login == key }
 }
 
 /// Where `GET /state` finds a session's encoded snapshot without a hop to the session's owner.
@@ -43,7 +50,7 @@ protocol SnapshotSource: Sendable {
     /// The current snapshot of session `id` for a reader on loop `reader`, marking the session
     /// active at `now`; nil when it cannot be served without the owner (unknown here, or changed
     /// since it was last encoded): the caller then asks the owner.
-    func currentSnapshot(of id: String, reader: Int, now: Double) -> EncodedSnapshot?
+    func currentSnapshot(of id: String, login: String?, reader: Int, now: Double) -> EncodedSnapshot?
 }
 
 /// The sessions of one loop by id, readable by every loop without a lock: an open-addressing table
@@ -155,10 +162,10 @@ struct LocalSnapshots: SnapshotSource {
     let loops: [LoopSessions]
     let hazards: HazardDomain
 
-    func currentSnapshot(of id: String, reader: Int, now: Double) -> EncodedSnapshot? {
+    func currentSnapshot(of id: String, login: String?, reader: Int, now: Double) -> EncodedSnapshot? {
         guard let index = SessionID.loopIndex(of: id, loops: loops.count),
             let handle = loops[index].directory.find(id, slot: reader, domain: hazards),
-            !handle.ended.load(ordering: .acquiring),
+            !handle.ended.load(ordering: .acquiring), handle.admits(login),
             let snapshot = hazards.protect(handle.snapshot, slot: reader, as: EncodedSnapshot.self)
         else { return nil }
         handle.lastActivity = now

@@ -12,7 +12,10 @@ import ViewModels
 /// Threading: immutable but for the atomic session count; any thread.
 final class SessionEnvironment: Sendable {
     /// Builds a session's own view models: its owner's executor, the client its searches are charged to.
-    typealias ViewModelFactory = @Sendable (_ executor: @escaping OwnerExecutor, _ client: String?) -> [ViewModel]
+    typealias ViewModelFactory =
+        @Sendable (
+            _ executor: @escaping OwnerExecutor, _ client: String?, _ person: SignedInPerson?
+        ) -> [ViewModel]
 
     let configuration: AppConfiguration
     let metrics: AppMetrics

@@ -21,6 +21,16 @@ public struct HTTPRequest: Sendable {
     /// Who sent it, as the fair-use limits count clients: the connection's peer, or the client a trusted
     /// proxy forwarded it for (`TrustedProxies`). Loopback for requests made without a socket.
     public var client = ClientAddress.loopback
+    /// True when the connection's peer is a trusted proxy (`--trusted-proxies`): only then are its
+    /// forwarding headers (`X-Forwarded-For`, `X-Forwarded-Proto`) believed.
+    public var viaTrustedProxy = false
+
+    /// Every value of header `name` (case-insensitive), in order (`Cookie` may come several times).
+    public func headers(named name: String) -> [String] {
+        var out: [String] = []
+        for (n, v) in headers where n.caseInsensitiveEquals(name) { out.append(v) }
+        return out
+    }
 
     /// The first value of header `name` (case-insensitive).
     public func header(_ name: String) -> String? {

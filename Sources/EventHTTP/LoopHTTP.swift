@@ -333,6 +333,7 @@ final class LoopHTTP: @unchecked Sendable {
             // A trusted proxy's requests name their client; anyone else's headers are not believed.
             request.client =
                 conn.peerIsTrustedProxy ? config.trustedProxies.client(peer: conn.peer, headers: headers) : conn.peer
+            request.viaTrustedProxy = conn.peerIsTrustedProxy
         }
         routes.dispatch(request, knownMethod: knownMethod, to: responder)
         if !core.isClosed { conn?.keepReadingWhileAnswerPending() }

@@ -73,6 +73,20 @@ public struct LoginCookie: Sendable, Equatable {
     /// A fresh login id: 32 random bytes, base64url (256 bits; not derived from any token).
     public static func newValue() -> String { base64URL(randomBytes(32)) }
 
+    /// The key a login is stored and its sessions are marked under: a digest of the cookie's value (32 hex
+    /// characters), so neither a store nor a session record holds what a browser would present.
+    public static func key(of value: String) -> String {
+        let digest = SHA256.hash(data: Array(("bff-login\u{0}" + value).utf8))
+        let hex: [UInt8] = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(32)
+        for b in digest.prefix(16) {
+            out.append(hex[Int(b >> 4)])
+            out.append(hex[Int(b & 15)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
     /// The shape `newValue` makes: 43 base64url characters.
     static func isToken(_ s: String) -> Bool {
         s.utf8.count == 43

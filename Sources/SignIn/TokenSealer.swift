@@ -4,6 +4,7 @@ import Foundation
 /// Why a `BFF_SECRET_KEY` was refused: the sentence says what a good one is, never the key itself.
 public struct SecretKeyError: Error, Equatable, CustomStringConvertible {
     public let description: String
+    public init(description: String) { self.description = description }
 }
 
 /// Seals a person's GitHub token for storage (a file under `var/`, or Redis) with AES-256-GCM under

@@ -8,6 +8,30 @@ public enum ViewModelScope: Sendable, Hashable {
     case app
 }
 
+/// The person a session belongs to, when one signed in: who they are, to show them, and the key of
+/// their login, by which the application finds what is theirs (their token, their budget). The key is
+/// opaque (a digest naming the login, never the browser's cookie nor any token).
+public struct SignedInPerson: Sendable, Equatable, Codable {
+    /// Names the login (the session's owner) without being its cookie.
+    public let loginKey: String
+    /// The account's stable id at the identity provider (GitHub's user id).
+    public let userID: Int
+    /// The account's handle, e.g. `octocat`.
+    public let login: String
+    /// The display name, when the account has one.
+    public let name: String?
+    /// The account's picture, an `https:` URL, when known.
+    public let avatarURL: String?
+
+    public init(loginKey: String, userID: Int, login: String, name: String?, avatarURL: String?) {
+        self.loginKey = loginKey
+        self.userID = userID
+        self.login = login
+        self.name = name
+        self.avatarURL = avatarURL
+    }
+}
+
 /// What a view model is made with when a session (or the application) starts.
 public struct ViewModelContext: Sendable {
     /// Runs work on the view model's owner (its session's event loop): give it to `Store`.
@@ -15,10 +39,13 @@ public struct ViewModelContext: Sendable {
     /// The client (an opaque key such as an IP address) the session's upstream calls are charged to, for
     /// the fair-use rules; nil: nobody (an app-wide view model, a session taken over from another node).
     public let client: String?
+    /// The signed-in person the session belongs to; nil: an anonymous session (or an app-wide view model).
+    public let person: SignedInPerson?
 
-    public init(executor: @escaping OwnerExecutor, client: String?) {
+    public init(executor: @escaping OwnerExecutor, client: String?, person: SignedInPerson? = nil) {
         self.executor = executor
         self.client = client
+        self.person = person
     }
 }
 

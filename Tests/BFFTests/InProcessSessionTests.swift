@@ -64,7 +64,7 @@ final class InProcessSessionTests: XCTestCase {
         XCTAssertEqual(unknown.header("Content-Type"), "application/problem+json")
         XCTAssertEqual(
             try JSONValue.parse(unknown.body)["detail"],
-            "no view model 'nope'; known view models: search, greeting, status")
+            "no view model 'nope'; known view models: search, greeting, account, status")
         let text = try XCTUnwrap(
             client.request(
                 .POST, "/api/sessions/\(id)/greeting/name", headers: [("Content-Type", "text/plain")],

@@ -24,8 +24,10 @@ extension ClusterNode {
 
     // MARK: create
 
+    /// Cluster mode runs anonymous sessions only: `Application` refuses sign-in with a cluster, so
+    /// `person` and every request's `login` are nil here.
     func create(
-        at host: LoopSessions, client: ClientAddress,
+        at host: LoopSessions, client: ClientAddress, person: SignedInPerson?,
         reply: @escaping @Sendable (Result<String, SessionFailure>) -> Void
     ) {
         let index = host.loop.index
@@ -57,7 +59,7 @@ extension ClusterNode {
     ) {
         let index = host.loop.index
         let session = Session(
-            id: id, owner: host, viewModels: env.makeViewModels(host.executor, client.description), now: env.now(),
+            id: id, owner: host, viewModels: env.makeViewModels(host.executor, client.description, nil), now: env.now(),
             client: counted)
         stores[index].create(sessionID: id, holder: holders[index], state: session.storedForm()) { result in
             switch result {
@@ -225,7 +227,8 @@ extension ClusterNode {
                     return refuse(.sessionLimit(self.env.configuration.maxSessions))
                 }
                 let session = Session(
-                    id: id, owner: owner, viewModels: self.env.makeViewModels(owner.executor, nil), now: self.env.now())
+                    id: id, owner: owner, viewModels: self.env.makeViewModels(owner.executor, nil, nil),
+                    now: self.env.now())
                 do {
                     if !snapshot.state.isEmpty { try session.restore(from: snapshot.state) }
                 } catch {
@@ -340,8 +343,10 @@ extension ClusterNode {
         }
     }
 
-    func delete(_ id: String, at host: LoopSessions, reply: @escaping @Sendable (Result<Void, SessionFailure>) -> Void)
-    {
+    func delete(
+        _ id: String, login: String?, at host: LoopSessions,
+        reply: @escaping @Sendable (Result<Void, SessionFailure>) -> Void
+    ) {
         guard let owner = owner(of: id) else { return reply(.failure(.notFound)) }
         owner.loop.runOrExecute {
             // Before any work, as for creations and streams: a burst of deletes (thousands at once on a node)
@@ -384,7 +389,8 @@ extension ClusterNode {
     // MARK: state
 
     func state(
-        of id: String, at host: LoopSessions, reply: @escaping @Sendable (Result<[UInt8], SessionFailure>) -> Void
+        of id: String, login: String?, at host: LoopSessions,
+        reply: @escaping @Sendable (Result<[UInt8], SessionFailure>) -> Void
     ) {
         guard owner(of: id) != nil else { return reply(.failure(.notFound)) }
         let index = host.loop.index

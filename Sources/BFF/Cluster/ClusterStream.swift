@@ -237,7 +237,7 @@ final class ClusterStream: ExternalFeed {
 extension ClusterNode {
     /// `GET /api/sessions/{id}/events` in cluster mode (the request's loop, which hosts `stream`).
     func openStream(
-        _ stream: any SessionEventSink, sessionID id: String, lastEventID: Int?,
+        _ stream: any SessionEventSink, sessionID id: String, login: String?, lastEventID: Int?,
         refuse: @escaping (SessionFailure) -> Void
     ) {
         guard let owner = owner(of: id) else { return refuse(.notFound) }
