@@ -95,6 +95,7 @@ let package = Package(
             name: "BFF",
             dependencies: [
                 "EventHTTP", "Primitives", "JSON", "ViewModels", "ClusterStore", "ClusterRedis", "RedisClient",
+                "SignIn",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -106,7 +107,8 @@ let package = Package(
             name: "SearchApp",
             dependencies: [
                 "BFF", "Features", "ViewModels", "GitHubSearch", "GitHubLive", "EventHTTP", "ClusterStore",
-                "ClusterRedis", "RedisClient", "Primitives", "JSON", .product(name: "Logging", package: "swift-log"),
+                "ClusterRedis", "RedisClient", "Primitives", "JSON", "SignIn",
+                .product(name: "Logging", package: "swift-log"), .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
 

@@ -7,17 +7,26 @@ import ViewModels
 
 extension ViewModelRegistry {
     /// The product's view models: `search` (each session's searches charged to its client, so GitHub's
-    /// budget is shared fairly) and `greeting` per session, `status` app-wide. `clock` is the search's
-    /// time (rate-limit countdowns).
+    /// budget is shared fairly, and a signed-in session's to its person's own token), `greeting` and
+    /// `account` per session, `status` app-wide. `clock` is the search's time (rate-limit countdowns);
+    /// `signInEnabled`: sign-in is configured (`account.signInEnabled`).
     public static func product<Searcher: RepositorySearching>(
-        search: Searcher, pageSize: Int, clock: any SearchClock = SystemSearchClock()
+        search: Searcher, pageSize: Int, clock: any SearchClock = SystemSearchClock(), signInEnabled: Bool = false
     ) -> ViewModelRegistry {
         var r = ViewModelRegistry()
         r.register(SearchFeature<ChargedSearch<Searcher>>.self, initialState: SearchState()) { context in
-            SearchFeature(
-                searcher: ChargedSearch(client: context.client, base: search), perPage: pageSize, clock: clock)
+            let person = context.person?.loginKey
+            return SearchFeature(
+                searcher: ChargedSearch(client: context.client, person: person, base: search), perPage: pageSize,
+                clock: clock, ownBudget: person != nil)
         }
         r.register(GreetingFeature.self, initialState: .init()) { _ in GreetingFeature() }
+        r.register { context in
+            Store(
+                feature: AccountFeature(),
+                initialState: AccountFeature.State(signInEnabled: signInEnabled, person: context.person),
+                executor: context.executor)
+        }
         r.register(StatusFeature.self, scope: .app, initialState: UpstreamStatus()) { _ in StatusFeature() }
         return r
     }

@@ -36,6 +36,9 @@ public struct SearchFeature<Searcher: RepositorySearching>: ViewModelFeature {
     /// The clock out of line: the feature is stored in every session's `search` store, and the
     /// existential is large inline; every feature on the system clock shares one box.
     private let clockBox: SearchClockBox
+    /// True in a signed-in session: its searches spend the person's own budget, so it follows
+    /// `PersonalUpstreamStatus` and not the application's `UpstreamStatus`.
+    public let ownBudget: Bool
 
     /// The id of the search effect: a new search cancels the one in flight.
     public static var searchEffect: EffectID { "search" }
@@ -44,8 +47,12 @@ public struct SearchFeature<Searcher: RepositorySearching>: ViewModelFeature {
 
     /// A feature searching with `searcher`, `perPage` results per page (clamped to 1...100), reading
     /// time from `clock`.
-    public init(searcher: Searcher, perPage: Int = 30, clock: any SearchClock = SystemSearchClock()) {
+    /// `ownBudget`: the searches spend a signed-in person's budget (see the property).
+    public init(
+        searcher: Searcher, perPage: Int = 30, clock: any SearchClock = SystemSearchClock(), ownBudget: Bool = false
+    ) {
         self.searcher = searcher
+        self.ownBudget = ownBudget
         self.perPage = min(max(perPage, 1), SearchRequest.maximumPageSize)
         clockBox = clock is SystemSearchClock ? .system : SearchClockBox(clock)
     }
@@ -134,9 +141,17 @@ public struct SearchFeature<Searcher: RepositorySearching>: ViewModelFeature {
         return [rateLimitTimer(until: retryAt)]
     }
 
-    /// The app-wide block (a reported `UpstreamStatus`), as an action stamped with the clock's time.
+    /// The block of the budget this session spends (the application's `UpstreamStatus`, or a signed-in
+    /// person's `PersonalUpstreamStatus`), as an action stamped with the clock's time.
     public func action(for notice: any Sendable) -> SearchAction? {
-        guard let status = notice as? UpstreamStatus else { return nil }
+        let status: UpstreamStatus
+        if ownBudget {
+            guard let personal = notice as? PersonalUpstreamStatus else { return nil }
+            status = personal.status
+        } else {
+            guard let shared = notice as? UpstreamStatus else { return nil }
+            status = shared
+        }
         return .upstreamBlocked(until: status.blockedUntil, receivedAt: clock.now())
     }
 

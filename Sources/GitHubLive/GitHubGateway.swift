@@ -38,6 +38,8 @@ public final class GitHubGateway: ConditionalRepositorySearching {
         public var maxConnectionsPerHost: Int
         /// Concurrency, spacing and back-off.
         public var rateLimiter: RateLimiter.Configuration
+        /// What a `401`'s message tells the reader to do (the app token's: check `GITHUB_TOKEN`).
+        public var unauthorizedHint = "check GITHUB_TOKEN"
 
         /// Creates a configuration; defaults suit production against api.github.com.
         public init(
@@ -68,7 +70,11 @@ public final class GitHubGateway: ConditionalRepositorySearching {
     public let rateLimiter: RateLimiter
     let base: String
     let session: URLSession
+    /// False when `session` is another gateway's (a person's gateway shares the application's).
+    let ownsSession: Bool
     let logger: Logger
+    /// Told when GitHub answers `401` (the token is not, or no longer, accepted).
+    let onUnauthorized: @Sendable () -> Void
 
     /// Creates a gateway.
     /// - Parameters:
@@ -83,7 +89,8 @@ public final class GitHubGateway: ConditionalRepositorySearching {
     public init(
         configuration: Configuration = Configuration(), clock: any WallClock = SystemWallClock(),
         logger: Logger = Logger(label: "bff.github"), onStatus: @escaping @Sendable (UpstreamStatus) -> Void = { _ in },
-        sharedBudget: (any SharedRateBudget)? = nil, onClientRefusal: @escaping @Sendable () -> Void = {}
+        sharedBudget: (any SharedRateBudget)? = nil, onClientRefusal: @escaping @Sendable () -> Void = {},
+        onUnauthorized: @escaping @Sendable () -> Void = {}, sharingConnectionsOf other: GitHubGateway? = nil
     ) throws(InvalidBaseURL) {
         var base = configuration.baseURL
         while base.hasSuffix("/") { base.removeLast() }
@@ -94,9 +101,16 @@ public final class GitHubGateway: ConditionalRepositorySearching {
         self.base = base
         self.configuration = configuration
         self.logger = logger
+        self.onUnauthorized = onUnauthorized
         self.rateLimiter = RateLimiter(
             configuration: configuration.rateLimiter, clock: clock, onStatus: onStatus, shared: sharedBudget,
             onClientRefusal: onClientRefusal)
+        if let other {
+            session = other.session
+            ownsSession = false
+            return
+        }
+        ownsSession = true
         let sessionConfiguration = URLSessionConfiguration.ephemeral
         sessionConfiguration.timeoutIntervalForRequest = configuration.requestTimeout
         sessionConfiguration.timeoutIntervalForResource = configuration.resourceTimeout
@@ -109,7 +123,7 @@ public final class GitHubGateway: ConditionalRepositorySearching {
         self.session = URLSession(configuration: sessionConfiguration, delegate: RefuseRedirects(), delegateQueue: nil)
     }
 
-    deinit { session.invalidateAndCancel() }
+    deinit { if ownsSession { session.invalidateAndCancel() } }
 
     /// Fetches one page from GitHub (always a `.miss`; caching is `SearchCache`'s job).
     public func search(_ request: SearchRequest, policy: CachePolicy) async throws(SearchError) -> SearchResponse {
@@ -197,7 +211,9 @@ public final class GitHubGateway: ConditionalRepositorySearching {
             let message = errorBody?.humanMessage ?? "GitHub rejected the query."
             throw SearchError.invalidQuery(message: redact(message))
         case 401:
-            throw SearchError.upstream(message: "GitHub rejected the credentials (HTTP 401); check GITHUB_TOKEN.")
+            onUnauthorized()
+            throw SearchError.upstream(
+                message: "GitHub rejected the credentials (HTTP 401); \(configuration.unauthorizedHint).")
         default:
             let detail = errorBody?.message.map { ": \(redact($0))" } ?? ""
             throw SearchError.upstream(message: "GitHub answered HTTP \(status)\(detail).")

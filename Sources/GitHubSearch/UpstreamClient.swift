@@ -8,23 +8,44 @@ public enum UpstreamClient {
     @TaskLocal public static var current: String?
 }
 
-/// A search dependency that charges every call to `client` (`UpstreamClient`; nil: to nobody), over the
-/// shared model.
+/// Whose GitHub token and budget an upstream call spends: a signed-in person's (the key of their login),
+/// or, nil, the application's (`GITHUB_TOKEN`, shared fairly between clients). A task-local like
+/// `UpstreamClient`, set by a signed-in session's search dependency; only a call that reaches GitHub
+/// reads it (a cached answer, or one joined in flight, costs nobody's budget).
+public enum UpstreamPerson {
+    /// The login key of the person the current task's upstream work is for.
+    @TaskLocal public static var current: String?
+}
+
+/// What a signed-in person's own GitHub budget says (their token's rate limit and block), posted to that
+/// person's sessions only: their `search` follows it instead of the application's `UpstreamStatus`.
+public struct PersonalUpstreamStatus: Sendable, Equatable {
+    public var status: UpstreamStatus
+    public init(_ status: UpstreamStatus) { self.status = status }
+}
+
+/// A search dependency that charges every call to `client` (`UpstreamClient`; nil: to nobody) and, for a
+/// signed-in session, spends `person`'s budget (`UpstreamPerson`), over the shared model.
 public struct ChargedSearch<Base: RepositorySearching>: RepositorySearching {
     public let client: String?
+    /// The login key of the signed-in person whose token a call to GitHub uses; nil: the application's.
+    public let person: String?
     public let base: Base
 
-    public init(client: String?, base: Base) {
+    public init(client: String?, person: String? = nil, base: Base) {
         self.client = client
+        self.person = person
         self.base = base
     }
 
     public func search(_ request: SearchRequest, policy: CachePolicy) async throws(SearchError) -> SearchResponse {
         let result: Result<SearchResponse, SearchError> = await UpstreamClient.$current.withValue(client) {
-            do throws(SearchError) {
-                return .success(try await base.search(request, policy: policy))
-            } catch {
-                return .failure(error)
+            await UpstreamPerson.$current.withValue(person) {
+                do throws(SearchError) {
+                    return .success(try await base.search(request, policy: policy))
+                } catch {
+                    return .failure(error)
+                }
             }
         }
         return try result.get()

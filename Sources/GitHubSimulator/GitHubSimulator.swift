@@ -95,6 +95,13 @@ package final class GitHubSimulator: Sendable {
     /// The counters so far.
     package var stats: Stats { state.withLock { $0.counters } }
 
+    /// The sign-in counters (`authorized`, `denied`, `tokensIssued`, `tokensRevoked`, `tokensLive`,
+    /// `refusedExchanges`), as `GET /_sim/stats` shows them under `oauth`.
+    package var signInStats: JSONValue { oauth.statsJSON }
+
+    /// Every live token the sign-in flow issued (tests look for them where they must not be).
+    package var issuedTokens: [String] { oauth.state.withLock { Array($0.tokens.entries.keys) } }
+
     /// Clears counters and the budget window, and restores the switches and budget it started with.
     package func reset() {
         state.withLock {

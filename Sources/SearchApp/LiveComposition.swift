@@ -38,6 +38,9 @@ public struct GitHubSettings: Sendable {
     /// Cluster mode: the budget of GitHub searches shared by every node (GitHub's search limit with a
     /// token: 30 a minute), a Redis token bucket corrected by GitHub's rate-limit headers.
     public var sharedBudget = TokenBucketShape(capacity: 30, refillPerSecond: 0.5)
+    /// "Sign in with GitHub" (`GITHUB_CLIENT_ID` and `GITHUB_CLIENT_SECRET` set); nil: off, every session
+    /// anonymous. One process only for now.
+    public var signIn: SignInOptions?
 
     public init() {}
 }
@@ -50,7 +53,22 @@ extension Application {
         configuration: AppConfiguration, search: any RepositorySearching, logger: Logger,
         clock: SessionClock = .monotonic
     ) -> Application {
-        let (app, sink, fanOut) = compose(configuration: configuration, search: search, logger: logger, clock: clock)
+        let (app, sink, fanOut, _) = compose(configuration: configuration, search: search, logger: logger, clock: clock)
+        sink.connect { fanOut.apply($0) }
+        return app
+    }
+
+    /// The same with sign-in on (`signIn`), GitHub's OAuth endpoints under `signIn.webURL` and `apiURL`;
+    /// searches of signed-in sessions go to `search` like any other (the per-person budget is the live
+    /// composition's). Throws when the sealing key is refused.
+    public static func searchApp(
+        configuration: AppConfiguration, search: any RepositorySearching, logger: Logger, signIn: SignInOptions,
+        apiURL: String, clock: SessionClock = .monotonic
+    ) throws(SignInSetupError) -> Application {
+        let store = try SignInService.makeStore(options: signIn, logger: logger)
+        let (app, sink, fanOut, _) = compose(
+            configuration: configuration, search: search, logger: logger, clock: clock,
+            signIn: (signIn, store, apiURL))
         sink.connect { fanOut.apply($0) }
         return app
     }
@@ -62,6 +80,14 @@ extension Application {
     public static func live(configuration: AppConfiguration, github: GitHubSettings, logger: Logger) throws
         -> Application
     {
+        if github.signIn != nil, configuration.cluster != nil {
+            throw SignInSetupError(
+                description: "sign-in is not available in cluster mode yet: run one process (no --redis-url), "
+                    + "or leave GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET unset")
+        }
+        let store = try github.signIn.map { options throws(SignInSetupError) in
+            try SignInService.makeStore(options: options, logger: logger)
+        }
         let sharing: any UpstreamSharing =
             configuration.cluster.map { _ in ClusterUpstreamSharing(github: github, logger: logger) }
             ?? SingleProcessUpstream()
@@ -76,8 +102,22 @@ extension Application {
                 rateLimiter: .init(publishesRepeats: sharing.rateBudget != nil, clientShare: github.clientShare)),
             logger: logger, onStatus: { sink.forward($0) }, sharedBudget: sharing.rateBudget,
             onClientRefusal: { metrics.withLock { $0 }?.upstreamClientRefusals.increment() })
-        let (search, flush) = sharing.search(over: gateway, cache: CacheMaker(github: github, logger: logger))
-        let (app, _, fanOut) = compose(configuration: configuration, search: search, logger: logger, sink: sink)
+        // Signed-in people's uncached searches go out with their own token and budget (under the cache).
+        let service = Lock<SignInService?>(nil)
+        let personal = PersonalGateways(
+            app: gateway, capacity: github.signIn?.maxPersonalClients ?? 1, logger: logger,
+            tokens: { store?.token(forLoginKey: $0) },
+            onStatus: { key, status in
+                service.withLock { $0 }?.app.withLock { $0 }?.post(PersonalUpstreamStatus(status), toLogin: key)
+            },
+            onRejected: { key in service.withLock { $0 }?.end(key, reason: "token-rejected") })
+        let (search, flush) = sharing.search(over: personal, cache: CacheMaker(github: github, logger: logger))
+        var signIn: (SignInOptions, LoginStore, String)?
+        if let options = github.signIn, let store { signIn = (options, store, github.baseURL) }
+        let (app, _, fanOut, made) = compose(
+            configuration: configuration, search: search, logger: logger, sink: sink, signIn: signIn)
+        made?.personal.withLock { $0 = personal }
+        service.withLock { $0 = made }
         metrics.withLock { $0 = app.metrics }
         app.finishAfterShutdown.withLock { $0 = flush }
         sharing.connect(app, status: sink, apply: fanOut)
@@ -88,15 +128,29 @@ extension Application {
     /// `sink`, as the gateway's reports do (in cluster mode to the status board, so to every node).
     private static func compose(
         configuration: AppConfiguration, search: any RepositorySearching, logger: Logger,
-        clock: SessionClock = .monotonic, sink: StatusSink = StatusSink()
-    ) -> (Application, StatusSink, StatusFanOut) {
+        clock: SessionClock = .monotonic, sink: StatusSink = StatusSink(),
+        signIn: (options: SignInOptions, store: LoginStore, apiURL: String)? = nil
+    ) -> (Application, StatusSink, StatusFanOut, SignInService?) {
+        var made: SignInService?
         let app = Application(
             configuration: configuration,
-            viewModels: .product(search: search, pageSize: configuration.searchPageSize), logger: logger,
-            clock: clock)
+            viewModels: .product(
+                search: search, pageSize: configuration.searchPageSize, signInEnabled: signIn != nil),
+            logger: logger, clock: clock,
+            signIn: signIn.map { SignInSettings(logins: $0.store, publicURL: $0.options.publicURL) })
+        if let signIn {
+            let service = SignInService(
+                options: signIn.options, apiURL: signIn.apiURL, store: signIn.store, logger: logger,
+                factory: app.metrics.factory)
+            service.app.withLock { $0 = app }
+            service.register(on: app)
+            made = service
+        } else {
+            SignInService.registerDisabled(on: app)
+        }
         app.serveStatelessSearch(search)
         if configuration.testHooks { app.serveStatusTestHook(into: sink) }
-        return (app, sink, StatusFanOut(app: app))
+        return (app, sink, StatusFanOut(app: app), made)
     }
 }
 
@@ -147,7 +201,7 @@ protocol UpstreamSharing {
     var rateBudget: (any SharedRateBudget)? { get }
     /// The search model the application uses over `gateway`, and the work that flushes its cache at
     /// shutdown.
-    func search(over gateway: GitHubGateway, cache: CacheMaker) -> (
+    func search(over gateway: PersonalGateways, cache: CacheMaker) -> (
         any RepositorySearching, @Sendable () async -> Void
     )
     /// Connects what needs the application (its loops, Redis connections); `status` forwards the
@@ -159,7 +213,7 @@ protocol UpstreamSharing {
 struct SingleProcessUpstream: UpstreamSharing {
     var rateBudget: (any SharedRateBudget)? { nil }
 
-    func search(over gateway: GitHubGateway, cache: CacheMaker) -> (
+    func search(over gateway: PersonalGateways, cache: CacheMaker) -> (
         any RepositorySearching, @Sendable () async -> Void
     ) {
         let nodeCache = cache(over: gateway)

@@ -18,7 +18,12 @@ struct BFFCommand: ParsableCommand {
             Environment: HOST (like --host), PORT (like --port), GITHUB_API_URL (like --github-api-url), \
             GITHUB_TOKEN (bearer token for GitHub; never logged, never in a cache key or file), LOG_LEVEL (like \
             --log-level), REDIS_URL (like --redis-url), REDIS_REPLICA_ACKS (like --redis-replica-acks), NODE_ID (like \
-            --node-id). Flags win over the environment.
+            --node-id), PUBLIC_URL (like --public-url). Flags win over the environment.
+            Sign-in with GitHub is on when GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET (a GitHub OAuth app's; the \
+            secret is never logged) are set; GITHUB_WEB_URL (default https://github.com) is where its authorize \
+            page and code exchange are; BFF_SECRET_KEY (32 bytes, base64) seals the tokens at rest, else a key \
+            file var/secret.key (mode 0600) is made. Logins are kept in var/logins.json. One process only for now: \
+            with --redis-url, sign-in refuses to start.
             Open files: bff raises its open-file limit to --max-connections + 256. Where the hard limit is lower, \
             the default --max-connections shrinks to fit (logged at debug level); an explicit value that does not \
             fit stops bff at start (exit 64).
@@ -93,6 +98,16 @@ struct BFFCommand: ParsableCommand {
         "var/search-cache.sqlite"
     @Option(help: "Results per page in the search view model (1-100).") var pageSize = 30
     @Option(
+        help:
+            "The server's public origin, e.g. https://bff.example.com (env PUBLIC_URL): sign-in's redirect_uri and the login cookie are for it; default: each request's own (Host, and X-Forwarded-Proto from a trusted proxy)."
+    ) var publicUrl: String?
+    @Option(help: "Seconds a login lasts from its last use (sign-in; default 14 days).") var loginTtl = 14 * 86_400.0
+    @Option(help: "Most logins kept (sign-in); past it a new sign-in answers 503.") var maxLogins = 100_000
+    @Option(help: "Most sign-ins under way at once (each good for 10 minutes); past it /auth/login answers 503.")
+    var maxPendingSignIns = 10_000
+    @Option(help: "Most signed-in people whose own GitHub client (their rate limiter) is kept at once.")
+    var maxPersonalClients = 1000
+    @Option(
         help: "trace, debug, info, notice, warning, error or critical (env LOG_LEVEL). debug logs one line per request."
     )
     var logLevel: String?
@@ -144,6 +159,21 @@ struct BFFCommand: ParsableCommand {
         }
         if let t = threads, t < 1 || t > 64 { throw ValidationError("--threads must be 1...64") }
         if !(1...100).contains(pageSize) { throw ValidationError("--page-size must be 1...100") }
+        if let u = publicUrl ?? env("PUBLIC_URL"), !u.isEmpty {
+            let lower = u.lowercased()
+            let rest = lower.drop { $0 != "/" }.dropFirst(2)
+            guard lower.hasPrefix("http://") || lower.hasPrefix("https://"), !rest.isEmpty,
+                !rest.contains("/") || rest.drop(while: { $0 != "/" }) == "/"
+            else {
+                throw ValidationError(
+                    "--public-url must be an origin such as https://bff.example.com (scheme and host, no path); got '\(u.prefix(100))'"
+                )
+            }
+        }
+        if loginTtl < 60 { throw ValidationError("--login-ttl must be at least 60 seconds") }
+        if maxLogins < 1 || maxPendingSignIns < 1 || maxPersonalClients < 1 {
+            throw ValidationError("--max-logins, --max-pending-sign-ins and --max-personal-clients must be at least 1")
+        }
         if let l = logLevel ?? env("LOG_LEVEL"), Logger.Level(rawValue: l) == nil {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }
@@ -274,6 +304,20 @@ struct BFFCommand: ParsableCommand {
         github.cacheMaxAge = cacheMaxAge
         github.cacheMaxEntries = cacheMaxEntries
         github.cachePath = cacheFile == "none" ? nil : cacheFile
+        if let id = env("GITHUB_CLIENT_ID"), !id.isEmpty, let secret = env("GITHUB_CLIENT_SECRET"), !secret.isEmpty {
+            var signIn = SignInOptions(clientID: id, clientSecret: secret)
+            signIn.webURL = env("GITHUB_WEB_URL").flatMap { $0.isEmpty ? nil : $0 } ?? signIn.webURL
+            signIn.publicURL = publicUrl ?? env("PUBLIC_URL").flatMap { $0.isEmpty ? nil : $0 }
+            signIn.secretKey = env("BFF_SECRET_KEY").flatMap { $0.isEmpty ? nil : $0 }
+            signIn.loginTTL = loginTtl
+            signIn.maxLogins = maxLogins
+            signIn.maxPendingSignIns = maxPendingSignIns
+            signIn.maxPersonalClients = maxPersonalClients
+            github.signIn = signIn
+            logger.info("sign-in with GitHub on", metadata: ["web": "\(signIn.webURL)"])
+        } else if env("GITHUB_CLIENT_ID").map({ !$0.isEmpty }) == true {
+            throw ValidationError("GITHUB_CLIENT_ID is set but GITHUB_CLIENT_SECRET is not: sign-in needs both")
+        }
 
         let signals = ShutdownSignals()  // block before any thread starts, so only sigwait sees them
         let app = try Application.live(configuration: config, github: github, logger: logger)

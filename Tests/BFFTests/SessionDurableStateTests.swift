@@ -29,7 +29,8 @@ final class SessionDurableStateTests: XCTestCase {
         let bytes = try t.onOwner(of: a) { $0.storedForm() }
         let stored = try JSONValue.parse(bytes)
         XCTAssertEqual(stored["version"], 1)
-        XCTAssertEqual(stored["viewModels"]?.objectValue?.keys, ["search", "greeting"], "status is app-wide")
+        XCTAssertEqual(
+            stored["viewModels"]?.objectValue?.keys, ["search", "greeting", "account"], "status is app-wide")
 
         let b = try t.createSession()
         let fresh = try t.state(b)  // publishes b's encoded snapshot: the restore must withdraw it
