@@ -4,7 +4,8 @@
 #   scripts/run.sh                       # against api.github.com (set GITHUB_TOKEN for 30 searches/min)
 #   scripts/run.sh --demo                # offline: also starts the GitHub simulator and points bff at it
 #                                        # (its own cache file, var/search-cache-demo.sqlite; a later
-#                                        # --cache-file wins)
+#                                        # --cache-file wins), with "Sign in with GitHub" on the
+#                                        # simulator's authorize page (approve as any name; logins in var/demo)
 #   scripts/run.sh --debug [--demo]      # a debug build instead (.build/debug): its first build takes
 #                                        # half the time, the server is slower; for trying it out, not
 #                                        # for measuring
@@ -65,7 +66,11 @@ if ! kill -0 $sim 2>/dev/null; then
 fi
 # The simulator's pages go to a cache file of their own: never mixed with GitHub's (each file also records
 # the upstream it was written for, and bff drops pages of another one).
-GITHUB_API_URL="http://127.0.0.1:$sim_port" "$bin/bff" --cache-file var/search-cache-demo.sqlite "$@" &
+# Sign-in works offline too: the simulator plays GitHub's authorize page and code exchange (its demo
+# OAuth app's id and secret), and the demo's logins are kept apart from real ones (var/demo).
+GITHUB_API_URL="http://127.0.0.1:$sim_port" GITHUB_WEB_URL="http://127.0.0.1:$sim_port" \
+  GITHUB_CLIENT_ID="${GITHUB_CLIENT_ID:-sim-client-id}" GITHUB_CLIENT_SECRET="${GITHUB_CLIENT_SECRET:-sim-client-secret}" \
+  "$bin/bff" --cache-file var/search-cache-demo.sqlite --state-dir var/demo "$@" &
 bff=$!
 stopping=0
 trap 'stopping=1; kill -TERM $bff 2>/dev/null' TERM INT   # forward: bff drains, then both exit

@@ -106,7 +106,7 @@ export class EventStream {
         if (source !== this._source) return;
         const reason = parseData(event)?.reason ?? "unknown";
         this.close();
-        if (reason === "expired" || reason === "deleted") {
+        if (reason === "expired" || reason === "deleted" || reason === "signed-out") {
             this._deps.session.renew(reason);
         } else {
             // "shutdown" (or anything new): the server is going away. Handled as a hard stream failure:

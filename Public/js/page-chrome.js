@@ -16,6 +16,7 @@ const REPLACED_TEXT = {
     expired: "Your session expired, so a new one was started.",
     deleted: "Your session was closed, so a new one was started.",
     "not-found": "The server no longer knew your session, so a new one was started.",
+    "signed-out": "You are signed out.",
 };
 
 /** How long a notice that stays true by itself (a session replaced, an input refused) is shown (ms). */

@@ -137,6 +137,55 @@ client.onSignal("search", "deselect", (id) => {
     }
 });
 
+// Who is signed in: the `account` view model says; signing in and out are navigations and a POST to
+// the server's /auth routes, not inputs. After a sign-out the server ends this browser's sessions
+// (`signed-out`) and every tab starts an anonymous one.
+const account = {
+    signIn: $("sign-in"), signedIn: $("signed-in"), avatar: $("account-avatar"), login: $("account-login"),
+    signOut: $("sign-out"),
+};
+function renderAccount() {
+    const enabled = client.get("account", "signInEnabled") === true;
+    const signedIn = client.get("account", "signedIn") === true;
+    account.signIn.hidden = !enabled || signedIn;
+    account.signedIn.hidden = !signedIn;
+    account.login.textContent = client.get("account", "login") ?? "";
+    const avatar = client.get("account", "avatarUrl");
+    if (signedIn && isWebURL(avatar)) account.avatar.src = avatar;
+    else account.avatar.removeAttribute("src");
+}
+for (const output of ["signInEnabled", "signedIn", "login", "avatarUrl"]) client.on("account", output, renderAccount);
+// This tab's anonymous session is let go before the sign-in: coming back, the tab starts a session of
+// the login. Other tabs of this browser hear that someone signed in and do the same.
+const accountChannel = "BroadcastChannel" in window ? new BroadcastChannel("bff-account") : null;
+account.signIn.addEventListener("click", async (event) => {
+    event.preventDefault();
+    const target = `/auth/login?returnTo=${encodeURIComponent(location.pathname + location.search)}`;
+    await client.deleteSession().catch(() => {});
+    location.assign(target);
+});
+let announced = false;
+client.on("account", "signedIn", (signedIn) => {
+    if (signedIn === true && !announced) {
+        announced = true;
+        accountChannel?.postMessage("signed-in");
+    }
+    if (signedIn === false) announced = false;
+});
+accountChannel?.addEventListener("message", async (event) => {
+    if (event.data !== "signed-in" || client.get("account", "signedIn") === true) return;
+    await client.deleteSession().catch(() => {});
+    client.start();
+});
+account.signOut.addEventListener("click", async () => {
+    account.signOut.disabled = true;
+    try {
+        await fetch("/auth/logout", { method: "POST", credentials: "same-origin" });
+    } finally {
+        account.signOut.disabled = false;
+    }
+});
+
 client.on("status", "message", (message) => { setBanner(ui.statusBanner, message ?? ""); });
 client.on("status", "reachable", (reachable) => { ui.statusBanner.classList.toggle("banner-error", reachable === false); });
 client.on("status", "rateLimit", (limit) => {

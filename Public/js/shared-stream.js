@@ -143,7 +143,7 @@ export class SharedStream {
     _onEnd(data) {
         const reason = data.reason ?? "unknown";
         this._joined = false; // the owner let the session go
-        if (reason === "expired" || reason === "deleted") this._deps.session.renew(reason);
+        if (reason === "expired" || reason === "deleted" || reason === "signed-out") this._deps.session.renew(reason);
         else this._failed(); // notFound, tooManyStreams, unavailable, or anything new
     }
 

@@ -22,7 +22,7 @@ struct BFFCommand: ParsableCommand {
             Sign-in with GitHub is on when GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET (a GitHub OAuth app's; the \
             secret is never logged) are set; GITHUB_WEB_URL (default https://github.com) is where its authorize \
             page and code exchange are; BFF_SECRET_KEY (32 bytes, base64) seals the tokens at rest, else a key \
-            file var/secret.key (mode 0600) is made. Logins are kept in var/logins.json. One process only for now: \
+            file secret.key (mode 0600) is made in --state-dir. Logins are kept in --state-dir/logins.json. One process only for now: \
             with --redis-url, sign-in refuses to start.
             Open files: bff raises its open-file limit to --max-connections + 256. Where the hard limit is lower, \
             the default --max-connections shrinks to fit (logged at debug level); an explicit value that does not \
@@ -102,6 +102,8 @@ struct BFFCommand: ParsableCommand {
             "The server's public origin, e.g. https://bff.example.com (env PUBLIC_URL): sign-in's redirect_uri and the login cookie are for it; default: each request's own (Host, and X-Forwarded-Proto from a trusted proxy)."
     ) var publicUrl: String?
     @Option(help: "Seconds a login lasts from its last use (sign-in; default 14 days).") var loginTtl = 14 * 86_400.0
+    @Option(help: "Folder of sign-in's files: logins.json and, without BFF_SECRET_KEY, secret.key (both mode 0600).")
+    var stateDir = "var"
     @Option(help: "Most logins kept (sign-in); past it a new sign-in answers 503.") var maxLogins = 100_000
     @Option(help: "Most sign-ins under way at once (each good for 10 minutes); past it /auth/login answers 503.")
     var maxPendingSignIns = 10_000
@@ -310,6 +312,7 @@ struct BFFCommand: ParsableCommand {
             signIn.publicURL = publicUrl ?? env("PUBLIC_URL").flatMap { $0.isEmpty ? nil : $0 }
             signIn.secretKey = env("BFF_SECRET_KEY").flatMap { $0.isEmpty ? nil : $0 }
             signIn.loginTTL = loginTtl
+            signIn.stateDirectory = stateDir
             signIn.maxLogins = maxLogins
             signIn.maxPendingSignIns = maxPendingSignIns
             signIn.maxPersonalClients = maxPersonalClients

@@ -28,13 +28,14 @@ LOGS = ROOT / "artifacts" / "browser-logs"
 class ServerProcess:
     """The real `bff` on a fixed port; stop() and start() again reuse the port (to test recovery)."""
 
-    def __init__(self, binary, github_url, port=None, name="bff", extra_args=()):
+    def __init__(self, binary, github_url, port=None, name="bff", extra_args=(), extra_env=None):
         self.binary = binary
         self.github_url = github_url
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.name = name
         self.extra_args = list(extra_args)
+        self.extra_env = dict(extra_env or {})
         self.process = None
         self.starts = 0
 
@@ -44,6 +45,9 @@ class ServerProcess:
         log = open(LOGS / f"{self.name}-{self.port}-{self.starts}.log", "wb")
         env = dict(os.environ, GITHUB_API_URL=self.github_url)
         env.pop("GITHUB_TOKEN", None)
+        for name in ("GITHUB_CLIENT_ID", "GITHUB_CLIENT_SECRET", "GITHUB_WEB_URL", "BFF_SECRET_KEY"):
+            env.pop(name, None)
+        env.update(self.extra_env)
         self.process = subprocess.Popen(
             [str(self.binary), "--port", str(self.port), "--public-dir", str(ROOT / "Public"),
              "--cache-file", "none", "--test-hooks", *self.extra_args],
@@ -111,6 +115,24 @@ def own_bff(github):
     if binary is None:
         pytest.fail("bff is not built")
     server = ServerProcess(binary, github.url, name="bff-own")
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def signin_bff(github, tmp_path):
+    """A server of this test's own with "Sign in with GitHub" on, the simulator playing GitHub's side
+    (its demo OAuth app), its logins in a folder of the test's own."""
+    if os.environ.get("BROWSER_TEST_BFF_URL"):
+        pytest.skip("sign-in needs a server the tests start")
+    binary = _binary("BFF_BIN", ".build/debug/bff")
+    if binary is None:
+        pytest.fail("bff is not built")
+    server = ServerProcess(
+        binary, github.url, name="bff-signin", extra_args=["--state-dir", str(tmp_path / "state")],
+        extra_env={"GITHUB_CLIENT_ID": "sim-client-id", "GITHUB_CLIENT_SECRET": "sim-client-secret",
+                   "GITHUB_WEB_URL": github.url})
     server.start()
     yield server
     server.stop()
