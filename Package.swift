@@ -176,7 +176,8 @@ let package = Package(
             name: "ClusterRedisTests",
             dependencies: ["ClusterRedis", "ClusterStore", "RedisClient", "RedisTestSupport", "EventLoop"]
         ),
-        .testTarget(name: "ViewModelsTests", dependencies: ["ViewModels", "Features", "GitHubSearch", "JSON"]),
+        .testTarget(
+            name: "ViewModelsTests", dependencies: ["ViewModels", "Features", "GitHubSearch", "JSON", "BFFTesting"]),
         .testTarget(
             name: "GitHubLiveTests",
             dependencies: [
