@@ -2,7 +2,8 @@
 # A local bff cluster from Debian's packages: redis-server, three bff nodes (cluster mode) and HAProxy
 # in front, running deploy/haproxy.cfg (sessions stick to the node that created them, /readyz checks).
 #   scripts/cluster.sh                     then http://127.0.0.1:8080/ ; Ctrl-C stops everything
-#   scripts/cluster.sh --demo              also starts github-sim and points the nodes at it (offline)
+#   scripts/cluster.sh --demo              also starts github-sim and points the nodes at it (offline),
+#                                          with "Sign in with GitHub" on its authorize page
 #   scripts/cluster.sh [--demo] -- FLAGS   FLAGS go to every bff node (e.g. -- --lease-ttl 2)
 #   scripts/cluster.sh --tls               also HTTPS with HTTP/2 on TLS_PORT (8443): a self-signed
 #                                          certificate for localhost (scripts/make-cert.sh, in var/certs)
@@ -151,7 +152,11 @@ upstream=()
 if ((demo)); then
   "$bin/github-sim" --port "$sim_port" >"$dir/github-sim.log" 2>&1 &
   started github-sim $! "http://127.0.0.1:$sim_port"
-  upstream=(GITHUB_API_URL="http://127.0.0.1:$sim_port")
+  # Sign-in works offline too: the simulator plays GitHub's authorize page and code exchange, and the
+  # nodes share one key (fresh for this run) that seals the tokens in Redis.
+  upstream=(GITHUB_API_URL="http://127.0.0.1:$sim_port" GITHUB_WEB_URL="http://127.0.0.1:$sim_port"
+    GITHUB_CLIENT_ID="${GITHUB_CLIENT_ID:-sim-client-id}" GITHUB_CLIENT_SECRET="${GITHUB_CLIENT_SECRET:-sim-client-secret}"
+    BFF_SECRET_KEY="${BFF_SECRET_KEY:-$(head -c 32 /dev/urandom | base64)}")
   for _ in $(seq 100); do curl -fs -o /dev/null "http://127.0.0.1:$sim_port/_sim/stats" 2>/dev/null && break; sleep 0.1; done
 fi
 for i in 1 2 3; do

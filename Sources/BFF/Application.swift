@@ -39,14 +39,11 @@ public final class Application: Sendable {
     /// Builds the application (nothing listens until `start()`) hosting the view models of `viewModels`:
     /// those of scope `.session` made for each session, in registration order, those of scope `.app` once.
     /// `clock` is the session layer's time (tests pass a manual one). `signIn`: the logins a session may
-    /// belong to (one process only: cluster mode keeps no logins yet, so both together stop with a
-    /// precondition; `bff` refuses the combination with a sentence first). Add routes of your own to
-    /// `server.router` before `start()`.
+    /// belong to. Add routes of your own to `server.router` before `start()`.
     public init(
         configuration: AppConfiguration, viewModels: ViewModelRegistry, logger: Logger,
         clock: SessionClock = .monotonic, signIn: SignInSettings? = nil
     ) {
-        precondition(signIn == nil || configuration.cluster == nil, "sign-in is not available in cluster mode yet")
         self.configuration = configuration
         self.signIn = signIn.map(SignInGate.init)
         self.logger = logger
@@ -59,6 +56,7 @@ public final class Application: Sendable {
         self.appWide = LoopBoundReference(appWide, madeFor: loop0)
         let env = SessionEnvironment(
             configuration: configuration, metrics: metrics, logger: logger, clock: clock, loops: server.loops.count,
+            signInEnabled: signIn != nil,
             makeViewModels: { executor, client, person in
                 viewModels.make(.session, ViewModelContext(executor: executor, client: client, person: person))
             })

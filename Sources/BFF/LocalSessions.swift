@@ -60,7 +60,7 @@ final class LocalSessions: SessionBackend {
         host.add(
             Session(
                 id: id, owner: host, viewModels: env.makeViewModels(host.executor, client.description, person),
-                now: env.now(), client: counted, login: person?.loginKey))
+                now: env.now(), client: counted, person: person))
         reply(.success(id))
     }
 

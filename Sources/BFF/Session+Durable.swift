@@ -51,7 +51,8 @@ extension Session {
     /// session's own view models' `durableState` (the shared `status` is app-wide and not included; `seq`
     /// and `inputSeq` are stored beside the state) plus `outputs`, the view models' snapshot outputs, so
     /// any node answers `GET /state` without running them:
-    /// `{"version":1,"viewModels":{name: durableState, …},"outputs":{name: snapshot, …}}`. Each view model's parts come from its memo in `memos`
+    /// `{"version":1,"viewModels":{name: durableState, …},"outputs":{name: snapshot, …}}`, and
+    /// `"person": {…}` for a session of a login (`SessionOwner`). Each view model's parts come from its memo in `memos`
     /// (made on first use, one per view model, kept by the owner between commits), so a commit encodes
     /// only the view models that changed since the last one (owner loop).
     func storedForm(memos: inout [StoredFormMemo]) -> [UInt8] {
@@ -81,8 +82,19 @@ extension Session {
         members { $0.durable }
         out.append(contentsOf: #","outputs":"#.utf8)
         members { $0.snapshot }
+        if let owner = handle.owner {
+            out.append(contentsOf: #","person":"#.utf8)
+            out.append(contentsOf: owner.storedJSON)
+        }
         out.append(UInt8(ascii: "}"))
         return out
+    }
+
+    /// The person a stored form belongs to (its `person`), nil for an anonymous session's or bytes that are
+    /// not a stored form.
+    static func person(inStoredForm bytes: [UInt8]) -> SignedInPerson? {
+        guard !bytes.isEmpty, let parsed = try? JSONValue.parse(bytes) else { return nil }
+        return SessionOwner.person(in: parsed["person"])
     }
 
     /// `storedForm(memos:)` without memos kept (a session's first commit).

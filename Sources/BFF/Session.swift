@@ -56,13 +56,13 @@ final class Session {
 
     init(
         id: String, owner: LoopSessions, viewModels: [ViewModel], now: Double, client: ClientAddress? = nil,
-        login: String? = nil
+        person: SignedInPerson? = nil
     ) {
         self.owner = owner
         countedClient = client
         self.viewModels = viewModels
         bucket = TokenBucket(burst: owner.env.configuration.inputBurst, now: now)
-        handle = SessionHandle(id: id, now: now, login: login)
+        handle = SessionHandle(id: id, now: now, owner: person.map(SessionOwner.init))
         startedAt = now
         // One closure for all of them (its context is one allocation per session).
         let observe: (String, ViewModelEvent) -> Void = { [unowned self] name, event in

@@ -1,4 +1,6 @@
+import JSON
 import Synchronization
+import ViewModels
 
 /// A session's snapshot JSON (`{"seq", "viewModels"}`), encoded once per `seq` by the owner and
 /// served as is by any loop. Immutable.
@@ -18,17 +20,19 @@ final class EncodedSnapshot: HazardObject {
 /// Threading: every member is atomic or immutable; the snapshot cell is written by the owner only.
 final class SessionHandle: HazardObject {
     let id: String
+    /// The person the session belongs to; nil: anonymous (one word: a reference).
+    let owner: SessionOwner?
     /// The key of the login the session belongs to (`LoginCookie.key(of:)`); nil: anonymous.
-    let login: String?
+    var login: String? { owner?.person.loginKey }
     private let activity: Atomic<UInt64>
     /// Set by the owner when the session ends (a reader holding the handle then answers 404).
     let ended = Atomic<Bool>(false)
     /// The current encoded snapshot; empty after a change until the owner encodes the new one.
     let snapshot = HazardCell()
 
-    init(id: String, now: Double, login: String? = nil) {
+    init(id: String, now: Double, owner: SessionOwner? = nil) {
         self.id = id
-        self.login = login
+        self.owner = owner
         activity = Atomic(now.bitPattern)
     }
 
@@ -41,6 +45,34 @@ final class SessionHandle: HazardObject {
     /// True when a request carrying login `key` (nil: none) may reach the session: an anonymous
     /// session admits everyone, a login's session only that login.
     func admits(_ key: String?) -> Bool { login == nil || login == key }
+}
+
+/// The person a session belongs to, and its part of the session's stored form (encoded once), so any node
+/// that takes the session over knows whose it is.
+final class SessionOwner: Sendable {
+    let person: SignedInPerson
+    /// `{"loginKey":…,"userID":…,"login":…,"name":…,"avatarURL":…}`.
+    let storedJSON: [UInt8]
+
+    init(_ person: SignedInPerson) {
+        self.person = person
+        var o: JSONObject = [
+            "loginKey": .string(person.loginKey), "userID": .int(person.userID), "login": .string(person.login),
+        ]
+        if let name = person.name { o["name"] = .string(name) }
+        if let avatar = person.avatarURL { o["avatarURL"] = .string(avatar) }
+        storedJSON = JSONValue.object(o).bytes
+    }
+
+    /// The person a stored form's `person` member names, if it is well formed.
+    static func person(in stored: JSONValue?) -> SignedInPerson? {
+        guard let p = stored, let key = p["loginKey"]?.stringValue, let id = p["userID"]?.intValue,
+            let login = p["login"]?.stringValue
+        else { return nil }
+        return SignedInPerson(
+            loginKey: key, userID: id, login: login, name: p["name"]?.stringValue,
+            avatarURL: p["avatarURL"]?.stringValue)
+    }
 }
 
 /// Where `GET /state` finds a session's encoded snapshot without a hop to the session's owner.

@@ -30,11 +30,15 @@ final class SessionEnvironment: Sendable {
     private let liveSessions = Atomic<Int>(0)
     /// Per-client limits on creating and holding sessions.
     let clientLimits: ClientSessionLimits
+    /// Sessions may belong to logins (sign-in is configured): cluster mode then checks a stream's session
+    /// before it opens.
+    let signInEnabled: Bool
 
     init(
         configuration: AppConfiguration, metrics: AppMetrics, logger: Logger, clock: SessionClock, loops: Int,
-        makeViewModels: @escaping ViewModelFactory
+        signInEnabled: Bool = false, makeViewModels: @escaping ViewModelFactory
     ) {
+        self.signInEnabled = signInEnabled
         self.configuration = configuration
         self.metrics = metrics
         self.logger = logger

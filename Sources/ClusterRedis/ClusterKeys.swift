@@ -122,4 +122,11 @@ public struct ClusterKeys: Sendable, Equatable {
     public func cacheWake(_ key: String) -> String { "\(prefix):cwake:\(key)" }
     /// The pattern matching every `cacheWake` channel (one `PSUBSCRIBE` per node loop that waits).
     public var cacheWakePattern: String { "\(prefix):cwake:*" }
+
+    /// STRING, PX = the login's lifetime from its last use: one signed-in person's login (who they are and
+    /// their token, sealed), under the digest of its cookie (`LoginCookie.key(of:)`), never the cookie.
+    public func login(_ key: String) -> String { "\(prefix):login:{\(key)}" }
+    /// SET of session ids, PX renewed by each new one: the sessions created for login `key`, so a sign-out
+    /// on any node ends them all (members of sessions gone since are harmless).
+    public func loginSessions(_ key: String) -> String { "\(prefix):login:{\(key)}:sessions" }
 }

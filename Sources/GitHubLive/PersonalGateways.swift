@@ -19,7 +19,7 @@ public final class PersonalGateways: ConditionalRepositorySearching {
     public let app: GitHubGateway
     /// Most persons' gateways kept at once.
     public let capacity: Int
-    private let tokens: @Sendable (String) -> String?
+    private let tokens: @Sendable (String) async -> String?
     private let onStatus: @Sendable (String, UpstreamStatus) -> Void
     private let onRejected: @Sendable (String) -> Void
     private let logger: Logger
@@ -35,7 +35,7 @@ public final class PersonalGateways: ConditionalRepositorySearching {
     ///   - onRejected: GitHub refused a person's token (`401`): their login should end.
     public init(
         app: GitHubGateway, capacity: Int = 1000, logger: Logger,
-        tokens: @escaping @Sendable (String) -> String? = { _ in nil },
+        tokens: @escaping @Sendable (String) async -> String? = { _ in nil },
         onStatus: @escaping @Sendable (String, UpstreamStatus) -> Void = { _, _ in },
         onRejected: @escaping @Sendable (String) -> Void = { _ in }
     ) {
@@ -65,7 +65,7 @@ public final class PersonalGateways: ConditionalRepositorySearching {
     public var count: Int { table.withLock { $0.entries.count } }
 
     /// The person's gateway, made from their token on first use.
-    private func gateway(for key: String) throws(SearchError) -> GitHubGateway {
+    private func gateway(for key: String) async throws(SearchError) -> GitHubGateway {
         if let gw = table.withLock({ t -> GitHubGateway? in
             t.clock &+= 1
             guard t.entries[key] != nil else { return nil }
@@ -74,7 +74,7 @@ public final class PersonalGateways: ConditionalRepositorySearching {
         }) {
             return gw
         }
-        guard let token = tokens(key) else {
+        guard let token = await tokens(key) else {
             throw SearchError.upstream(message: "Your sign-in has ended; sign in again to search.")
         }
         var c = app.configuration
@@ -103,5 +103,17 @@ public final class PersonalGateways: ConditionalRepositorySearching {
             t.entries[key] = Entry(gateway: made, lastUse: t.clock)
             return made
         }
+    }
+}
+
+extension PersonalGateways: UpstreamBudgetReporting {
+    /// The limit in force for whoever the current task works for: a signed-in person's own, else the
+    /// application's (the cache serves a stale page at once while it holds).
+    public func limitedNow() async -> SearchError? {
+        if let key = UpstreamPerson.current {
+            guard let gw = table.withLock({ $0.entries[key]?.gateway }) else { return nil }
+            return await gw.limitedNow()
+        }
+        return await app.limitedNow()
     }
 }

@@ -13,6 +13,7 @@ import GitHubLive
 import GitHubSearch
 import Logging
 import Primitives
+import SignIn
 import ViewModels
 
 /// How the live application reaches GitHub and caches its answers.
@@ -80,13 +81,28 @@ extension Application {
     public static func live(configuration: AppConfiguration, github: GitHubSettings, logger: Logger) throws
         -> Application
     {
-        if github.signIn != nil, configuration.cluster != nil {
-            throw SignInSetupError(
-                description: "sign-in is not available in cluster mode yet: run one process (no --redis-url), "
-                    + "or leave GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET unset")
-        }
-        let store = try github.signIn.map { options throws(SignInSetupError) in
-            try SignInService.makeStore(options: options, logger: logger)
+        // One process keeps its logins in a file; a cluster in Redis, shared by every node (connected
+        // once the node exists, below).
+        var redisLogins: RedisLogins?
+        let redisSignIns = configuration.cluster != nil && github.signIn != nil ? RedisSignIns() : nil
+        let store: (any Logins)? = try github.signIn.map { options throws(SignInSetupError) -> any Logins in
+            guard configuration.cluster != nil else {
+                return try SignInService.makeStore(options: options, logger: logger)
+            }
+            guard let key = options.secretKey else {
+                throw SignInSetupError(
+                    description: "cluster mode with sign-in needs BFF_SECRET_KEY (32 bytes, base64, the same on "
+                        + "every node: e.g. `openssl rand -base64 32`)")
+            }
+            let sealer: TokenSealer
+            do {
+                sealer = try TokenSealer(base64Key: key)
+            } catch {
+                throw SignInSetupError(description: String(describing: error))
+            }
+            let logins = RedisLogins(sealer: sealer, ttl: options.loginTTL, logger: logger)
+            redisLogins = logins
+            return logins
         }
         let sharing: any UpstreamSharing =
             configuration.cluster.map { _ in ClusterUpstreamSharing(github: github, logger: logger) }
@@ -106,17 +122,25 @@ extension Application {
         let service = Lock<SignInService?>(nil)
         let personal = PersonalGateways(
             app: gateway, capacity: github.signIn?.maxPersonalClients ?? 1, logger: logger,
-            tokens: { store?.token(forLoginKey: $0) },
+            tokens: { await store?.token(forLoginKey: $0) },
             onStatus: { key, status in
                 service.withLock { $0 }?.app.withLock { $0 }?.post(PersonalUpstreamStatus(status), toLogin: key)
             },
-            onRejected: { key in service.withLock { $0 }?.end(key, reason: "token-rejected") })
+            onRejected: { key in
+                guard let s = service.withLock({ $0 }) else { return }
+                Task { await s.end(key, reason: "token-rejected") }
+            })
         let (search, flush) = sharing.search(over: personal, cache: CacheMaker(github: github, logger: logger))
-        var signIn: (SignInOptions, LoginStore, String)?
+        var signIn: (SignInOptions, any Logins, String)?
         if let options = github.signIn, let store { signIn = (options, store, github.baseURL) }
         let (app, _, fanOut, made) = compose(
-            configuration: configuration, search: search, logger: logger, sink: sink, signIn: signIn)
+            configuration: configuration, search: search, logger: logger, sink: sink, signIn: signIn,
+            pending: redisSignIns)
         made?.personal.withLock { $0 = personal }
+        if let node = app.clusterNode {
+            redisLogins?.connect(node)
+            redisSignIns?.connect(node)
+        }
         service.withLock { $0 = made }
         metrics.withLock { $0 = app.metrics }
         app.finishAfterShutdown.withLock { $0 = flush }
@@ -129,7 +153,8 @@ extension Application {
     private static func compose(
         configuration: AppConfiguration, search: any RepositorySearching, logger: Logger,
         clock: SessionClock = .monotonic, sink: StatusSink = StatusSink(),
-        signIn: (options: SignInOptions, store: LoginStore, apiURL: String)? = nil
+        signIn: (options: SignInOptions, store: any Logins, apiURL: String)? = nil,
+        pending: (any SignInsUnderWay)? = nil
     ) -> (Application, StatusSink, StatusFanOut, SignInService?) {
         var made: SignInService?
         let app = Application(
@@ -140,7 +165,7 @@ extension Application {
             signIn: signIn.map { SignInSettings(logins: $0.store, publicURL: $0.options.publicURL) })
         if let signIn {
             let service = SignInService(
-                options: signIn.options, apiURL: signIn.apiURL, store: signIn.store, logger: logger,
+                options: signIn.options, apiURL: signIn.apiURL, store: signIn.store, pending: pending, logger: logger,
                 factory: app.metrics.factory)
             service.app.withLock { $0 = app }
             service.register(on: app)

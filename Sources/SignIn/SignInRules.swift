@@ -163,6 +163,20 @@ public final class PendingSignIns: Sendable {
 
     /// Sign-ins under way (expired ones included until the table is swept).
     public var count: Int { table.withLock { $0.count } }
+
+    /// A fresh `state` and browser binding, for a table kept elsewhere (a cluster's Redis) by the same
+    /// rules: each at least 128 random bits.
+    public static func freshPair() -> (state: String, browser: String) {
+        (base64URL(randomBytes(24)), base64URL(randomBytes(24)))
+    }
+
+    /// The digest a browser binding is kept as (hex), never the binding itself.
+    public static func digest(ofBrowser browser: String) -> String {
+        Array(SHA256.hash(data: Array(browser.utf8))).map { b in
+            let h = Array("0123456789abcdef".utf8)
+            return String(decoding: [h[Int(b >> 4)], h[Int(b & 15)]], as: UTF8.self)
+        }.joined()
+    }
 }
 
 func randomBytes(_ n: Int) -> [UInt8] {

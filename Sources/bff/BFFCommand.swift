@@ -22,8 +22,9 @@ struct BFFCommand: ParsableCommand {
             Sign-in with GitHub is on when GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET (a GitHub OAuth app's; the \
             secret is never logged) are set; GITHUB_WEB_URL (default https://github.com) is where its authorize \
             page and code exchange are; BFF_SECRET_KEY (32 bytes, base64) seals the tokens at rest, else a key \
-            file secret.key (mode 0600) is made in --state-dir. Logins are kept in --state-dir/logins.json. One process only for now: \
-            with --redis-url, sign-in refuses to start.
+            file secret.key (mode 0600) is made in --state-dir. Logins are kept in --state-dir/logins.json; in \
+            cluster mode (--redis-url) in Redis, shared by every node, and BFF_SECRET_KEY (the same on every node) \
+            is required.
             Open files: bff raises its open-file limit to --max-connections + 256. Where the hard limit is lower, \
             the default --max-connections shrinks to fit (logged at debug level); an explicit value that does not \
             fit stops bff at start (exit 64).

@@ -10,9 +10,10 @@ final class ForwardWireTests: XCTestCase {
     func testAnInputReadsBackFieldForField() throws {
         let value: JSONValue = .object(["text": .string("a:1\n2 ünï \"q\""), "n": .int(-3), "list": .array([.null])])
         let input = ForwardedInput(
-            sessionID: "s-1", viewModel: "search", input: "query", value: value, idempotencyKey: "key:9")
+            sessionID: "s-1", viewModel: "search", input: "query", value: value, idempotencyKey: "key:9",
+            login: "0123456789abcdef0123456789abcdef")
         let bytes = input.encode(replyTo: "bff:reply:node2#abc#0", correlation: 1_234_567)
-        XCTAssertEqual(Array(bytes.prefix(4)), Array("fi1\n".utf8))
+        XCTAssertEqual(Array(bytes.prefix(4)), Array("fi2\n".utf8))
         let (decoded, replyTo, correlation) = try XCTUnwrap(ForwardedInput.decode(bytes))
         XCTAssertFalse(decoded.isDelete)
         XCTAssertEqual(decoded.sessionID, "s-1")
@@ -20,6 +21,8 @@ final class ForwardWireTests: XCTestCase {
         XCTAssertEqual(decoded.input, "query")
         XCTAssertEqual(decoded.value, value)
         XCTAssertEqual(decoded.idempotencyKey, "key:9")
+        XCTAssertEqual(decoded.login, "0123456789abcdef0123456789abcdef")
+        XCTAssertFalse(decoded.signedOut)
         XCTAssertEqual(replyTo, "bff:reply:node2#abc#0")
         XCTAssertEqual(correlation, 1_234_567)
     }
@@ -36,6 +39,14 @@ final class ForwardWireTests: XCTestCase {
             ForwardedInput.decode(delete.encode(replyTo: "r", correlation: -7)))
         XCTAssertTrue(decoded.isDelete)
         XCTAssertEqual(correlation, -7)
+        // A signed-out delete, and an input without a login, keep both apart.
+        let signedOut = ForwardedInput(
+            isDelete: true, sessionID: "s", viewModel: "", input: "", value: .null, idempotencyKey: nil, login: "k",
+            signedOut: true)
+        let back = try XCTUnwrap(ForwardedInput.decode(signedOut.encode(replyTo: "r", correlation: 1))).0
+        XCTAssertTrue(back.isDelete && back.signedOut)
+        XCTAssertEqual(back.login, "k")
+        XCTAssertNil(try XCTUnwrap(ForwardedInput.decode(noKey.encode(replyTo: "r", correlation: 0))).0.login)
     }
 
     func testEveryRunnerAnswerReadsBackWithItsMark() throws {
@@ -78,10 +89,10 @@ final class ForwardWireTests: XCTestCase {
         XCTAssertNil(ForwardedReply.decode(input))
         // The JSON form of earlier builds, another version, lengths that lie, a value that is not JSON.
         XCTAssertNil(ForwardedInput.decode(Array(#"{"s":"s","m":"m","i":"i","v":"v","r":"r","c":5}"#.utf8)))
-        XCTAssertNil(ForwardedInput.decode(Array("fi2\n".utf8) + input.dropFirst(4)))
-        XCTAssertNil(ForwardedInput.decode(Array("fi1\n0:1:s1:m1:i0:1:r1:59999999999:\"v\"".utf8)))
-        XCTAssertNil(ForwardedInput.decode(Array("fi1\n0:1:s1:m1:i0:1:r1:5x:\"v\"".utf8)))
-        XCTAssertNil(ForwardedInput.decode(Array("fi1\n0:1:s1:m1:i0:1:r1:51:{".utf8)))
+        XCTAssertNil(ForwardedInput.decode(Array("fi1\n".utf8) + input.dropFirst(4)))  // the version without logins
+        XCTAssertNil(ForwardedInput.decode(Array("fi2\n0:1:s1:m1:i0:0:1:r1:59999999999:\"v\"".utf8)))
+        XCTAssertNil(ForwardedInput.decode(Array("fi2\n0:1:s1:m1:i0:0:1:r1:5x:\"v\"".utf8)))
+        XCTAssertNil(ForwardedInput.decode(Array("fi2\n0:1:s1:m1:i0:0:1:r1:51:{".utf8)))
         XCTAssertNil(ForwardedReply.decode(Array("fr1\n0:1:53:2021:1:X".utf8)))  // the HTTP form of earlier builds
         XCTAssertNil(ForwardedReply.decode(Array("fr2\n0:1:51:q".utf8)))  // an unknown kind
         XCTAssertNil(ForwardedReply.decode(Array("fr2\n0:1:51:f7:unknown1:0".utf8)))  // an unknown failure

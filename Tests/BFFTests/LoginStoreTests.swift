@@ -33,31 +33,32 @@ final class LoginStoreTests: XCTestCase {
         let store = LoginStore(
             path: nil, sealer: sealer, ttl: 100, capacity: 10, logger: quiet, wallClock: { clock.now })
         let p = person(1)
-        try store.add(p, token: "gho_one")
+        try store.addNow(p, token: "gho_one")
         clock.now += 90
         XCTAssertEqual(store.touch(p.loginKey)?.login, "user1", "used within its lifetime: renewed")
         clock.now += 90
-        XCTAssertEqual(store.token(forLoginKey: p.loginKey), "gho_one", "180 s after sign-in, 90 after its last use")
+        XCTAssertEqual(store.tokenNow(forLoginKey: p.loginKey), "gho_one", "180 s after sign-in, 90 after its last use")
         clock.now += 11
-        XCTAssertNil(store.token(forLoginKey: p.loginKey))
+        XCTAssertNil(store.tokenNow(forLoginKey: p.loginKey))
         XCTAssertNil(store.touch(p.loginKey))
         XCTAssertEqual(store.count, 0, "an expired login is forgotten when next looked at")
     }
 
     func testTheTableIsBoundedAndExpiredLoginsMakeRoom() throws {
         let clock = WallClock()
-        let store = LoginStore(path: nil, sealer: sealer, ttl: 100, capacity: 2, logger: quiet, wallClock: { clock.now })
-        try store.add(person(1), token: "a")
+        let store = LoginStore(
+            path: nil, sealer: sealer, ttl: 100, capacity: 2, logger: quiet, wallClock: { clock.now })
+        try store.addNow(person(1), token: "a")
         clock.now += 60
         let kept = person(2)
-        try store.add(kept, token: "b")
-        XCTAssertThrowsError(try store.add(person(3), token: "c")) { error in
-            XCTAssertEqual(error as? LoginStore.AddFailure, .full(2))
+        try store.addNow(kept, token: "b")
+        XCTAssertThrowsError(try store.addNow(person(3), token: "c")) { error in
+            XCTAssertEqual(error as? LoginAddFailure, .full(2))
         }
         clock.now += 50  // the first is 110 s old now
-        try store.add(person(4), token: "d")
+        try store.addNow(person(4), token: "d")
         XCTAssertEqual(store.count, 2)
-        XCTAssertEqual(store.token(forLoginKey: kept.loginKey), "b")
+        XCTAssertEqual(store.tokenNow(forLoginKey: kept.loginKey), "b")
     }
 
     func testTheFileHoldsSealedTokensAndNoCookieAndAnotherKeyOpensNothing() throws {
@@ -66,19 +67,19 @@ final class LoginStoreTests: XCTestCase {
         let p = SignedInPerson(
             loginKey: LoginCookie.key(of: value), userID: 7, login: "mona", name: "Mona", avatarURL: nil)
         let store = LoginStore(path: path, sealer: sealer, ttl: 3600, capacity: 10, logger: quiet)
-        try store.add(p, token: "gho_PLAINTEXT_TOKEN")
+        try store.addNow(p, token: "gho_PLAINTEXT_TOKEN")
         let text = try String(contentsOfFile: path, encoding: .utf8)
         XCTAssertFalse(text.contains("gho_PLAINTEXT_TOKEN"))
         XCTAssertFalse(text.contains(value), "the cookie's value is not stored, only its key")
         XCTAssertTrue(text.contains(p.loginKey))
 
         let reopened = LoginStore(path: path, sealer: sealer, ttl: 3600, capacity: 10, logger: quiet)
-        XCTAssertEqual(reopened.token(forLoginKey: p.loginKey), "gho_PLAINTEXT_TOKEN")
+        XCTAssertEqual(reopened.tokenNow(forLoginKey: p.loginKey), "gho_PLAINTEXT_TOKEN")
         let otherKey = try TokenSealer(base64Key: TokenSealer.newBase64Key())
         let wrong = LoginStore(path: path, sealer: otherKey, ttl: 3600, capacity: 10, logger: quiet)
-        XCTAssertNil(wrong.token(forLoginKey: p.loginKey), "sealed under another BFF_SECRET_KEY")
+        XCTAssertNil(wrong.tokenNow(forLoginKey: p.loginKey), "sealed under another BFF_SECRET_KEY")
 
-        XCTAssertEqual(reopened.remove(p.loginKey), "gho_PLAINTEXT_TOKEN")
+        XCTAssertEqual(reopened.removeNow(p.loginKey), "gho_PLAINTEXT_TOKEN")
         reopened.flush()
         XCTAssertFalse(try String(contentsOfFile: path, encoding: .utf8).contains(p.loginKey))
     }

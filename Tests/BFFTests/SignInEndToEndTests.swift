@@ -16,62 +16,6 @@ final class SignInEndToEndTests: XCTestCase {
     static let appToken = "ghp_APP_SECRET_TOKEN_0123456789"
     static let clientSecret = "sim-client-secret"
 
-    /// A browser's cookie jar over `WireConnection`s: keeps what `Set-Cookie` sets, sends it back.
-    final class Browser {
-        var cookies: [String: String] = [:]
-        let port: Int
-        init(port: Int) { self.port = port }
-
-        var cookieHeader: [(String, String)] {
-            cookies.isEmpty
-                ? [] : [("Cookie", cookies.sorted { $0.key < $1.key }.map { "\($0)=\($1)" }.joined(separator: "; "))]
-        }
-
-        func keep(_ r: WireResponse) {
-            for (name, value) in r.headers where name.lowercased() == "set-cookie" {
-                let pair = value.split(separator: ";")[0]
-                guard let eq = pair.firstIndex(of: "=") else { continue }
-                let (n, v) = (String(pair[..<eq]), String(pair[pair.index(after: eq)...]))
-                if value.contains("Max-Age=0") || v.isEmpty { cookies[n] = nil } else { cookies[n] = v }
-            }
-        }
-
-        @discardableResult
-        func send(
-            _ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8]? = nil,
-            port: Int? = nil
-        ) throws -> WireResponse {
-            let c = try WireConnection(port: port ?? self.port)
-            defer { c.close() }
-            let r = try c.request(method, path, headers: cookieHeader + headers, body: body)
-            keep(r)
-            return r
-        }
-
-        func createSession() throws -> String {
-            let r = try send("POST", "/api/sessions")
-            XCTAssertEqual(r.status, 201, "\(r)")
-            return try XCTUnwrap(r.json?["id"]?.stringValue)
-        }
-
-        func state(_ id: String) throws -> WireResponse { try send("GET", "/api/sessions/\(id)/state") }
-
-        func input(_ id: String, _ vm: String, _ input: String, _ json: String? = nil, headers: [(String, String)] = [])
-            throws -> WireResponse
-        {
-            try send(
-                "POST", "/api/sessions/\(id)/\(vm)/\(input)",
-                headers: (json == nil ? [] : [("Content-Type", "application/json")]) + headers,
-                body: json.map { Array($0.utf8) })
-        }
-
-        func stream(_ id: String) throws -> (WireConnection, EventStreamReader, WireResponse) {
-            let c = try WireConnection(port: port, timeout: 10)
-            let (head, reader) = try c.openEventStream("/api/sessions/\(id)/events", headers: cookieHeader)
-            return (c, reader, head)
-        }
-    }
-
     struct Harness {
         let sim: SearchEndToEndTests.Simulator
         let app: LiveApp
@@ -101,62 +45,10 @@ final class SignInEndToEndTests: XCTestCase {
         return Harness(sim: sim, app: app, logs: logs, directory: dir)
     }
 
-    /// Query items of a URL.
-    func items(_ url: String) -> [String: String] {
-        Dictionary(
-            (URLComponents(string: url)?.queryItems ?? []).map { ($0.name, $0.value ?? "") },
-            uniquingKeysWith: { a, _ in a })
-    }
-
-    func encode(_ s: String) -> String {
-        var allowed = CharacterSet.alphanumerics
-        allowed.insert(charactersIn: "-._~")
-        return s.addingPercentEncoding(withAllowedCharacters: allowed) ?? s
-    }
-
-    /// `GET /auth/login`, then the simulator's form with `decision` as `login`: the callback's path and
-    /// query (not yet followed).
-    func authorize(
-        _ browser: Browser, _ h: Harness, as login: String, returnTo: String? = nil, decision: String = "approve"
-    )
-        throws -> String
-    {
-        let start = try browser.send("GET", "/auth/login" + (returnTo.map { "?returnTo=\(encode($0))" } ?? ""))
-        XCTAssertEqual(start.status, 302, "\(start)")
-        let location = try XCTUnwrap(start.header("Location"))
-        XCTAssertTrue(location.hasPrefix(h.sim.url + "/login/oauth/authorize?"), location)
-        var form = items(location)
-        XCTAssertEqual(form["client_id"], "sim-client-id")
-        XCTAssertEqual(form["redirect_uri"], "http://127.0.0.1:\(h.port)/auth/callback")
-        XCTAssertEqual(form["code_challenge_method"], "S256")
-        XCTAssertEqual(form["code_challenge"]?.count, 43)
-        XCTAssertGreaterThanOrEqual(form["state"]?.count ?? 0, 22, "state carries at least 128 bits")
-        XCTAssertNil(form["scope"], "no scope: public data only")
-        form["login"] = login
-        form["decision"] = decision
-        let body = form.map { "\($0)=\(encode($1))" }.joined(separator: "&")
-        let approved = try WireConnection.post(
-            port: h.sim.server.port, path: "/login/oauth/authorize", body: Array(body.utf8),
-            headers: [("Content-Type", "application/x-www-form-urlencoded")])
-        XCTAssertEqual(approved.status, 302)
-        let back = try XCTUnwrap(approved.header("Location"))
-        let prefix = "http://127.0.0.1:\(h.port)"
-        XCTAssertTrue(back.hasPrefix(prefix + "/auth/callback?"), back)
-        return String(back.dropFirst(prefix.count))
-    }
-
-    /// The whole sign-in as `login`: the browser ends with the login cookie.
-    func signIn(_ browser: Browser, _ h: Harness, as login: String, returnTo: String? = nil) throws -> WireResponse {
-        let callback = try authorize(browser, h, as: login, returnTo: returnTo)
-        let r = try browser.send("GET", callback)
-        XCTAssertEqual(r.status, 302, "\(r)")
-        return r
-    }
-
     func testTheWholeFlowOnePersonsSessionsTheirOwnBudgetAndSignOut() throws {
         let h = try makeHarness()
-        let browser = Browser(port: h.port)
-        let done = try signIn(browser, h, as: "octocat", returnTo: "/?q=swift")
+        let browser = SignInBrowser(port: h.port)
+        let done = try signIn(browser, sim: h.sim, port: h.port, as: "octocat", returnTo: "/?q=swift")
         XCTAssertEqual(done.header("Location"), "/?q=swift")
         let setCookie = done.headers.filter { $0.0.lowercased() == "set-cookie" }.map(\.1)
         let login = try XCTUnwrap(setCookie.first { $0.hasPrefix("bff-login=") })
@@ -184,7 +76,7 @@ final class SignInEndToEndTests: XCTestCase {
         XCTAssertTrue(account["avatarUrl"]?.stringValue?.hasPrefix("https://") ?? false)
 
         // Without that cookie, or with another, the session is not there.
-        let stranger = Browser(port: h.port)
+        let stranger = SignInBrowser(port: h.port)
         try stranger.state(id).problem(404)
         try stranger.input(id, "greeting", "greet").problem(404)
         try stranger.send("DELETE", "/api/sessions/\(id)").problem(404)
@@ -270,8 +162,8 @@ final class SignInEndToEndTests: XCTestCase {
         let dir = NSTemporaryDirectory() + "bff-signin-\(UUID().uuidString)"
         let sim = try SearchEndToEndTests.Simulator(token: nil, rateLimit: 1000)
         var h: Harness? = try makeHarness(directory: dir, sim: sim)
-        let browser = Browser(port: h!.port)
-        _ = try signIn(browser, h!, as: "hubot")
+        let browser = SignInBrowser(port: h!.port)
+        _ = try signIn(browser, sim: h!.sim, port: h!.port, as: "hubot")
         let logins = try String(contentsOfFile: dir + "/logins.json", encoding: .utf8)
         XCTAssertTrue(logins.contains("hubot"))
         XCTAssertTrue(logins.contains("\"sealedToken\":\"v1."), "the token is stored sealed")
@@ -282,7 +174,7 @@ final class SignInEndToEndTests: XCTestCase {
 
         h = nil  // shut down
         let again = try makeHarness(directory: dir, sim: sim)
-        let revisit = Browser(port: again.port)
+        let revisit = SignInBrowser(port: again.port)
         revisit.cookies = browser.cookies
         let id = try revisit.createSession()
         XCTAssertEqual(try revisit.state(id).json?["viewModels"]?["account"]?["login"], "hubot")
@@ -290,8 +182,8 @@ final class SignInEndToEndTests: XCTestCase {
 
     func testATokenGitHubStopsAcceptingEndsTheLogin() throws {
         let h = try makeHarness()
-        let browser = Browser(port: h.port)
-        _ = try signIn(browser, h, as: "mona")
+        let browser = SignInBrowser(port: h.port)
+        _ = try signIn(browser, sim: h.sim, port: h.port, as: "mona")
         let id = try browser.createSession()
         let (conn, reader, _) = try browser.stream(id)
         defer { conn.close() }
@@ -314,38 +206,38 @@ final class SignInEndToEndTests: XCTestCase {
 
     func testBadStatesDeniedAndRefusedCodesGetPreciseAnswersAndNoCookie() throws {
         let h = try makeHarness()
-        let browser = Browser(port: h.port)
+        let browser = SignInBrowser(port: h.port)
         // No state, an unknown one.
         XCTAssertTrue(try browser.send("GET", "/auth/callback?code=x").problem(400).contains("state"))
         try browser.send("GET", "/auth/callback?code=x&state=forged").problem(400)
         // A good state from another browser (no binding cookie).
-        let callback = try authorize(browser, h, as: "octocat")
-        let thief = Browser(port: h.port)
+        let callback = try authorize(browser, sim: h.sim, port: h.port, as: "octocat")
+        let thief = SignInBrowser(port: h.port)
         try thief.send("GET", callback).problem(400)
         XCTAssertTrue(thief.cookies.isEmpty)
         // That state is spent now: the rightful browser gets 400 too (each state is good once).
         try browser.send("GET", callback).problem(400)
         XCTAssertNil(browser.cookies["bff-login"])
         // A replay of a completed callback.
-        let second = try authorize(browser, h, as: "octocat")
+        let second = try authorize(browser, sim: h.sim, port: h.port, as: "octocat")
         XCTAssertEqual(try browser.send("GET", second).status, 302)
         let cookie = browser.cookies["bff-login"]
         browser.cookies["bff-signin"] = "replayed"
         try browser.send("GET", second).problem(400)
         XCTAssertEqual(browser.cookies["bff-login"], cookie, "a refused callback sets no login cookie")
         // Denied at GitHub: 403; as HTML when the browser asks for it.
-        let denied = try authorize(browser, h, as: "octocat", decision: "deny")
+        let denied = try authorize(browser, sim: h.sim, port: h.port, as: "octocat", decision: "deny")
         let page = try browser.send("GET", denied, headers: [("Accept", "text/html,application/xhtml+xml")])
         XCTAssertEqual(page.status, 403)
         XCTAssertTrue(page.header("Content-Type")?.hasPrefix("text/html") ?? false)
         XCTAssertTrue(String(decoding: page.body, as: UTF8.self).contains("did not authorize"))
         // A code GitHub refuses (tampered): 502.
-        let good = try authorize(browser, h, as: "octocat")
+        let good = try authorize(browser, sim: h.sim, port: h.port, as: "octocat")
         let tampered = good.replacingOccurrences(of: "code=", with: "code=x")
         try browser.send("GET", tampered).problem(502)
         // returnTo can only point into this origin.
         for hostile in ["https://evil.example", "//evil.example", "/\\evil.example", "javascript:alert(1)"] {
-            let r = try signIn(browser, h, as: "octocat", returnTo: hostile)
+            let r = try signIn(browser, sim: h.sim, port: h.port, as: "octocat", returnTo: hostile)
             XCTAssertEqual(r.header("Location"), "/", hostile)
         }
         XCTAssertEqual(h.sim.sim.signInStats["denied"], 1)

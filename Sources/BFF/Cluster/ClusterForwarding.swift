@@ -17,14 +17,23 @@ struct ForwardedInput {
     var input: String
     var value: JSONValue
     var idempotencyKey: String?
+    /// The login the request carried (the key of its cookie), checked by the runner against the session's.
+    var login: String? = nil
+    /// A delete's reason: the person signed out (`signed-out`) rather than the session being deleted.
+    var signedOut = false
 
     func encode(replyTo: String, correlation: Int) -> [UInt8] {
-        var w = ForwardWire.Writer(tag: ForwardWire.inputTag, capacity: 96 + sessionID.utf8.count + replyTo.utf8.count)
-        w.field((isDelete ? "d" : "") + (idempotencyKey == nil ? "" : "k"))
+        var w = ForwardWire.Writer(
+            tag: ForwardWire.inputTag,
+            capacity: 96 + sessionID.utf8.count + replyTo.utf8.count + (login?.utf8.count ?? 0))
+        w.field(
+            (isDelete ? "d" : "") + (idempotencyKey == nil ? "" : "k") + (login == nil ? "" : "l")
+                + (signedOut ? "o" : ""))
         w.field(sessionID)
         w.field(viewModel)
         w.field(input)
         w.field(idempotencyKey ?? "")
+        w.field(login ?? "")
         w.field(replyTo)
         w.field(correlation)
         w.field(value.bytes)
@@ -34,12 +43,13 @@ struct ForwardedInput {
     static func decode(_ bytes: [UInt8]) -> (ForwardedInput, replyTo: String, correlation: Int)? {
         var r = ForwardWire.Reader(bytes, tag: ForwardWire.inputTag)
         guard let flags = r.field(), let s = r.string(), let m = r.string(), let i = r.string(), let k = r.string(),
-            let replyTo = r.string(), let c = r.int(), let v = r.field(), r.atEnd,
+            let l = r.string(), let replyTo = r.string(), let c = r.int(), let v = r.field(), r.atEnd,
             let value = try? JSONValue.parse(v)
         else { return nil }
         let input = ForwardedInput(
             isDelete: flags.contains(UInt8(ascii: "d")), sessionID: s, viewModel: m, input: i, value: value,
-            idempotencyKey: flags.contains(UInt8(ascii: "k")) ? k : nil)
+            idempotencyKey: flags.contains(UInt8(ascii: "k")) ? k : nil,
+            login: flags.contains(UInt8(ascii: "l")) ? l : nil, signedOut: flags.contains(UInt8(ascii: "o")))
         return (input, replyTo, c)
     }
 }
@@ -212,14 +222,15 @@ extension SessionFailure {
 }
 
 /// The wire form of the forwarding messages (`ForwardedInput`, `ForwardedReply`): a tag naming the
-/// message and its version (`fi1\n`, `fr2\n`: the reply carries the runner's answer, no longer an HTTP
-/// response), then fields, each `<decimal length>:<bytes>`. Written
+/// message and its version (`fi2\n`: an input, with the login key its request carried; `fr2\n`: the
+/// reply carries the runner's answer, no longer an HTTP response), then fields, each
+/// `<decimal length>:<bytes>`. Written
 /// and read in one pass with no intermediate tree: JSON here cost far more per forwarded
 /// input across the two nodes (docs/BENCHMARKS.md). A message with another tag (a node of another
 /// version) or a malformed one decodes to nil and is dropped (`ClusterNode.dropUnreadable`: a warning
 /// in the log); its sender answers `503` after its forwarding time-out.
 enum ForwardWire {
-    static let inputTag: [UInt8] = Array("fi1\n".utf8)
+    static let inputTag: [UInt8] = Array("fi2\n".utf8)
     static let replyTag: [UInt8] = Array("fr2\n".utf8)
     /// The longest length prefix a reader accepts (a field is at most a Redis message: 512 MB < 10⁹).
     static let maxLengthDigits = 9
@@ -388,8 +399,10 @@ extension ClusterNode {
         guard let owned = perLoop[owner.loop.index].value.owned[input.sessionID] else {
             return publish(.failed(.moved), true)
         }
+        // A session of a login answers only that login, here as on the node the request reached.
+        guard owned.session.handle.admits(input.login) else { return publish(.failed(.notFound), false) }
         if input.isDelete {
-            return deleteOwned(owned) { result in
+            return deleteOwned(owned, reason: input.signedOut ? "signed-out" : "deleted") { result in
                 switch result {
                 case .success: publish(.deleted, false)
                 case .failure(let f): publish(.failed(f), false)
@@ -398,7 +411,7 @@ extension ClusterNode {
         }
         let sessionInput = SessionInput(
             sessionID: input.sessionID, viewModel: input.viewModel, input: input.input, value: input.value,
-            idempotencyKey: input.idempotencyKey)
+            idempotencyKey: input.idempotencyKey, login: input.login)
         applyInput(owned, sessionInput) { result in
             switch result {
             case .success(let outcome): publish(.input(outcome), false)

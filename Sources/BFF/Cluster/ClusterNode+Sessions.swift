@@ -24,8 +24,8 @@ extension ClusterNode {
 
     // MARK: create
 
-    /// Cluster mode runs anonymous sessions only: `Application` refuses sign-in with a cluster, so
-    /// `person` and every request's `login` are nil here.
+    /// A session of `person`'s login carries the person in its stored form (a node taking it over knows
+    /// whose it is) and is listed in the login's set of sessions (a sign-out on any node ends it).
     func create(
         at host: LoopSessions, client: ClientAddress, person: SignedInPerson?,
         reply: @escaping @Sendable (Result<String, SessionFailure>) -> Void
@@ -48,24 +48,25 @@ extension ClusterNode {
                 self.env.cancelReservation(client: counted)
                 return reply(.failure(refusal))
             }
-            self.createCounted(id, at: host, client: client, counted: counted, reply: reply)
+            self.createCounted(id, at: host, client: client, counted: counted, person: person, reply: reply)
         }
     }
 
     /// `create` once the client's limits (this node's and the cluster's) allowed session `id`.
     private func createCounted(
-        _ id: String, at host: LoopSessions, client: ClientAddress, counted: ClientAddress,
+        _ id: String, at host: LoopSessions, client: ClientAddress, counted: ClientAddress, person: SignedInPerson?,
         reply: @escaping @Sendable (Result<String, SessionFailure>) -> Void
     ) {
         let index = host.loop.index
         let session = Session(
-            id: id, owner: host, viewModels: env.makeViewModels(host.executor, client.description, nil), now: env.now(),
-            client: counted)
+            id: id, owner: host, viewModels: env.makeViewModels(host.executor, client.description, person),
+            now: env.now(), client: counted, person: person)
         stores[index].create(sessionID: id, holder: holders[index], state: session.storedForm()) { result in
             switch result {
             case .success(let lease):
                 self.adopt(session, lease: lease, committedInputSeq: 0, tookOver: false, owner: host)
-                reply(.success(id))
+                guard let person else { return reply(.success(id)) }
+                self.listSession(id, ofLogin: person.loginKey, at: index) { reply(.success(id)) }
             case .failure(let error):
                 self.failed(error)
                 session.end(reason: "moved")
@@ -226,9 +227,11 @@ extension ClusterNode {
                     self.stores[owner.loop.index].release(lease) { _ in }
                     return refuse(.sessionLimit(self.env.configuration.maxSessions))
                 }
+                // Whose the session is comes with its stored form: its view models are made for that person.
+                let person = Session.person(inStoredForm: snapshot.state)
                 let session = Session(
-                    id: id, owner: owner, viewModels: self.env.makeViewModels(owner.executor, nil, nil),
-                    now: self.env.now())
+                    id: id, owner: owner, viewModels: self.env.makeViewModels(owner.executor, nil, person),
+                    now: self.env.now(), person: person)
                 do {
                     if !snapshot.state.isEmpty { try session.restore(from: snapshot.state) }
                 } catch {
@@ -265,7 +268,7 @@ extension ClusterNode {
         owner.loop.runOrExecute {
             let forwarded = ForwardedInput(
                 sessionID: id, viewModel: input.viewModel, input: input.input, value: input.value,
-                idempotencyKey: input.idempotencyKey)
+                idempotencyKey: input.idempotencyKey, login: input.login)
             let answer: (RunnerAnswer) -> Void = { reply($0.inputResult) }
             // `acquire`, then apply here or forward; when the forward reaches nobody (the owner has just
             // released the session, or is not subscribed yet), `acquire` once more.
@@ -296,6 +299,7 @@ extension ClusterNode {
     /// cost one round trip, the commit, instead of two.
     func applyInput(_ owned: OwnedSession, _ input: SessionInput, reply: @escaping (InputResult) -> Void) {
         let s = owned.session
+        guard s.handle.admits(input.login) else { return reply(.failure(.notFound)) }
         let now = env.now()
         guard let key = input.idempotencyKey,
             !s.remembersEveryRecentKey(now: now)
@@ -347,6 +351,14 @@ extension ClusterNode {
         _ id: String, login: String?, at host: LoopSessions,
         reply: @escaping @Sendable (Result<Void, SessionFailure>) -> Void
     ) {
+        delete(id, login: login, signedOut: false, reply: reply)
+    }
+
+    /// Deletes session `id` for a request carrying `login` (its runner checks it), with `end` reason
+    /// `signed-out` when `signedOut`, else `deleted`.
+    func delete(
+        _ id: String, login: String?, signedOut: Bool, reply: @escaping @Sendable (Result<Void, SessionFailure>) -> Void
+    ) {
         guard let owner = owner(of: id) else { return reply(.failure(.notFound)) }
         owner.loop.runOrExecute {
             // Before any work, as for creations and streams: a burst of deletes (thousands at once on a node)
@@ -356,26 +368,32 @@ extension ClusterNode {
                 id, owner: owner, refuse: { reply(.failure($0)) },
                 onHeld: { holder, ms in
                     let delete = ForwardedInput(
-                        isDelete: true, sessionID: id, viewModel: "", input: "", value: .null, idempotencyKey: nil)
+                        isDelete: true, sessionID: id, viewModel: "", input: "", value: .null, idempotencyKey: nil,
+                        login: login, signedOut: signedOut)
                     self.forward(delete, to: holder, owner: owner, remainingMilliseconds: ms) { reply($0.deleteResult) }
                 }
-            ) { owned in self.deleteOwned(owned, reply: reply) }
+            ) { owned in
+                guard owned.session.handle.admits(login) else { return reply(.failure(.notFound)) }
+                self.deleteOwned(owned, reason: signedOut ? "signed-out" : "deleted", reply: reply)
+            }
         }
     }
 
     /// Deletes a session run here: first an `end` event (`deleted`) is committed, so streams on every
     /// node end as in single-process mode, then the fenced delete (owner loop).
-    func deleteOwned(_ owned: OwnedSession, reply: @escaping (Result<Void, SessionFailure>) -> Void) {
+    func deleteOwned(
+        _ owned: OwnedSession, reason: String = "deleted", reply: @escaping (Result<Void, SessionFailure>) -> Void
+    ) {
         let s = owned.session
         let id = s.id
         let owner = s.owner
         owned.pending.append(
-            ClusterEvent.encode(name: "end", data: Array(#"{"reason":"deleted"}"#.utf8), isSignal: true))
+            ClusterEvent.encode(name: "end", data: JSONValue.object(["reason": .string(reason)]).bytes, isSignal: true))
         commit(owned, isInput: false, idempotencyKey: nil) { result in
             if case .failure(let error) = result { return reply(.failure(SessionFailure(error))) }
             owned.keeper?.stop()
             self.stores[owner.loop.index].delete(owned.lease) { result in
-                if owner.sessions[id] === s { owner.remove(id, reason: "deleted") }
+                if owner.sessions[id] === s { owner.remove(id, reason: reason) }
                 switch result {
                 case .success: reply(.success(()))
                 case .failure(let error):
@@ -397,10 +415,11 @@ extension ClusterNode {
         stores[index].load(sessionID: id) { result in
             switch result {
             case .success(let snapshot):
-                guard let body = self.renderSnapshot(snapshot, loop: index) else {
-                    return reply(.failure(.unreadableState))
+                switch self.renderSnapshot(snapshot, loop: index, login: login) {
+                case .none: reply(.failure(.unreadableState))
+                case .some(nil): reply(.failure(.notFound))  // a session of another login
+                case .some(let body?): reply(.success(body))
                 }
-                reply(.success(body))
             case .failure(let error):
                 self.failed(error)
                 reply(.failure(SessionFailure(error)))
@@ -411,11 +430,54 @@ extension ClusterNode {
     /// `GET /state`'s body from a stored snapshot, with this loop's copy of the app-wide view models (loop
     /// `index`).
     func renderSnapshot(_ snapshot: SessionSnapshot, loop index: Int) -> [UInt8]? {
+        renderSnapshot(snapshot, loop: index, login: nil, checked: false) ?? nil
+    }
+
+    /// The same for a request carrying `login`: `.some(nil)` when the session belongs to another login.
+    func renderSnapshot(_ snapshot: SessionSnapshot, loop index: Int, login: String?, checked: Bool = true)
+        -> [UInt8]??
+    {
         guard case .object(let stored)? = try? JSONValue.parse(snapshot.state),
             case .object(var outputs)? = stored["outputs"]
         else { return nil }
+        if checked, let owner = SessionOwner.person(in: stored["person"]), owner.loginKey != login {
+            return .some(nil)
+        }
         outputs.merge(loopSessions[index].appWide)
-        return JSONValue.object(["seq": .int(Int(snapshot.seq)), "viewModels": .object(outputs)]).bytes
+        return .some(JSONValue.object(["seq": .int(Int(snapshot.seq)), "viewModels": .object(outputs)]).bytes)
+    }
+
+    // MARK: logins
+
+    /// Adds session `id` to the login's set of sessions (loop `index`), then calls `done` (also when Redis
+    /// refused: logged; the session then outlives a sign-out until it expires).
+    func listSession(_ id: String, ofLogin key: String, at index: Int, done: @escaping () -> Void) {
+        let set = RedisArg(keys.loginSessions(key))
+        let ttl = RedisArg(Int(env.configuration.sessionIdleTimeout * 2000))
+        clients[index].send(["SADD", set, RedisArg(id)], key: set) { r in
+            if case .failure(let e) = r {
+                self.logger.warning("login's session not listed", metadata: ["error": "\(e)"])
+            }
+            self.clients[index].send(["PEXPIRE", set, ttl], key: set) { _ in done() }
+        }
+    }
+
+    /// Ends every session of login `key` in the cluster: each listed one is deleted with `end` reason
+    /// `signed-out` (by its runner, wherever it runs), and the list goes. Any thread.
+    func endSessions(ofLogin key: String) {
+        let host = loopSessions[0]
+        host.loop.execute {
+            let set = RedisArg(self.keys.loginSessions(key))
+            self.clients[0].send(["SMEMBERS", set], key: set) { r in
+                guard case .success(let value) = r, let members = value.array else {
+                    return self.logger.warning("a login's sessions could not be listed; they end when they expire")
+                }
+                self.clients[0].send(["DEL", set], key: set) { _ in }
+                for id in members.compactMap(\.string) {
+                    self.delete(id, login: key, signedOut: true) { _ in }
+                }
+            }
+        }
     }
 }
 

@@ -134,9 +134,6 @@ package final class ClusterNode: SessionBackend {
     /// The state lives in the store: every read is a round trip (`state(of:at:reply:)`).
     func currentState(of id: String, login: String?, at host: LoopSessions) -> [UInt8]? { nil }
 
-    /// No session of a login runs in cluster mode (sign-in is refused with a cluster): nothing to end.
-    func endSessions(ofLogin key: String) {}
-
     /// Nil while every loop can serve some sessions (one Redis master it reaches, whose subscriptions
     /// deliver; with `--redis-replica-acks-strict`, one with the replicas wanted): one master missing or
     /// short of replicas is its own sessions' trouble, named by `degradation`, and the node stays ready.

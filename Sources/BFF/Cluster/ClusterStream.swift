@@ -253,6 +253,34 @@ extension ClusterNode {
         guard (state.value.fed[id]?.streams.count ?? 0) < limit else {
             return refuse(.tooManyStreams(limit: limit, clusterWide: true))
         }
+        // With sign-in, whose the session is is read first (one round trip, once per stream): a session of
+        // another login is refused as if it did not exist, before anything of it is sent.
+        if env.signInEnabled {
+            return stores[index].load(sessionID: id) { result in
+                switch result {
+                case .success(let snapshot):
+                    if let person = Session.person(inStoredForm: snapshot.state), person.loginKey != login {
+                        return refuse(.notFound)
+                    }
+                    self.admitStream(stream, id: id, owner: owner, lastEventID: lastEventID, refuse: refuse)
+                case .failure(let error):
+                    self.failed(error)
+                    refuse(SessionFailure(error))
+                }
+            }
+        }
+        admitStream(stream, id: id, owner: owner, lastEventID: lastEventID, refuse: refuse)
+    }
+
+    /// `openStream` once the session may be streamed to this request: admitted in the session's
+    /// cluster-wide set of open streams, or refused at its limit (request loop).
+    private func admitStream(
+        _ stream: any SessionEventSink, id: String, owner: LoopSessions, lastEventID: Int?,
+        refuse: @escaping (SessionFailure) -> Void
+    ) {
+        let index = stream.host.loop.index
+        let state = perLoop[index]
+        let limit = env.configuration.maxStreamsPerSession
         // The limit is cluster-wide: the session's set of open streams in the store admits this one (one
         // round trip), or refuses it when `limit` streams on any nodes count.
         let number = state.value.nextStream

@@ -29,7 +29,8 @@ final class ClusterSearchUpstream: ConditionalRepositorySearching, UpstreamBudge
         var etag: String?
     }
 
-    let gateway: GitHubGateway
+    /// The application's gateway, or a signed-in person's (`PersonalGateways` picks by the task's person).
+    let gateway: PersonalGateways
     let ttl: Double
     let waitTimeout: Double
     let logger: Logger
@@ -40,11 +41,11 @@ final class ClusterSearchUpstream: ConditionalRepositorySearching, UpstreamBudge
     /// another node (or an earlier call) stored — GitHub was not called for it; false when it was.
     private let fromSharedEntry = Lock<[String: Bool]>([:])
 
-    init(gateway: GitHubGateway, ttl: Double, logger: Logger) {
+    init(gateway: PersonalGateways, ttl: Double, logger: Logger) {
         self.gateway = gateway
         self.ttl = ttl
         self.logger = logger
-        waitTimeout = gateway.configuration.requestTimeout + 2
+        waitTimeout = gateway.app.configuration.requestTimeout + 2
     }
 
     func connect(_ cache: any SharedSearchCache, holder: String, metrics: ClusterMetrics? = nil) {

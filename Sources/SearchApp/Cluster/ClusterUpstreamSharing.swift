@@ -27,11 +27,10 @@ final class ClusterUpstreamSharing: UpstreamSharing {
 
     var rateBudget: (any SharedRateBudget)? { budget }
 
-    /// Cluster mode keeps no logins yet: every call goes out with the application's token.
     func search(over gateway: PersonalGateways, cache: CacheMaker) -> (
         any RepositorySearching, @Sendable () async -> Void
     ) {
-        let shared = ClusterSearchUpstream(gateway: gateway.app, ttl: github.cacheTTL, logger: logger)
+        let shared = ClusterSearchUpstream(gateway: gateway, ttl: github.cacheTTL, logger: logger)
         self.shared = shared
         let nodeCache = cache(over: shared)
         return (ClusterCacheLabel(cache: nodeCache, shared: shared), { await nodeCache.flush() })

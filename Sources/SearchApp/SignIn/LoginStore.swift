@@ -6,6 +6,33 @@ import Primitives
 import SignIn
 import ViewModels
 
+/// Where logins are kept: one process's file (`LoginStore`) or the cluster's Redis (`RedisLogins`).
+/// Each login is keyed by the digest of its cookie and holds its token sealed (`TokenSealer`).
+protocol Logins: LoginDirectory {
+    /// Stores a new login; it is durable (on the file, or acknowledged by Redis) when this returns.
+    func add(_ person: SignedInPerson, token: String) async throws(LoginAddFailure)
+    /// The token of the live login `key` names, renewing nothing.
+    func token(forLoginKey key: String) async -> String?
+    /// Forgets a login; returns its token (to revoke it at GitHub), if it was known.
+    func remove(_ key: String) async -> String?
+}
+
+/// Why a login could not be stored.
+enum LoginAddFailure: Error, Equatable {
+    /// The table holds its maximum of logins (`--max-logins`).
+    case full(Int)
+    /// The store could not be reached (cluster mode: Redis).
+    case unavailable
+}
+
+extension LoginStore: Logins {
+    func add(_ person: SignedInPerson, token: String) async throws(LoginAddFailure) {
+        try addNow(person, token: token)
+    }
+    func token(forLoginKey key: String) async -> String? { tokenNow(forLoginKey: key) }
+    func remove(_ key: String) async -> String? { removeNow(key) }
+}
+
 /// The logins of one process: who each is and their GitHub token, sealed (`TokenSealer`, AES-GCM under
 /// `BFF_SECRET_KEY`, bound to the login's key), kept in memory and in a file under `var/` (mode 0600) so
 /// a restart keeps everyone signed in. Keyed by the login's key (`LoginCookie.key(of:)`), so neither
@@ -31,11 +58,6 @@ final class LoginStore: LoginDirectory, Sendable {
         var person: SignedInPerson {
             SignedInPerson(loginKey: key, userID: userID, login: login, name: name, avatarURL: avatarURL)
         }
-    }
-
-    /// Why a login could not be stored.
-    enum AddFailure: Error, Equatable {
-        case full(Int)
     }
 
     let ttl: Double
@@ -76,7 +98,7 @@ final class LoginStore: LoginDirectory, Sendable {
 
     /// Stores a new login for `person` (whose `loginKey` is its key) with `token`, and waits until it is
     /// in the file (call it off the event loops).
-    func add(_ person: SignedInPerson, token: String) throws(AddFailure) {
+    func addNow(_ person: SignedInPerson, token: String) throws(LoginAddFailure) {
         let sealed: String
         do {
             sealed = try sealer.seal(token, for: person.loginKey)
@@ -124,14 +146,14 @@ final class LoginStore: LoginDirectory, Sendable {
     }
 
     /// The token of the live login `key` names (opened from its sealed form), renewing nothing.
-    func token(forLoginKey key: String) -> String? {
+    func tokenNow(forLoginKey key: String) -> String? {
         let now = wallClock()
         guard let r = state.withLock({ $0.records[key] }), now - r.lastUsed < ttl else { return nil }
         return sealer.open(r.sealedToken, for: key)
     }
 
     /// Forgets a login; returns its token (to revoke it at GitHub), if it was known.
-    func remove(_ key: String) -> String? {
+    func removeNow(_ key: String) -> String? {
         guard let r = state.withLock({ $0.records.removeValue(forKey: key) }) else { return nil }
         persist(force: true)
         return sealer.open(r.sealedToken, for: key)

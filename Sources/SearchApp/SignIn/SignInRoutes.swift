@@ -45,15 +45,41 @@ public struct SignInSetupError: Error, CustomStringConvertible {
     public let description: String
 }
 
+/// What the callback needs of a sign-in it completes.
+struct StartedSignIn: Sendable {
+    let verifier: String
+    let returnTo: String
+}
+
+/// The sign-ins under way, by `state`: each good once, for ten minutes, for the browser that started it
+/// (one process: `PendingSignIns` in memory; a cluster: `RedisSignIns`, so the callback may reach any node).
+protocol SignInsUnderWay: Sendable {
+    /// Starts one; its `state` and the browser binding to set as a cookie, or nil when none can be kept.
+    func start(returnTo: String, verifier: String) async -> (state: String, browser: String)?
+    /// Takes the sign-in `state` names if it is good and `browser` is its binding; gone afterwards.
+    func take(state: String, browser: String?) async -> StartedSignIn?
+}
+
+extension PendingSignIns: SignInsUnderWay {
+    func start(returnTo: String, verifier: String) async -> (state: String, browser: String)? {
+        start(returnTo: returnTo, verifier: verifier, now: Date().timeIntervalSince1970)
+    }
+    func take(state: String, browser: String?) async -> StartedSignIn? {
+        take(state: state, browser: browser, now: Date().timeIntervalSince1970).map {
+            StartedSignIn(verifier: $0.verifier, returnTo: $0.returnTo)
+        }
+    }
+}
+
 /// The sign-in's server side: the `/auth/…` routes (login, callback, logout), the logins (`LoginStore`),
 /// the sign-ins under way (`PendingSignIns`), GitHub's OAuth endpoints (`GitHubOAuthClient`), and what a
 /// login's end does everywhere (its sessions end `signed-out`, its token is revoked, its GitHub client
 /// forgotten). Thread-safe.
 final class SignInService: Sendable {
     let options: SignInOptions
-    let store: LoginStore
+    let store: any Logins
     let oauth: GitHubOAuthClient
-    let pending: PendingSignIns
+    let pending: any SignInsUnderWay
     /// The application, set once it is built (the service is made before it).
     let app = Lock<Application?>(nil)
     /// The persons' GitHub clients (set by the live composition; nil over an injected search model).
@@ -62,11 +88,14 @@ final class SignInService: Sendable {
     private let signIns: [String: CoreMetrics.Counter]
     private let signOuts: [String: CoreMetrics.Counter]
 
-    init(options: SignInOptions, apiURL: String, store: LoginStore, logger: Logger, factory: any MetricsFactory) {
+    init(
+        options: SignInOptions, apiURL: String, store: any Logins, pending: (any SignInsUnderWay)? = nil,
+        logger: Logger, factory: any MetricsFactory
+    ) {
         self.options = options
         self.store = store
         self.logger = logger
-        pending = PendingSignIns(capacity: options.maxPendingSignIns, lifetime: 600)
+        self.pending = pending ?? PendingSignIns(capacity: options.maxPendingSignIns, lifetime: 600)
         oauth = GitHubOAuthClient(
             configuration: .init(
                 webURL: options.webURL, apiURL: apiURL, clientID: options.clientID, clientSecret: options.clientSecret),
@@ -104,8 +133,8 @@ final class SignInService: Sendable {
 
     /// Ends a login everywhere: forgets it, ends its sessions (`signed-out`), forgets its GitHub client,
     /// and revokes its token at GitHub unless GitHub already refused it.
-    func end(_ key: String, reason: String) {
-        let token = store.remove(key)
+    func end(_ key: String, reason: String) async {
+        let token = await store.remove(key)
         app.withLock { $0 }?.endSessions(ofLogin: key)
         personal.withLock { $0 }?.forget(key)
         guard let token else { return }  // not a login (any more): nothing to count or revoke
@@ -141,21 +170,22 @@ final class SignInService: Sendable {
         guard let gate = app.signIn else { return res.send(.problem(status: 404, detail: "sign-in is not configured")) }
         let returnTo = ReturnTo.sanitize(req.query["returnTo"])
         let verifier = PKCE.verifier()
-        guard let started = pending.start(returnTo: returnTo, verifier: verifier, now: Date().timeIntervalSince1970)
-        else {
-            signIns["full"]?.increment()
-            return res.send(
-                .problem(
-                    status: 503, detail: "too many sign-ins are under way (--max-pending-sign-ins); retry in a minute",
-                    headers: [("Retry-After", "60")]))
-        }
         let origin = gate.origin(of: req)
         let https = origin.hasPrefix("https:")
-        let location = oauth.authorizeURL(
-            redirectURI: origin + "/auth/callback", state: started.state,
-            codeChallenge: PKCE.challenge(for: verifier))
-        res.send(
-            HTTPResponse(
+        let loop = req.loop
+        Task {
+            guard let started = await pending.start(returnTo: returnTo, verifier: verifier) else {
+                signIns["full"]?.increment()
+                let refused = HTTPResponse.problem(
+                    status: 503,
+                    detail: "too many sign-ins are under way (--max-pending-sign-ins), or they cannot be kept now; "
+                        + "retry in a minute", headers: [("Retry-After", "60")])
+                return loop.execute { res.send(refused) }
+            }
+            let location = oauth.authorizeURL(
+                redirectURI: origin + "/auth/callback", state: started.state,
+                codeChallenge: PKCE.challenge(for: verifier))
+            let response = HTTPResponse(
                 status: 302,
                 headers: [
                     ("Location", location), ("Cache-Control", "no-store"),
@@ -163,7 +193,9 @@ final class SignInService: Sendable {
                         "Set-Cookie",
                         Self.cookie(bindingCookie(https: https), started.browser, maxAge: 600, https: https)
                     ),
-                ]))
+                ])
+            loop.execute { res.send(response) }
+        }
     }
 
     private func callback(_ req: HTTPRequest, _ res: HTTPResponder, app: Application) {
@@ -179,38 +211,40 @@ final class SignInService: Sendable {
             return Self.failure(status, sentence, html: html, headers: [clearBinding])
         }
         let browser = Self.cookieValue(binding, in: req.headers(named: "Cookie"))
-        guard let state = query["state"], !state.isEmpty,
-            let started = pending.take(state: state, browser: browser, now: Date().timeIntervalSince1970)
-        else {
-            return res.send(
-                fail(
-                    400, "bad-state",
-                    "the sign-in's state is missing, unknown, already used, expired or from another browser; "
-                        + "sign in again"))
-        }
-        if let error = query["error"] {
-            let sentence =
-                error == "access_denied"
-                ? "you did not authorize the sign-in at GitHub" : "GitHub refused the sign-in (\(error.prefix(64)))"
-            return res.send(fail(403, "denied", sentence))
-        }
-        guard let code = query["code"], !code.isEmpty else {
-            return res.send(fail(400, "bad-state", "the callback carries no code"))
-        }
         let loop = req.loop
         let previous = gate.loginKey(of: req)
         let cookie = gate.cookie(for: req)
         Task {
-            let response = await self.complete(
-                code: code, started: started, redirectURI: origin + "/auth/callback", cookie: cookie,
-                previous: previous, html: html, clearBinding: clearBinding)
+            let response: HTTPResponse
+            if let state = query["state"], !state.isEmpty,
+                let started = await pending.take(state: state, browser: browser)
+            {
+                if let error = query["error"] {
+                    let sentence =
+                        error == "access_denied"
+                        ? "you did not authorize the sign-in at GitHub"
+                        : "GitHub refused the sign-in (\(error.prefix(64)))"
+                    response = fail(403, "denied", sentence)
+                } else if let code = query["code"], !code.isEmpty {
+                    response = await self.complete(
+                        code: code, started: started, redirectURI: origin + "/auth/callback", cookie: cookie,
+                        previous: previous, html: html, clearBinding: clearBinding)
+                } else {
+                    response = fail(400, "bad-state", "the callback carries no code")
+                }
+            } else {
+                response = fail(
+                    400, "bad-state",
+                    "the sign-in's state is missing, unknown, already used, expired or from another browser; "
+                        + "sign in again")
+            }
             loop.execute { res.send(response) }
         }
     }
 
     /// The exchange, `/user`, and the new login: its cookie and the way back.
     private func complete(
-        code: String, started: PendingSignIn, redirectURI: String, cookie: LoginCookie, previous: String?,
+        code: String, started: StartedSignIn, redirectURI: String, cookie: LoginCookie, previous: String?,
         html: Bool, clearBinding: (String, String)
     ) async -> HTTPResponse {
         func fail(_ status: Int, _ outcome: String, _ sentence: String) -> HTTPResponse {
@@ -232,14 +266,19 @@ final class SignInService: Sendable {
             loginKey: LoginCookie.key(of: value), userID: user.id, login: user.login, name: user.name,
             avatarURL: user.avatarURL)
         do {
-            try store.add(person, token: token)
+            try await store.add(person, token: token)
         } catch {
             await oauth.revoke(token: token)
-            return fail(
-                503, "full", "the server holds its maximum of \(options.maxLogins) logins (--max-logins); retry later")
+            switch error {
+            case .full(let max):
+                return fail(503, "full", "the server holds its maximum of \(max) logins (--max-logins); retry later")
+            case .unavailable:
+                return fail(
+                    503, "failed", "the logins cannot be stored now (the cluster's Redis is unavailable); retry")
+            }
         }
         // A browser that signs in again leaves its former login behind: it ends.
-        if let previous, previous != person.loginKey { end(previous, reason: "logout") }
+        if let previous, previous != person.loginKey { await end(previous, reason: "logout") }
         signIns["signed-in"]?.increment()
         logger.info("signed in", metadata: ["user_id": "\(user.id)"])
         return HTTPResponse(
@@ -254,11 +293,15 @@ final class SignInService: Sendable {
         guard let gate = app.signIn else { return res.send(.problem(status: 404, detail: "sign-in is not configured")) }
         if app.refusedCrossSite(req, res) { return }
         let cookie = gate.cookie(for: req)
-        if let key = gate.loginKey(of: req) {
-            end(key, reason: "logout")
-            logger.info("signed out")
+        let done = HTTPResponse(status: 204, headers: [("Set-Cookie", cookie.clear), ("Cache-Control", "no-store")])
+        guard let key = gate.loginKey(of: req) else { return res.send(done) }
+        let loop = req.loop
+        Task {
+            // Answered once the login is gone from the store: no node honours the cookie after the 204.
+            await self.end(key, reason: "logout")
+            self.logger.info("signed out")
+            loop.execute { res.send(done) }
         }
-        res.send(HTTPResponse(status: 204, headers: [("Set-Cookie", cookie.clear), ("Cache-Control", "no-store")]))
     }
 
     // MARK: helpers
