@@ -6,18 +6,21 @@ import GitHubSearch
 import ViewModels
 
 extension ViewModelRegistry {
-    /// The product's view models: `search` (each session's searches charged to its client, so GitHub's
-    /// budget is shared fairly, and a signed-in session's to its person's own token), `greeting` and
+    /// The product's view models: `search` (its pages cut from GitHub's 100-result pages, `WidePages`;
+    /// each session's searches charged to its client, so GitHub's budget is shared fairly, and a signed-in
+    /// session's to its person's own token), `greeting` and
     /// `account` per session, `status` app-wide. `clock` is the search's time (rate-limit countdowns);
     /// `signInEnabled`: sign-in is configured (`account.signInEnabled`).
     public static func product<Searcher: RepositorySearching>(
         search: Searcher, pageSize: Int, clock: any SearchClock = SystemSearchClock(), signInEnabled: Bool = false
     ) -> ViewModelRegistry {
         var r = ViewModelRegistry()
-        r.register(SearchFeature<ChargedSearch<Searcher>>.self, initialState: SearchState()) { context in
+        // Pages of `pageSize` are served from GitHub's 100-result pages: a load-more within one costs no call.
+        let wide = WidePages(base: search)
+        r.register(SearchFeature<ChargedSearch<WidePages<Searcher>>>.self, initialState: SearchState()) { context in
             let person = context.person?.loginKey
             return SearchFeature(
-                searcher: ChargedSearch(client: context.client, person: person, base: search), perPage: pageSize,
+                searcher: ChargedSearch(client: context.client, person: person, base: wide), perPage: pageSize,
                 clock: clock, ownBudget: person != nil)
         }
         r.register(GreetingFeature.self, initialState: .init()) { _ in GreetingFeature() }

@@ -12,11 +12,15 @@ package enum LoadSession {
     /// users), else through `pool`. A creation refused with `503` or `429` and a `Retry-After` is tried
     /// again after that many seconds (at most 5, with jitter), up to `maxAttempts` times, as a client
     /// should; `retried` counts those retries.
+    ///
+    /// `headers(i)`: extra headers of the `i`-th creation (e.g. a person's login cookie); the ids come back
+    /// in that order.
     package static func create(
         _ count: Int, loop: LoadLoop, pool: RequestPool, timeout: Double? = nil, maxAttempts: Int = 10,
-        retried: UnsafeMutablePointer<Int>? = nil
+        retried: UnsafeMutablePointer<Int>? = nil, headers: @escaping (Int) -> [(String, String)] = { _ in [] }
     ) throws -> [String] {
-        var ids: [String] = []
+        var slots = [String?](repeating: nil, count: count)
+        var created = 0
         var failures: [String] = []
         let sources = pool.target.creationSources
         let pools = sources.prefix(count).map { RequestPool(loop: loop, target: pool.target.from(source: $0), size: 1) }
@@ -26,13 +30,14 @@ package enum LoadSession {
         func submit(_ i: Int, attempt: Int) {
             inFlight += 1
             (pools.isEmpty ? pool : pools[i % pools.count]).submit(
-                "POST", "/api/sessions", headers: [("Content-Type", "application/json")], body: []
+                "POST", "/api/sessions", headers: [("Content-Type", "application/json")] + headers(i), body: []
             ) { result in
                 inFlight -= 1
                 switch result {
                 case .success(let response) where response.status == 201:
                     if let id = (try? JSONValue.parse(response.body))?["id"]?.stringValue {
-                        ids.append(id)
+                        slots[i] = id
+                        created += 1
                     } else {
                         failures.append("201 without an id: \(response.text.prefix(100))")
                     }
@@ -61,8 +66,9 @@ package enum LoadSession {
         // The pools must live while the loop runs their requests (the optimizer would end them at their last
         // use above, and a pool that goes away closes its connections).
         let limit = timeout ?? max(120, Double(count) * 0.02)
-        withExtendedLifetime(pools) { _ = loop.run(timeout: limit) { ids.count + failures.count >= count } }
+        withExtendedLifetime(pools) { _ = loop.run(timeout: limit) { created + failures.count >= count } }
         retried?.pointee = retries
+        let ids = slots.compactMap { $0 }
         guard ids.count == count else {
             throw WireError.malformed(
                 "created \(ids.count) of \(count) sessions (\(retries) retried after 503/429); first failure: "

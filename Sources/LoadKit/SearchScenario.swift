@@ -41,6 +41,10 @@ package struct SearchScenario {
         package var progress = true
         /// Delete the sessions afterwards.
         package var cleanup = true
+        /// Each session a person of its own: before the load, session `i`'s person `load-user-i` signs in
+        /// through the simulator (`simURL`, which must be the server's GitHub), and every request of the
+        /// session carries their login cookie, so their uncached searches spend their own budget.
+        package var signedIn = false
         /// Defaults.
         package init() {}
     }
@@ -68,6 +72,8 @@ package struct SearchScenario {
         var page = 1
         var finishedSeq = 0  // the latest inputSeq whose search finished (results or error)
         var finishedAt: UInt64 = 0
+        /// Sent with every request of the session (its person's login cookie, if signed in).
+        var headers: [(String, String)] = []
         init(id: String) { base = "/api/sessions/\(id)/search/" }
     }
 
@@ -77,9 +83,26 @@ package struct SearchScenario {
         defer { loop.close() }
         let pool = RequestPool(loop: loop, target: target, size: options.connections)
         SystemProbe.raiseOpenFileLimit(to: options.sessions + options.connections + 256)
+        var cookies: [(String, String)] = []
+        if options.signedIn {
+            guard let simURL = options.simURL else {
+                throw SignInFlow.Failure(description: "signing people in needs the simulator's URL (--sim-url)")
+            }
+            let simulator = try Target(url: simURL)
+            for i in 0..<options.sessions {
+                cookies.append(try SignInFlow.signIn(target: target, simulator: simulator, login: "load-user-\(i)"))
+            }
+        }
+        let personal = cookies
         var upstreamBefore = upstreamRequests(simURL: options.simURL)
-        let ids = try LoadSession.create(options.sessions, loop: loop, pool: pool)
-        let sessions = ids.map(Session.init)
+        let ids = try LoadSession.create(options.sessions, loop: loop, pool: pool) { i in
+            personal.isEmpty ? [] : [personal[i]]
+        }
+        let sessions = ids.enumerated().map { i, id in
+            let s = Session(id: id)
+            if !personal.isEmpty { s.headers = [personal[i]] }
+            return s
+        }
         var mix = QueryMix(seed: options.seed, terms: options.terms, variants: options.variants)
         var all = LatencyHistogram()
         var repeats = LatencyHistogram()
@@ -98,7 +121,7 @@ package struct SearchScenario {
         func post(_ session: Session, _ input: String, _ body: String, then: (() -> Void)? = nil) {
             let action = session.scheduled
             pool.submit(
-                "POST", session.base + input, headers: [("Content-Type", "application/json")],
+                "POST", session.base + input, headers: [("Content-Type", "application/json")] + session.headers,
                 body: Array(body.utf8)
             ) { result in
                 // A reply for an action that already timed out must not touch the next action.
@@ -187,7 +210,8 @@ package struct SearchScenario {
         }
         for (index, id) in ids.enumerated() {
             let session = sessions[index]
-            let stream = try StreamClient(loop: loop, target: target, path: "/api/sessions/\(id)/events")
+            let stream = try StreamClient(
+                loop: loop, target: target, path: "/api/sessions/\(id)/events", headers: session.headers)
             stream.onEvent = { event, now in
                 events += 1
                 if event.event == "snapshot" {
@@ -224,6 +248,7 @@ package struct SearchScenario {
 
         var report = LoadReport(scenario: "search")
         report.add("sessions", .int(options.sessions))
+        report.add("signedIn", .text(options.signedIn ? "every session its own person" : "anonymous"))
         report.add("warmup", .number(options.warmup, unit: "s (not counted)"))
         report.add("duration", .number(options.duration, unit: "s"))
         report.add("think", .text(SearchScenario.describe(options.think)))
@@ -254,7 +279,14 @@ package struct SearchScenario {
             report.add("upstreamRequests", .text("unavailable (no --sim-url, or its /_sim/stats has no requests)"))
         }
         for session in sessions { session.stream?.close() }
-        if options.cleanup { LoadSession.delete(ids, loop: loop, pool: pool) }
+        if options.cleanup {
+            // A signed-in session answers only its person's cookie: signing them out ends their sessions.
+            if personal.isEmpty {
+                LoadSession.delete(ids, loop: loop, pool: pool)
+            } else {
+                for cookie in personal { try? SignInFlow.signOut(target: target, cookie: cookie) }
+            }
+        }
         pool.close()
         return report
     }

@@ -190,9 +190,14 @@ extension BffLoad {
         var warmup = 0.0
         @Option(help: "GitHub simulator base URL, for GET /_sim/stats (upstream request count).") var simURL: String?
         @Option(help: "Random seed for the query mix.") var seed: UInt64 = 42
+        @Flag(
+            help:
+                "Sign each session's person in first (load-user-N, approved on the simulator at --sim-url, which must be the server's GitHub): their searches spend their own budget."
+        ) var signedIn = false
 
         func run() throws {
             var o = SearchScenario.Options()
+            o.signedIn = signedIn
             o.sessions = sessions
             o.duration = common.duration
             o.think = think.map { .exponential(mean: $0) } ?? .uniform(min: thinkMin, max: max(thinkMin, thinkMax))

@@ -89,11 +89,13 @@ final class SearchEndToEndTests: XCTestCase {
         XCTAssertEqual(client.snapshot["viewModels"]?["search"], try t.state(id)["viewModels"]?["search"])
         XCTAssertEqual(sim.sim.stats.authenticated, sim.sim.stats.requests, "the token was sent upstream")
 
-        // the stateless endpoint shares the cache: the first page is a hit now
-        let rest = try WireConnection.get(port: t.port, path: "/api/search/repositories?q=language:swift")
+        // the view model's pages of 30 were cut from one page of 100, and the stateless endpoint shares the
+        // cache: that page is a hit now
+        XCTAssertEqual(sim.sim.stats.requests, 1, "the first page and the load-more cost one call")
+        let rest = try WireConnection.get(port: t.port, path: "/api/search/repositories?q=language:swift&per_page=100")
         XCTAssertEqual(rest.status, 200)
         XCTAssertEqual(rest.header("X-Cache"), "hit")
-        XCTAssertEqual(rest.json?["items"]?.arrayValue?.count, 30)
+        XCTAssertEqual(rest.json?["items"]?.arrayValue?.count, min(100, rest.json?["totalCount"]?.intValue ?? 0))
         XCTAssertEqual(rest.json?["page"], 1)
 
         let everything = logs.all + rest.text + (try t.state(id)).text
