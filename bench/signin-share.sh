@@ -39,7 +39,7 @@ run() { # people mode
         GITHUB_WEB_URL="http://127.0.0.1:$sim_port" GITHUB_API_URL="http://127.0.0.1:$sim_port" \
         "${SERVER_PIN[@]}" "$BIN/bff" --port "$port" --threads 1 --cache-file none --log-level warning \
         --state-dir "$OUT/state" --max-sessions-per-client 100000 --client-session-rate 100000 \
-        --client-session-burst 100000 > "$OUT/bff-$people-$mode.log" 2>&1 &
+        --client-session-burst 100000 --max-connections-per-client 20000 > "$OUT/bff-$people-$mode.log" 2>&1 &
     PIDS+=("$!")
     for ((i = 0; i < 100; i++)); do curl -fsS "http://127.0.0.1:$port/readyz" > /dev/null 2>&1 && break; sleep 0.1; done
     [[ $mode == signed-in ]] && flags=(--signed-in)

@@ -1,4 +1,5 @@
 import EventHTTP
+import Primitives
 import SignIn
 import ViewModels
 
@@ -35,6 +36,14 @@ package final class SignInGate: Sendable {
     /// `--public-url`'s origin (`scheme://host[:port]`, lower case), or nil: each request's.
     let fixedOrigin: String?
 
+    /// The two cookies, made once.
+    private static let httpsCookie = LoginCookie(https: true)
+    private static let httpCookie = LoginCookie(https: false)
+    /// Recent cookie values and their keys (a digest each): a browser's requests present the same
+    /// cookie again and again. Bounded: emptied when full.
+    private let keys = Lock<[String: String]>([:])
+    private static let maxRememberedKeys = 4096
+
     init(_ settings: SignInSettings) {
         logins = settings.logins
         fixedOrigin = settings.publicURL.map(SignInGate.origin(ofURL:))
@@ -62,18 +71,34 @@ package final class SignInGate: Sendable {
 
     /// The login cookie of the origin `req` reached (`__Host-bff-login` on https, `bff-login` on http).
     package func cookie(for req: HTTPRequest) -> LoginCookie {
-        LoginCookie(https: origin(of: req).hasPrefix("https:"))
+        let https: Bool
+        if let fixedOrigin {
+            https = fixedOrigin.hasPrefix("https:")
+        } else {
+            https = req.viaTrustedProxy && req.header("X-Forwarded-Proto")?.lowercased().hasPrefix("https") == true
+        }
+        return https ? Self.httpsCookie : Self.httpCookie
     }
 
     /// The login cookie's value `req` carries, if any (of the token's shape).
     package func cookieValue(of req: HTTPRequest) -> String? {
-        let headers = req.headers(named: "Cookie")
+        var headers: [String] = []
+        for (n, v) in req.headers where n.caseInsensitiveEquals("Cookie") { headers.append(v) }
         if headers.isEmpty { return nil }
         return cookie(for: req).value(inCookieHeaders: headers)
     }
 
-    /// The key of the login `req` carries a cookie of, if any.
-    package func loginKey(of req: HTTPRequest) -> String? { cookieValue(of: req).map(LoginCookie.key(of:)) }
+    /// The key of the login `req` carries a cookie of, if any (remembered for the cookies seen lately).
+    package func loginKey(of req: HTTPRequest) -> String? {
+        guard let value = cookieValue(of: req) else { return nil }
+        if let known = keys.withLock({ $0[value] }) { return known }
+        let key = LoginCookie.key(of: value)
+        keys.withLock { k in
+            if k.count >= Self.maxRememberedKeys { k.removeAll(keepingCapacity: true) }
+            k[value] = key
+        }
+        return key
+    }
 
     /// True when `req` is unsafe, carries a login cookie and is cross-site (`CrossSiteRule`): it is refused
     /// with `403` before anything is applied.

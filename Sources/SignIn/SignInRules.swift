@@ -59,13 +59,28 @@ public struct LoginCookie: Sendable, Equatable {
 
     /// Its value in a request's `Cookie` headers (nil: absent, empty, or not of the token's shape).
     public func value(inCookieHeaders headers: [String]) -> String? {
-        for header in headers {
-            for pair in header.split(separator: ";") {
-                let trimmed = pair.drop { $0 == " " }
-                guard let eq = trimmed.firstIndex(of: "="), trimmed[..<eq] == name else { continue }
-                let value = String(trimmed[trimmed.index(after: eq)...])
-                return LoginCookie.isToken(value) ? value : nil
+        // On every request that carries cookies: read over the bytes, no substring per pair.
+        let name = Array(self.name.utf8)
+        for var header in headers {
+            let found: String?? = header.withUTF8 { b -> String?? in
+                var i = 0
+                while i < b.count {
+                    while i < b.count && (b[i] == 0x20 || b[i] == 0x09) { i += 1 }  // a pair starts here
+                    var end = i
+                    while end < b.count && b[end] != UInt8(ascii: ";") { end += 1 }
+                    if end - i > name.count, b[i + name.count] == UInt8(ascii: "="),
+                        (0..<name.count).allSatisfy({ b[i + $0] == name[$0] })
+                    {
+                        var last = end
+                        while last > i + name.count + 1 && (b[last - 1] == 0x20 || b[last - 1] == 0x09) { last -= 1 }
+                        let value = String(decoding: UnsafeBufferPointer(rebasing: b[(i + name.count + 1)..<last]), as: UTF8.self)
+                        return .some(LoginCookie.isToken(value) ? value : nil)
+                    }
+                    i = end + 1
+                }
+                return .none
             }
+            if let found { return found }
         }
         return nil
     }
