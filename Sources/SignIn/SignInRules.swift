@@ -73,7 +73,8 @@ public struct LoginCookie: Sendable, Equatable {
                     {
                         var last = end
                         while last > i + name.count + 1 && (b[last - 1] == 0x20 || b[last - 1] == 0x09) { last -= 1 }
-                        let value = String(decoding: UnsafeBufferPointer(rebasing: b[(i + name.count + 1)..<last]), as: UTF8.self)
+                        let value = String(
+                            decoding: UnsafeBufferPointer(rebasing: b[(i + name.count + 1)..<last]), as: UTF8.self)
                         return .some(LoginCookie.isToken(value) ? value : nil)
                     }
                     i = end + 1
