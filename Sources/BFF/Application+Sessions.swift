@@ -16,7 +16,7 @@ extension Application {
             }
             // A session of the login the cookie names, or, for a login that ended, an anonymous one and
             // the cookie cleared.
-            signIn.logins.person(forLoginKey: LoginCookie.key(of: cookie)) { person in
+            signIn.logins.person(forLoginKey: signIn.key(ofCookie: cookie)) { person in
                 let clear = person == nil ? signIn.cookie(for: req).clear : nil
                 req.loop.runOrExecute { self.createSession(req, res, person: person, clearCookie: clear) }
             }

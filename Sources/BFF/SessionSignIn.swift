@@ -64,33 +64,32 @@ package final class SignInGate: Sendable {
     /// when a trusted proxy says `X-Forwarded-Proto: https`.
     package func origin(of req: HTTPRequest) -> String {
         if let fixedOrigin { return fixedOrigin }
-        let https = req.viaTrustedProxy && req.header("X-Forwarded-Proto")?.lowercased().hasPrefix("https") == true
         let host = (req.header("Host") ?? "localhost").lowercased()
-        return (https ? "https://" : "http://") + host
+        return (isHTTPS(req) ? "https://" : "http://") + host
+    }
+
+    /// True when `req` reached the server over https: `--public-url`'s scheme, else a trusted proxy's
+    /// `X-Forwarded-Proto` (without building the origin).
+    private func isHTTPS(_ req: HTTPRequest) -> Bool {
+        if let fixedOrigin { return fixedOrigin.hasPrefix("https:") }
+        return req.viaTrustedProxy && req.header("X-Forwarded-Proto")?.lowercased().hasPrefix("https") == true
     }
 
     /// The login cookie of the origin `req` reached (`__Host-bff-login` on https, `bff-login` on http).
-    package func cookie(for req: HTTPRequest) -> LoginCookie {
-        let https: Bool
-        if let fixedOrigin {
-            https = fixedOrigin.hasPrefix("https:")
-        } else {
-            https = req.viaTrustedProxy && req.header("X-Forwarded-Proto")?.lowercased().hasPrefix("https") == true
-        }
-        return https ? Self.httpsCookie : Self.httpCookie
-    }
+    package func cookie(for req: HTTPRequest) -> LoginCookie { isHTTPS(req) ? Self.httpsCookie : Self.httpCookie }
 
     /// The login cookie's value `req` carries, if any (of the token's shape).
     package func cookieValue(of req: HTTPRequest) -> String? {
-        var headers: [String] = []
-        for (n, v) in req.headers where n.caseInsensitiveEquals("Cookie") { headers.append(v) }
+        let headers = req.headers(named: "Cookie")
         if headers.isEmpty { return nil }
         return cookie(for: req).value(inCookieHeaders: headers)
     }
 
-    /// The key of the login `req` carries a cookie of, if any (remembered for the cookies seen lately).
-    package func loginKey(of req: HTTPRequest) -> String? {
-        guard let value = cookieValue(of: req) else { return nil }
+    /// The key of the login `req` carries a cookie of, if any.
+    package func loginKey(of req: HTTPRequest) -> String? { cookieValue(of: req).map(key(ofCookie:)) }
+
+    /// The key of a login cookie's value (`LoginCookie.key(of:)`), remembered for the cookies seen lately.
+    package func key(ofCookie value: String) -> String {
         if let known = keys.withLock({ $0[value] }) { return known }
         let key = LoginCookie.key(of: value)
         keys.withLock { k in

@@ -399,9 +399,9 @@ extension ClusterNode {
         guard let owned = perLoop[owner.loop.index].value.owned[input.sessionID] else {
             return publish(.failed(.moved), true)
         }
-        // A session of a login answers only that login, here as on the node the request reached.
-        guard owned.session.handle.admits(input.login) else { return publish(.failed(.notFound), false) }
         if input.isDelete {
+            // A session of a login answers only that login (an input is checked by `applyInput`).
+            guard owned.session.handle.admits(input.login) else { return publish(.failed(.notFound), false) }
             return deleteOwned(owned, reason: input.signedOut ? "signed-out" : "deleted") { result in
                 switch result {
                 case .success: publish(.deleted, false)

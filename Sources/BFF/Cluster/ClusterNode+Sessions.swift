@@ -454,12 +454,13 @@ extension ClusterNode {
     func listSession(_ id: String, ofLogin key: String, at index: Int, done: @escaping () -> Void) {
         let set = RedisArg(keys.loginSessions(key))
         let ttl = RedisArg(Int(env.configuration.sessionIdleTimeout * 2000))
+        // Both on the one connection, in order: one round trip.
         clients[index].send(["SADD", set, RedisArg(id)], key: set) { r in
             if case .failure(let e) = r {
                 self.logger.warning("login's session not listed", metadata: ["error": "\(e)"])
             }
-            self.clients[index].send(["PEXPIRE", set, ttl], key: set) { _ in done() }
         }
+        clients[index].send(["PEXPIRE", set, ttl], key: set) { _ in done() }
     }
 
     /// Ends every session of login `key` in the cluster: each listed one is deleted with `end` reason
